@@ -1,0 +1,197 @@
+/* Open-addressing hash table over strings kept in big chunks (no allocation per
+ * string except when a chunk fills). The table doubles at 50% load. Lookups on
+ * the per-line path (a host prefix repeated on every line) are one hash and one
+ * memcmp; callers cache the last id to skip even that. */
+#include "dict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_SIZE (256 * 1024)
+
+typedef struct entry {
+    const char *s;
+    uint32_t n;
+    uint32_t id;
+    uint64_t h;
+} entry;
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    char data[];
+} chunk;
+
+struct dsq_dict {
+    entry *slots;
+    size_t nslots; /* power of two */
+    const char **by_id;
+    uint32_t *len_by_id;
+    size_t id_cap;
+    uint32_t count;
+    chunk *chunks;
+};
+
+uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed)
+{
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ seed;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    while (n--)
+        h = (h ^ *s++) * 0x100000001b3ull;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    h ^= h >> 32;
+    return h;
+}
+
+int dsq_dict_new(dsq_dict **out)
+{
+    dsq_dict *d = calloc(1, sizeof *d);
+    if (!d)
+        return -1;
+    d->nslots = 1024;
+    d->slots = calloc(d->nslots, sizeof *d->slots);
+    if (!d->slots) {
+        free(d);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+void dsq_dict_free(dsq_dict *d)
+{
+    if (!d)
+        return;
+    for (chunk *c = d->chunks, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    free(d->slots);
+    free(d->by_id);
+    free(d->len_by_id);
+    free(d);
+}
+
+static const entry *lookup(const dsq_dict *d, const char *s, size_t n, uint64_t h, size_t *slot)
+{
+    size_t mask = d->nslots - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        const entry *e = &d->slots[i];
+        if (!e->s) {
+            *slot = i;
+            return NULL;
+        }
+        if (e->h == h && e->n == n && memcmp(e->s, s, n) == 0)
+            return e;
+    }
+}
+
+uint32_t dsq_dict_find(const dsq_dict *d, const char *s, size_t n)
+{
+    size_t slot;
+    const entry *e = lookup(d, s, n, dsq_hash64(s, n, 0), &slot);
+    return e ? e->id : 0;
+}
+
+static int grow_table(dsq_dict *d)
+{
+    size_t nn = d->nslots * 2;
+    entry *ns = calloc(nn, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < d->nslots; i++) {
+        entry *e = &d->slots[i];
+        if (!e->s)
+            continue;
+        size_t j = e->h & (nn - 1);
+        while (ns[j].s)
+            j = (j + 1) & (nn - 1);
+        ns[j] = *e;
+    }
+    free(d->slots);
+    d->slots = ns;
+    d->nslots = nn;
+    return 0;
+}
+
+static const char *store_string(dsq_dict *d, const char *s, size_t n)
+{
+    chunk *c = d->chunks;
+    if (!c || c->cap - c->used < n + 1) {
+        size_t cap = n + 1 > CHUNK_SIZE ? n + 1 : CHUNK_SIZE;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = d->chunks;
+        d->chunks = c;
+    }
+    char *p = c->data + c->used;
+    memcpy(p, s, n);
+    p[n] = 0;
+    c->used += n + 1;
+    return p;
+}
+
+static int grow_ids(dsq_dict *d)
+{
+    size_t cap = d->id_cap ? d->id_cap * 2 : 1024;
+    const char **b = realloc(d->by_id, cap * sizeof *b);
+    if (!b)
+        return -1;
+    d->by_id = b;
+    uint32_t *l = realloc(d->len_by_id, cap * sizeof *l);
+    if (!l)
+        return -1;
+    d->len_by_id = l;
+    d->id_cap = cap;
+    return 0;
+}
+
+uint32_t dsq_dict_intern(dsq_dict *d, const char *s, size_t n)
+{
+    uint64_t h = dsq_hash64(s, n, 0);
+    size_t slot;
+    const entry *e = lookup(d, s, n, h, &slot);
+    if (e)
+        return e->id;
+    if ((d->count + 1) * 2 > d->nslots) {
+        if (grow_table(d) != 0)
+            return 0;
+        lookup(d, s, n, h, &slot);
+    }
+    if (d->count + 2 > d->id_cap && grow_ids(d) != 0)
+        return 0;
+    const char *copy = store_string(d, s, n);
+    if (!copy)
+        return 0;
+    uint32_t id = ++d->count;
+    d->slots[slot] = (entry){copy, (uint32_t)n, id, h};
+    d->by_id[id] = copy;
+    d->len_by_id[id] = (uint32_t)n;
+    return id;
+}
+
+const char *dsq_dict_str(const dsq_dict *d, uint32_t id, size_t *n)
+{
+    if (id == 0 || id > d->count) {
+        if (n)
+            *n = 0;
+        return "";
+    }
+    if (n)
+        *n = d->len_by_id[id];
+    return d->by_id[id];
+}
+
+uint32_t dsq_dict_count(const dsq_dict *d) { return d->count; }

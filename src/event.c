@@ -1,0 +1,152 @@
+/* Block encoding of events.
+ *
+ * Layout: varint count, then per event: varint kind, zigzag varint time delta,
+ * varint label, varint line delta (zigzag), byte nf, then nf times (varint name,
+ * byte unit, 8-byte little-endian double). The first time delta is relative to the
+ * block key's time. Decoding checks every length against the end of the value, so
+ * a damaged block is reported, never overrun.
+ */
+#include "event.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsq/dsq.h"
+
+static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
+    [DSQ_EV_NONE] = "none",
+    [DSQ_EV_MEMORY] = "memory",
+};
+
+const char *dsq_ev_kind_name(int kind)
+{
+    return (kind >= 0 && kind < DSQ_EV_KIND_COUNT && kind_names[kind]) ? kind_names[kind] : "?";
+}
+
+void dsq_block_reset(dsq_block *b)
+{
+    b->len = 0;
+    b->count = 0;
+    b->t_first = 0;
+    b->t_prev = 0;
+    b->line_prev = 0;
+}
+
+void dsq_block_free_buf(dsq_block *b)
+{
+    free(b->buf);
+    memset(b, 0, sizeof *b);
+}
+
+static int reserve(dsq_block *b, size_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap * 2 : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    unsigned char *n = realloc(b->buf, cap);
+    if (!n)
+        return DSQ_ENOMEM;
+    b->buf = n;
+    b->cap = cap;
+    return 0;
+}
+
+static void put_varint(dsq_block *b, uint64_t v)
+{
+    while (v >= 0x80) {
+        b->buf[b->len++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    b->buf[b->len++] = (unsigned char)v;
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+int dsq_block_add(dsq_block *b, const dsq_event *ev)
+{
+    /* worst case: 4 varints of 10 + 1 + nf * (5 + 1 + 8) */
+    if (reserve(b, 48 + (size_t)ev->nf * 14) != 0)
+        return DSQ_ENOMEM;
+    if (b->count == 0) {
+        b->t_first = ev->t_us;
+        b->t_prev = ev->t_us;
+        b->line_prev = 0;
+    }
+    put_varint(b, ev->kind);
+    put_varint(b, zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
+    put_varint(b, ev->label);
+    put_varint(b, zigzag((int64_t)ev->line - (int64_t)b->line_prev));
+    b->buf[b->len++] = ev->nf;
+    for (int i = 0; i < ev->nf; i++) {
+        put_varint(b, ev->f[i].name);
+        b->buf[b->len++] = ev->f[i].unit;
+        memcpy(b->buf + b->len, &ev->f[i].v, 8); /* little-endian hosts only: checked in store */
+        b->len += 8;
+    }
+    b->t_prev = ev->t_us;
+    b->line_prev = ev->line;
+    b->count++;
+    return 0;
+}
+
+static int get_varint(dsq_block_iter *it, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (it->p >= it->end)
+            return -1;
+        unsigned char c = *it->p++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t t_first)
+{
+    it->p = data;
+    it->end = it->p + n;
+    it->t_prev = t_first;
+    it->line_prev = 0;
+    uint64_t c;
+    if (get_varint(it, &c) != 0 || c > UINT32_MAX)
+        return DSQ_EFORMAT;
+    it->left = (uint32_t)c;
+    return 0;
+}
+
+int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
+{
+    if (it->left == 0)
+        return 0;
+    uint64_t kind, dt, label, dl;
+    if (get_varint(it, &kind) || get_varint(it, &dt) || get_varint(it, &label) ||
+        get_varint(it, &dl) || it->p >= it->end)
+        return DSQ_EFORMAT;
+    ev->kind = (uint16_t)kind;
+    ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)unzigzag(dt));
+    ev->label = (uint32_t)label;
+    ev->line = (uint32_t)((int64_t)it->line_prev + unzigzag(dl));
+    ev->nf = *it->p++;
+    if (ev->nf > DSQ_EV_MAXF)
+        return DSQ_EFORMAT;
+    for (int i = 0; i < ev->nf; i++) {
+        uint64_t name;
+        if (get_varint(it, &name) || it->end - it->p < 9)
+            return DSQ_EFORMAT;
+        ev->f[i].name = (uint32_t)name;
+        ev->f[i].unit = *it->p++;
+        memcpy(&ev->f[i].v, it->p, 8);
+        it->p += 8;
+    }
+    it->t_prev = ev->t_us;
+    it->line_prev = ev->line;
+    it->left--;
+    return 1;
+}

@@ -1,0 +1,78 @@
+/* Normalized events and their on-disk block encoding.
+ *
+ * An event is what a log line (or a few lines) says: a kind, when, where (host and
+ * rank), an optional label and up to DSQ_EV_MAXF named numeric fields, each with
+ * the unit it was printed in. Names are dictionary ids, so the event is fixed-size
+ * and built on the stack: nothing is allocated per event.
+ *
+ * Events of one (run, host, rank) stream are stored many to a block: one LMDB value
+ * per block, keyed by run/host/rank/time-of-first-event/source/sequence (see
+ * store.h). Within a block events are delta-encoded in the order they were logged.
+ */
+#ifndef DSQ_EVENT_H
+#define DSQ_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DSQ_EV_MAXF 8
+
+enum dsq_ev_kind {
+    DSQ_EV_NONE = 0,
+    DSQ_EV_MEMORY = 1, /* DeepSpeed see_memory_usage report: MA Max_MA CA Max_CA CPU_used CPU_percent */
+    DSQ_EV_KIND_COUNT
+};
+
+typedef struct dsq_field {
+    uint32_t name; /* dictionary id of the field name, e.g. "Max_MA" */
+    uint8_t unit;  /* enum dsq_unit */
+    double v;
+} dsq_field;
+
+typedef struct dsq_event {
+    uint16_t kind;  /* enum dsq_ev_kind */
+    uint8_t nf;     /* fields used */
+    int32_t rank;   /* -1 when unknown */
+    uint32_t host;  /* dictionary id, 0 when unknown */
+    int64_t t_us;   /* microseconds since the epoch; DSQ_TIME_NONE when no time was seen */
+    uint32_t label; /* dictionary id or 0 */
+    uint32_t line;  /* 1-based line number in its file or member */
+    dsq_field f[DSQ_EV_MAXF];
+} dsq_event;
+
+/* Name of a kind ("memory"), or "?" */
+const char *dsq_ev_kind_name(int kind);
+
+/* A growable byte buffer that encodes one block; allocated once and reused. */
+typedef struct dsq_block {
+    unsigned char *buf;
+    size_t len, cap;
+    uint32_t count;     /* events in the block */
+    int64_t t_first;    /* time of the first event */
+    int64_t t_prev;     /* for delta encoding */
+    uint32_t line_prev;
+} dsq_block;
+
+/* Empties a block for reuse (keeps its buffer). */
+void dsq_block_reset(dsq_block *b);
+void dsq_block_free_buf(dsq_block *b);
+
+/* Appends one event (host and rank are in the key, not encoded). 0 or DSQ_ENOMEM. */
+int dsq_block_add(dsq_block *b, const dsq_event *ev);
+
+/* Iterates the events of an encoded block. The cursor borrows data. */
+typedef struct dsq_block_iter {
+    const unsigned char *p, *end;
+    int64_t t_prev;
+    uint32_t line_prev;
+    uint32_t left;
+} dsq_block_iter;
+
+/* Starts iterating; t_first is the time stored in the block's key. 0 or DSQ_EFORMAT. */
+int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t t_first);
+
+/* Next event into *ev (host/rank left as the caller set them). Returns 1 when an
+ * event was decoded, 0 at the end, DSQ_EFORMAT when the block is damaged. */
+int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev);
+
+#endif

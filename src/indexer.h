@@ -1,0 +1,64 @@
+/* Indexer: walks inputs, decodes them, scans lines into events and writes them.
+ *
+ * One input file is one unit of work and one write transaction: either all of a
+ * file's events are committed with its source record, or none are. An unchanged
+ * file (same size, mtime and fingerprint as recorded) is skipped without being
+ * decoded; a changed one has its old events dropped in the same transaction that
+ * writes the new ones, so re-indexing never duplicates.
+ *
+ * Problems with one file or member are reported through the `problem` callback and
+ * counted; the rest is indexed. Only an unusable index or out-of-memory stops.
+ */
+#ifndef DSQ_INDEXER_H
+#define DSQ_INDEXER_H
+
+#include <stdint.h>
+
+#include "dsq/dsq.h"
+#include "store.h"
+
+typedef struct dsq_indexer dsq_indexer;
+
+typedef struct dsq_index_stats {
+    uint64_t files_seen;
+    uint64_t files_indexed;
+    uint64_t files_unchanged;   /* skipped: same size, mtime and fingerprint */
+    uint64_t files_failed;      /* could not be read at all */
+    uint64_t members;
+    uint64_t members_failed;    /* damaged members (what was read before is kept) */
+    uint64_t bytes_in;          /* bytes of the files read */
+    uint64_t bytes_decoded;     /* bytes after decompression */
+    uint64_t lines;
+    uint64_t cut_lines;
+    uint64_t events;
+    double seconds;
+} dsq_index_stats;
+
+typedef struct dsq_indexer_params {
+    dsq_store *store;       /* borrowed; opened for writing */
+    const char *run;        /* if set, every input belongs to this run */
+    const char *db_dir;     /* the index directory: never indexed itself. May be NULL. */
+    size_t max_line;        /* line cap, 0 = default */
+    /* a file or member could not be (fully) read; err names it. May be NULL. */
+    void (*problem)(void *ctx, const dsq_error *err);
+    /* called after each file and during long ones. May be NULL. */
+    void (*progress)(void *ctx, const dsq_index_stats *st, const char *path);
+    void *ctx;
+} dsq_indexer_params;
+
+int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_error *err);
+void dsq_indexer_free(dsq_indexer *ix);
+
+/* Indexes a file or a directory tree. Runs are named after the top-level entry
+ * below `path` (a directory's name, or a file's name without its extensions), or
+ * after `path` itself when it is a file. Returns 0 unless the index itself failed;
+ * per-file problems go to the callback and the stats. */
+int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err);
+
+const dsq_index_stats *dsq_indexer_stats(const dsq_indexer *ix);
+
+/* A file or member name without its log/compression/archive extensions:
+ * "run7.tar.zst" -> "run7", "gpu009.log.gz" -> "gpu009". Writes into out. */
+void dsq_name_strip_ext(const char *name, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,64 @@
+/* Inputs: one file in, a sequence of members out, each a stream of byte chunks.
+ *
+ * Formats are detected by magic bytes, never by name alone: plain text (mmap'd,
+ * handed out in one chunk), zstd (libzstd streaming, multi-frame), and through
+ * libarchive gzip / xz / bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip
+ * archives, whose members are streamed in place (nothing is extracted to disk,
+ * member paths are only recorded). A zstd-compressed member inside an archive is
+ * decompressed on the fly.
+ *
+ * The loop follows libarchive's: open, then next_member until it returns 0, and
+ * read until it returns an empty chunk. Chunks are views valid until the next read
+ * or next_member. A handle is reused across files so its contexts and buffers are
+ * allocated once.
+ */
+#ifndef DSQ_INPUT_H
+#define DSQ_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsq/dsq.h"
+
+typedef struct dsq_input dsq_input;
+
+typedef struct dsq_member_info {
+    const char *name;    /* "" for the file itself; view valid until next_member */
+    int64_t mtime_ns;    /* member mtime in an archive, else the file's */
+    int64_t size;        /* decoded size when the container says, else -1 */
+} dsq_member_info;
+
+typedef struct dsq_file_info {
+    uint64_t size;
+    int64_t mtime_ns;
+    uint64_t fingerprint;
+} dsq_file_info;
+
+int dsq_input_new(dsq_input **out);
+void dsq_input_free(dsq_input *in);
+
+/* Stats a file and computes its fingerprint (size, first and last 64 KiB) without
+ * decoding it: what decides whether an indexed file changed. */
+int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
+
+/* Opens path and detects its format. */
+int dsq_input_open(dsq_input *in, const char *path, dsq_error *err);
+
+/* Format name of the open file: "plain", "zstd", "gzip", "tar", "zip"... */
+const char *dsq_input_format(const dsq_input *in);
+
+/* 1 and *mi for the next member, 0 at the end, < 0 when the container is broken
+ * beyond this point (err says where). */
+int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err);
+
+/* Next chunk of the current member: 0 with *len == 0 at its end; < 0 when the
+ * member is damaged (what was read before stays valid). */
+int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err);
+
+/* Bytes consumed from the file so far (compressed side). */
+uint64_t dsq_input_bytes_in(const dsq_input *in);
+
+/* Closes the file; the handle can open another. */
+void dsq_input_close(dsq_input *in);
+
+#endif

@@ -1,0 +1,196 @@
+/* Line splitter (see lines.h for the contract).
+ *
+ * Complete lines inside a fed chunk are handed out in place: no copy. Only a line
+ * that straddles two chunks, the last unterminated line, and the kept head of a cut
+ * line go through the carry buffer, which is padded so the lexer's sentinel rule
+ * holds there too. Line ends are found with memchr: '\n' positions are cached per
+ * chunk so a run of lone '\r' (tqdm) does not rescan the chunk for '\n' each time.
+ */
+#include "lines.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsq/dsq.h"
+
+#define DSQ_LINES_DEFAULT_MAX (1u << 20)
+
+struct dsq_lines {
+    dsq_lines_params p;
+    char *carry;        /* max_line + DSQ_LINES_PAD + 1 bytes */
+    size_t carry_len;
+    int carry_cut;      /* the carried line already exceeded max_line */
+    int skipping;       /* inside the dropped tail of a cut line */
+    int last_cr;        /* previous chunk ended with '\r': a leading '\n' belongs to it */
+    const char *nl;     /* cached next '\n' in the current chunk (or chunk end) */
+    dsq_lines_stats st;
+};
+
+int dsq_lines_new(const dsq_lines_params *params, dsq_lines **out)
+{
+    dsq_lines *lb = calloc(1, sizeof *lb);
+    if (!lb)
+        return DSQ_ENOMEM;
+    lb->p = *params;
+    if (lb->p.max_line == 0)
+        lb->p.max_line = DSQ_LINES_DEFAULT_MAX;
+    lb->carry = malloc(lb->p.max_line + DSQ_LINES_PAD + 1);
+    if (!lb->carry) {
+        free(lb);
+        return DSQ_ENOMEM;
+    }
+    *out = lb;
+    return 0;
+}
+
+void dsq_lines_free(dsq_lines *lb)
+{
+    if (!lb)
+        return;
+    free(lb->carry);
+    free(lb);
+}
+
+void dsq_lines_reset(dsq_lines *lb)
+{
+    lb->carry_len = 0;
+    lb->carry_cut = 0;
+    lb->skipping = 0;
+    lb->last_cr = 0;
+    memset(&lb->st, 0, sizeof lb->st);
+}
+
+const dsq_lines_stats *dsq_lines_stats_get(const dsq_lines *lb) { return &lb->st; }
+
+/* First '\n' or '\r' in [p, end), or NULL. */
+static const char *find_eol(dsq_lines *lb, const char *p, const char *end)
+{
+    if (!lb->nl || lb->nl < p) {
+        const char *n = memchr(p, '\n', (size_t)(end - p));
+        lb->nl = n ? n : end;
+    }
+    const char *cr = memchr(p, '\r', (size_t)(lb->nl - p));
+    if (cr)
+        return cr;
+    return lb->nl < end ? lb->nl : NULL;
+}
+
+/* Hands the carry buffer out as one line, with the sentinel and padding set. */
+static int emit_carry(dsq_lines *lb)
+{
+    char *c = lb->carry;
+    c[lb->carry_len] = '\n';
+    memset(c + lb->carry_len + 1, 0, DSQ_LINES_PAD);
+    unsigned flags = lb->carry_cut ? DSQ_LINE_CUT : 0;
+    lb->st.lines++;
+    if (lb->carry_cut)
+        lb->st.cut++;
+    size_t n = lb->carry_len;
+    lb->carry_len = 0;
+    lb->carry_cut = 0;
+    return lb->p.fn(lb->p.ctx, c, n, flags);
+}
+
+/* Appends to the carry buffer, keeping at most max_line bytes. */
+static void carry_append(dsq_lines *lb, const char *p, size_t n)
+{
+    size_t room = lb->p.max_line - lb->carry_len;
+    if (n > room) {
+        n = room;
+        lb->carry_cut = 1;
+    }
+    memcpy(lb->carry + lb->carry_len, p, n);
+    lb->carry_len += n;
+}
+
+/* Steps past the terminator at eol, swallowing the '\n' of a "\r\n". */
+static const char *past_eol(dsq_lines *lb, const char *eol, const char *end)
+{
+    if (*eol == '\r') {
+        if (eol + 1 < end && eol[1] == '\n')
+            return eol + 2;
+        if (eol + 1 == end)
+            lb->last_cr = 1;
+    }
+    return eol + 1;
+}
+
+/* Finishes a line begun in an earlier chunk. Returns the callback's status; *pp is
+ * advanced past the line end, or to end if the line goes on. */
+static int finish_carried(dsq_lines *lb, const char **pp, const char *end)
+{
+    const char *p = *pp;
+    const char *eol = find_eol(lb, p, end);
+    const char *stop = eol ? eol : end;
+    if (!lb->skipping)
+        carry_append(lb, p, (size_t)(stop - p));
+    if (!eol) {
+        *pp = end;
+        if (!lb->skipping && lb->carry_cut) {
+            lb->skipping = 1; /* deliver the head now; drop the rest until the end */
+            return emit_carry(lb);
+        }
+        return 0;
+    }
+    *pp = past_eol(lb, eol, end);
+    if (lb->skipping) {
+        lb->skipping = 0;
+        return 0;
+    }
+    return emit_carry(lb);
+}
+
+int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len)
+{
+    if (len == 0)
+        return 0;
+    const char *p = data, *end = data + len;
+    int rc = 0;
+    lb->st.bytes += len;
+    lb->nl = NULL;
+    if (lb->last_cr && p < end && *p == '\n')
+        p++;
+    lb->last_cr = 0;
+    if ((lb->carry_len > 0 || lb->skipping || lb->carry_cut) && p < end) {
+        rc = finish_carried(lb, &p, end);
+        if (rc)
+            return rc;
+    }
+    const size_t max = lb->p.max_line;
+    while (p < end) {
+        const char *eol = find_eol(lb, p, end);
+        if (!eol)
+            break;
+        size_t n = (size_t)(eol - p);
+        if (n <= max) {
+            lb->st.lines++;
+            rc = lb->p.fn(lb->p.ctx, p, n, 0);
+        } else {
+            carry_append(lb, p, n);
+            rc = emit_carry(lb);
+        }
+        if (rc)
+            return rc;
+        p = past_eol(lb, eol, end);
+    }
+    if (p < end) { /* a partial line: keep it for the next chunk */
+        carry_append(lb, p, (size_t)(end - p));
+        if (lb->carry_cut) {
+            lb->skipping = 1;
+            rc = emit_carry(lb);
+        }
+    }
+    return rc;
+}
+
+int dsq_lines_finish(dsq_lines *lb)
+{
+    int rc = 0;
+    if (lb->carry_len > 0 && !lb->skipping)
+        rc = emit_carry(lb);
+    lb->carry_len = 0;
+    lb->carry_cut = 0;
+    lb->skipping = 0;
+    lb->last_cr = 0;
+    return rc;
+}

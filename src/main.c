@@ -1,0 +1,325 @@
+/* dsq command line: index log archives, answer queries.
+ *
+ * This file only parses arguments, formats what the library reports for people,
+ * and chooses exit codes: 0 all good, 1 something was skipped or damaged (the rest
+ * was indexed), 2 usage or query error, 3 the index itself failed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dsq/dsq.h"
+#include "indexer.h"
+#include "query.h"
+#include "result.h"
+#include "runs.h"
+#include "store.h"
+
+#define EXIT_SKIPPED 1
+#define EXIT_USAGE 2
+#define EXIT_INDEX 3
+
+static const char usage_text[] =
+    "dsq - index training-job logs and answer questions across runs\n"
+    "\n"
+    "Usage:\n"
+    "  dsq index [--run NAME] PATH...   index files, directories and archives\n"
+    "  dsq \"QUERY\"                      answer a query, e.g. dsq \"max Max_MA by run\"\n"
+    "  dsq runs                         list indexed runs, one line each\n"
+    "  dsq help                         this text\n"
+    "\n"
+    "Options (anywhere on the line):\n"
+    "  --db DIR     index directory (default: $DSQ_DB, else $XDG_DATA_HOME/dsq/index,\n"
+    "               else ~/.local/share/dsq/index)\n"
+    "  --run NAME   (index) put every input into run NAME instead of naming runs\n"
+    "               after the top-level directory or archive below each PATH\n"
+    "  --csv        (query) comma-separated output, plain numbers\n"
+    "  --json       (query) one JSON object per line, plain numbers, units as *_unit\n"
+    "  -q, --quiet  (index) no progress line\n"
+    "  --version    print the version\n"
+    "\n"
+    "Query language:\n"
+    "  AGG FIELD [, AGG FIELD ...] [by KEY[, KEY]] [where COND] [limit N | top N]\n"
+    "  AGG   count min max sum avg p50 p90 p95 p99 first last\n"
+    "  KEY   run host rank kind label file\n"
+    "  COND  KEY|FIELD (= != < <= > >= ~glob) VALUE, joined with and/or/not, ( )\n"
+    "  Field names are as the log prints them: Max_MA, MA, CA, Max_CA, CPU_used ...\n"
+    "\n"
+    "Examples:\n"
+    "  dsq index /archive/logs\n"
+    "  dsq \"max Max_MA by run\"\n"
+    "  dsq \"max Max_MA, avg MA by run, host where run ~ 'llama*'\"\n"
+    "  dsq --csv \"count by run, kind\"\n"
+    "\n"
+    "Exit status: 0 ok, 1 some input was skipped or damaged (the rest is indexed),\n"
+    "2 bad usage or query, 3 the index could not be used.\n";
+
+typedef struct cli {
+    const char *db;
+    const char *run;
+    int format;
+    int quiet;
+    const char **args;
+    int nargs;
+    int problems;
+    int tty;
+    struct timespec last_progress;
+    char db_buf[4096];
+} cli;
+
+static void default_db(cli *c)
+{
+    const char *env = getenv("DSQ_DB"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (c->db)
+        return;
+    if (env && *env)
+        c->db = env;
+    else if (xdg && *xdg)
+        snprintf(c->db_buf, sizeof c->db_buf, "%s/dsq/index", xdg), c->db = c->db_buf;
+    else
+        snprintf(c->db_buf, sizeof c->db_buf, "%s/.local/share/dsq/index", home ? home : "."),
+            c->db = c->db_buf;
+}
+
+static int parse_args(cli *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "--db") == 0 || strcmp(a, "--run") == 0) && i + 1 >= argc) {
+            fprintf(stderr, "dsq: %s needs a value\n", a);
+            return -1;
+        }
+        if (strcmp(a, "--db") == 0)
+            c->db = argv[++i];
+        else if (strncmp(a, "--db=", 5) == 0)
+            c->db = a + 5;
+        else if (strcmp(a, "--run") == 0)
+            c->run = argv[++i];
+        else if (strncmp(a, "--run=", 6) == 0)
+            c->run = a + 6;
+        else if (strcmp(a, "--csv") == 0)
+            c->format = DSQ_FMT_CSV;
+        else if (strcmp(a, "--json") == 0)
+            c->format = DSQ_FMT_JSON;
+        else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+            c->quiet = 1;
+        else if (strcmp(a, "--") == 0)
+            while (++i < argc)
+                c->args[c->nargs++] = argv[i];
+        else if (a[0] == '-' && a[1] && strcmp(a, "-h") && strcmp(a, "--help") &&
+                 strcmp(a, "--version")) {
+            fprintf(stderr, "dsq: unknown option %s (see dsq --help)\n", a);
+            return -1;
+        } else
+            c->args[c->nargs++] = a;
+    }
+    default_db(c);
+    return 0;
+}
+
+static void print_where(const dsq_error *e)
+{
+    fprintf(stderr, "dsq: %s", e->file[0] ? e->file : "");
+    if (e->member[0])
+        fprintf(stderr, ": %s", e->member);
+    if (e->line > 0)
+        fprintf(stderr, ": after line %lld", e->line);
+    if (e->offset > 0)
+        fprintf(stderr, " (byte %lld)", e->offset);
+    fprintf(stderr, ": %s\n", e->msg);
+}
+
+static void on_problem(void *ctx, const dsq_error *e)
+{
+    cli *c = ctx;
+    if (c->tty && !c->quiet)
+        fputs("\r\033[K", stderr);
+    c->problems++;
+    print_where(e);
+}
+
+static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
+{
+    cli *c = ctx;
+    struct timespec now;
+    if (!c->tty || c->quiet)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double dt = (double)(now.tv_sec - c->last_progress.tv_sec) +
+                (double)(now.tv_nsec - c->last_progress.tv_nsec) / 1e9;
+    if (dt < 0.2)
+        return;
+    c->last_progress = now;
+    const char *base = strrchr(path, '/');
+    fprintf(stderr, "\r\033[Kindexing: %llu files, %.1f MB, %.0f MB/s, %llu events  %.40s",
+            (unsigned long long)s->files_seen, (double)s->bytes_decoded / 1e6,
+            s->seconds > 0 ? (double)s->bytes_decoded / 1e6 / s->seconds : 0.0,
+            (unsigned long long)s->events, base ? base + 1 : path);
+}
+
+static void print_summary(const dsq_index_stats *s, const char *db)
+{
+    double mb = (double)s->bytes_decoded / 1e6;
+    printf("indexed %llu files (%llu members) into %s\n", (unsigned long long)s->files_indexed,
+           (unsigned long long)s->members, db);
+    printf("  read %.1f MB, decompressed %.1f MB, %llu lines, %llu events in %.2f s (%.1f MB/s)\n",
+           (double)s->bytes_in / 1e6, mb, (unsigned long long)s->lines,
+           (unsigned long long)s->events, s->seconds, s->seconds > 0 ? mb / s->seconds : 0.0);
+    if (s->files_unchanged)
+        printf("  skipped %llu unchanged files\n", (unsigned long long)s->files_unchanged);
+    if (s->cut_lines)
+        printf("  cut %llu lines longer than the line cap\n", (unsigned long long)s->cut_lines);
+    if (s->files_failed || s->members_failed)
+        printf("  could not read %llu files and %llu members (reasons above)\n",
+               (unsigned long long)s->files_failed, (unsigned long long)s->members_failed);
+}
+
+static int cmd_index(cli *c)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = NULL;
+    dsq_indexer *ix = NULL;
+    int code = 0;
+    if (c->nargs < 2) {
+        fprintf(stderr, "dsq index: give one or more files or directories to index\n");
+        return EXIT_USAGE;
+    }
+    dsq_store_params sp = {.dir = c->db, .readonly = 0};
+    dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
+                             .progress = on_progress, .ctx = c};
+    if (dsq_store_open(&sp, &st, &err) != 0)
+        goto index_failed;
+    ip.store = st;
+    if (dsq_indexer_new(&ip, &ix, &err) != 0)
+        goto index_failed;
+    for (int i = 1; i < c->nargs; i++)
+        if (dsq_indexer_add(ix, c->args[i], &err) != 0)
+            goto index_failed;
+    if (c->tty && !c->quiet)
+        fputs("\r\033[K", stderr);
+    print_summary(dsq_indexer_stats(ix), c->db);
+    code = c->problems ? EXIT_SKIPPED : 0;
+    goto done;
+index_failed:
+    if (c->tty && !c->quiet)
+        fputs("\r\033[K", stderr);
+    fprintf(stderr, "dsq: %s%s%s\n", err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.msg);
+    code = EXIT_INDEX;
+done:
+    dsq_indexer_free(ix);
+    dsq_store_close(st);
+    return code;
+}
+
+static void print_query_error(const char *text, const dsq_error *e)
+{
+    fprintf(stderr, "dsq: %s\n", e->msg);
+    if (e->offset < 0)
+        return;
+    fprintf(stderr, "  %s\n  ", text);
+    for (long long i = 0; i < e->offset; i++)
+        fputc(text[i] == '\t' ? '\t' : ' ', stderr);
+    for (long long i = 0; i < (e->length > 0 ? e->length : 1); i++)
+        fputc('^', stderr);
+    fputc('\n', stderr);
+}
+
+static int open_for_reading(cli *c, dsq_store **st)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store_params sp = {.dir = c->db, .readonly = 1};
+    if (dsq_store_open(&sp, st, &err) == 0)
+        return 0;
+    fprintf(stderr, "dsq: %s\n", err.msg);
+    return EXIT_INDEX;
+}
+
+static int cmd_query(cli *c, const char *text)
+{
+    dsq_error err;
+    dsq_query q;
+    dsq_store *st = NULL;
+    dsq_result *r = NULL;
+    dsq_error_clear(&err);
+    if (dsq_query_parse(text, &q, &err) != 0) {
+        print_query_error(text, &err);
+        return EXIT_USAGE;
+    }
+    int code = open_for_reading(c, &st);
+    if (code)
+        return code;
+    if (dsq_query_run(&q, st, &r, &err) != 0) {
+        print_query_error(text, &err);
+        code = err.code == DSQ_EQUERY ? EXIT_USAGE : EXIT_INDEX;
+    } else {
+        dsq_result_print(r, stdout, (enum dsq_format)c->format);
+    }
+    dsq_result_free(r);
+    dsq_store_close(st);
+    return code;
+}
+
+static int cmd_runs(cli *c)
+{
+    dsq_store *st = NULL;
+    dsq_result *r = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    int code = open_for_reading(c, &st);
+    if (code)
+        return code;
+    if (dsq_runs_list(st, &r, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        code = EXIT_INDEX;
+    } else {
+        dsq_result_print(r, stdout, (enum dsq_format)c->format);
+    }
+    dsq_result_free(r);
+    dsq_store_close(st);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    cli c = {0};
+    c.args = calloc((size_t)argc + 1, sizeof *c.args);
+    if (!c.args)
+        return EXIT_INDEX;
+    c.tty = isatty(2);
+    int code;
+    if (parse_args(&c, argc, argv) != 0) {
+        code = EXIT_USAGE;
+    } else if (c.nargs == 0) {
+        int help = 0, version = 0;
+        for (int i = 1; i < argc; i++) {
+            help |= strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
+            version |= strcmp(argv[i], "--version") == 0;
+        }
+        if (version)
+            printf("dsq %s\n", DSQ_VERSION);
+        else
+            fputs(usage_text, help ? stdout : stderr);
+        code = (help || version) ? 0 : EXIT_USAGE;
+    } else if (strcmp(c.args[0], "help") == 0) {
+        fputs(usage_text, stdout);
+        code = 0;
+    } else if (strcmp(c.args[0], "index") == 0) {
+        code = cmd_index(&c);
+    } else if (strcmp(c.args[0], "runs") == 0) {
+        code = cmd_runs(&c);
+    } else if (strcmp(c.args[0], "query") == 0 && c.nargs == 2) {
+        code = cmd_query(&c, c.args[1]);
+    } else if (c.nargs == 1) {
+        code = cmd_query(&c, c.args[0]);
+    } else {
+        fprintf(stderr, "dsq: put the query in quotes: dsq \"max Max_MA by run\"\n");
+        code = EXIT_USAGE;
+    }
+    free(c.args);
+    return code;
+}

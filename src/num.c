@@ -1,0 +1,132 @@
+/* Number parsing without strtod's locale dependence or NUL requirement. The fast
+ * path (<= 19 significant digits, small exponent) is exact for what logs print:
+ * an integer mantissa scaled by one power of ten, which IEEE rounds once when the
+ * mantissa fits in 53 bits. Anything else falls back to strtod on a local copy. */
+#include "num.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const double pow10_tab[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Slow path: strtod over a bounded copy without thousands separators. */
+static double slow_parse(const char *p, const char *q)
+{
+    char buf[128];
+    size_t n = 0;
+    for (; p < q && n + 1 < sizeof buf; p++)
+        if (*p != ',')
+            buf[n++] = *p;
+    buf[n] = 0;
+    return strtod(buf, NULL);
+}
+
+/* A ',' continues a number only as a thousands separator: three digits follow. */
+static int is_thousands(const char *p, const char *end, const char *d0)
+{
+    return *p == ',' && p > d0 && p + 3 < end && is_digit(p[1]) && is_digit(p[2]) &&
+           is_digit(p[3]) && (p + 4 >= end || !is_digit(p[4]));
+}
+
+int dsq_num_parse(const char *p, const char *end, double *out, const char **stop)
+{
+    const char *s = p;
+    int neg = 0;
+    if (p < end && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    uint64_t mant = 0;
+    int sig = 0, scale = 0, exact = 1, ndig = 0;
+    const char *d0 = p;
+    for (; p < end; p++) {
+        if (is_digit(*p)) {
+            ndig++;
+            if (sig < 19) {
+                mant = mant * 10 + (uint64_t)(*p - '0');
+                sig += mant != 0;
+            } else {
+                scale++;
+                exact = 0;
+            }
+        } else if (!is_thousands(p, end, d0)) {
+            break;
+        }
+    }
+    if (p < end && *p == '.') {
+        const char *f = p + 1;
+        for (p = f; p < end && is_digit(*p); p++, ndig++) {
+            if (sig < 19) {
+                mant = mant * 10 + (uint64_t)(*p - '0');
+                sig += mant != 0;
+                scale--;
+            } else {
+                exact = 0;
+            }
+        }
+        if (p == f && ndig == 0)
+            p = f - 1;
+    }
+    if (ndig == 0) {
+        if (stop)
+            *stop = s;
+        return -1;
+    }
+    if (p + 1 < end && (*p == 'e' || *p == 'E')) {
+        const char *e = p + 1;
+        int eneg = 0, ev = 0;
+        if (e < end && (*e == '-' || *e == '+'))
+            eneg = *e++ == '-';
+        if (e < end && is_digit(*e)) {
+            for (; e < end && is_digit(*e); e++)
+                if (ev < 10000)
+                    ev = ev * 10 + (*e - '0');
+            scale += eneg ? -ev : ev;
+            p = e;
+        }
+    }
+    if (stop)
+        *stop = p;
+    double v;
+    if (exact && mant < (1ull << 53) && scale >= -22 && scale <= 22)
+        v = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
+    else
+        v = slow_parse(neg ? s + 1 : s, p);
+    *out = neg ? -v : v;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    double factor;
+    int family;
+} unit_tab[DSQ_U_COUNT] = {
+    [DSQ_U_NONE] = {"", 1, 0},
+    [DSQ_U_B] = {"B", 1, 1},
+    [DSQ_U_KB] = {"KB", 1e3, 1},
+    [DSQ_U_MB] = {"MB", 1e6, 1},
+    [DSQ_U_GB] = {"GB", 1e9, 1},
+    [DSQ_U_TB] = {"TB", 1e12, 1},
+    [DSQ_U_KIB] = {"KiB", 1024.0, 1},
+    [DSQ_U_MIB] = {"MiB", 1048576.0, 1},
+    [DSQ_U_GIB] = {"GiB", 1073741824.0, 1},
+    [DSQ_U_TIB] = {"TiB", 1099511627776.0, 1},
+    [DSQ_U_PCT] = {"%", 1, 2},
+    [DSQ_U_US] = {"us", 1e-6, 3},
+    [DSQ_U_MS] = {"ms", 1e-3, 3},
+    [DSQ_U_S] = {"s", 1, 3},
+};
+
+enum dsq_unit dsq_unit_parse(const char *p, size_t n)
+{
+    for (int u = 1; u < DSQ_U_COUNT; u++)
+        if (strlen(unit_tab[u].name) == n && memcmp(unit_tab[u].name, p, n) == 0)
+            return (enum dsq_unit)u;
+    return DSQ_U_NONE;
+}
+
+const char *dsq_unit_name(enum dsq_unit u) { return u < DSQ_U_COUNT ? unit_tab[u].name : ""; }
+double dsq_unit_factor(enum dsq_unit u) { return u < DSQ_U_COUNT ? unit_tab[u].factor : 1; }
+int dsq_unit_family(enum dsq_unit u) { return u < DSQ_U_COUNT ? unit_tab[u].family : 0; }

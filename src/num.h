@@ -1,0 +1,35 @@
+/* Numbers and units as logs print them. */
+#ifndef DSQ_NUM_H
+#define DSQ_NUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Units a value was printed with. Values are stored as printed, with their unit;
+ * queries convert to a common base only when one group mixes units. */
+enum dsq_unit {
+    DSQ_U_NONE = 0,
+    DSQ_U_B, DSQ_U_KB, DSQ_U_MB, DSQ_U_GB, DSQ_U_TB,
+    DSQ_U_KIB, DSQ_U_MIB, DSQ_U_GIB, DSQ_U_TIB,
+    DSQ_U_PCT, DSQ_U_US, DSQ_U_MS, DSQ_U_S,
+    DSQ_U_COUNT
+};
+
+/* Parses a decimal number at p (sign, digits, '.', exponent; ',' thousands
+ * separators between digit groups). Stops at the first byte that cannot continue
+ * it; *stop (may be NULL) receives that position. Returns 0 and *out, or -1 if no
+ * digits were found. Reads no further than end. */
+int dsq_num_parse(const char *p, const char *end, double *out, const char **stop);
+
+/* Unit from its printed name ("GB", "MiB", "%", "ms"...); DSQ_U_NONE if unknown. */
+enum dsq_unit dsq_unit_parse(const char *p, size_t n);
+
+/* Printed name of a unit ("" for none). */
+const char *dsq_unit_name(enum dsq_unit u);
+
+/* Factor from a unit to its family's base (bytes, seconds, percent points). Units
+ * of different families never mix: dsq_unit_family tells them apart. */
+double dsq_unit_factor(enum dsq_unit u);
+int dsq_unit_family(enum dsq_unit u);
+
+#endif

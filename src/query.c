@@ -1,0 +1,528 @@
+/* Query execution: resolve names against the index, scan event blocks (one run's
+ * key range when the where clause pins the run), filter, aggregate per group,
+ * and build a sorted result table.
+ *
+ * String predicates (run/host/label/file = or ~) are decided once per dictionary
+ * id and cached, so the per-event cost is an array lookup. Values of one group are
+ * converted to the unit of the first value seen when a field is printed in
+ * several units of one kind (MB and GB). Percentiles are exact (values are kept
+ * per group and sorted; nearest-rank definition).
+ */
+#include "query.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "num.h"
+
+typedef struct acc {
+    uint64_t count;
+    double sum, min, max, first_v, last_v;
+    int64_t first_t, last_t;
+    uint8_t unit;
+    double *vals;
+    size_t nvals, cap;
+} acc;
+
+typedef struct group {
+    uint64_t k[DSQ_Q_MAX_BY];
+    int used;
+    acc *accs;
+} group;
+
+typedef struct exec {
+    const dsq_query *q;
+    dsq_store *st;
+    dsq_dict *dict;
+    uint32_t agg_field[DSQ_Q_MAX_AGGS];
+    uint32_t node_field[DSQ_Q_MAX_NODES];
+    signed char *str_match[DSQ_Q_MAX_NODES]; /* per dictionary id: -1 unknown, 0, 1 */
+    uint32_t dict_n;
+    char **source_paths;  /* by source id, when file is used */
+    uint32_t nsources;
+    group *groups;
+    size_t ngroups, cap;  /* open addressing: cap is a power of two */
+    dsq_error *err;
+} exec;
+
+/* --- name resolution ------------------------------------------------------ */
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return 99;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t sub = prev + ((a[i - 1] | 32) == (b[j - 1] | 32) ? (a[i - 1] != b[j - 1]) : 1);
+            size_t best = sub;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+static int unknown_field(exec *x, const char *name, int off, int len)
+{
+    const char *best = NULL;
+    size_t bd = 3;
+    for (uint32_t id = 1; id <= x->dict_n; id++) {
+        const char *s = dsq_dict_str(x->dict, id, NULL);
+        size_t d = edit_distance(name, s);
+        if (d < bd) {
+            bd = d;
+            best = s;
+        }
+    }
+    if (best)
+        dsq_error_set(x->err, DSQ_EQUERY, "unknown field `%s`; did you mean `%s`?", name, best);
+    else
+        dsq_error_set(x->err, DSQ_EQUERY, "unknown field `%s` (no such name in this index)", name);
+    x->err->offset = off;
+    x->err->length = len;
+    return DSQ_EQUERY;
+}
+
+static int resolve(exec *x)
+{
+    const dsq_query *q = x->q;
+    for (int i = 0; i < q->naggs; i++) {
+        if (!q->aggs[i].field[0])
+            continue;
+        const char *f = q->aggs[i].field;
+        x->agg_field[i] = dsq_dict_find(x->dict, f, strlen(f));
+        if (!x->agg_field[i])
+            return unknown_field(x, f, q->aggs[i].off, q->aggs[i].len);
+    }
+    for (int i = 0; i < q->nnodes; i++) {
+        const dsq_q_node *n = &q->nodes[i];
+        if (n->type != DSQ_N_CMP || n->key != DSQ_KEY_FIELD)
+            continue;
+        x->node_field[i] = dsq_dict_find(x->dict, n->name, strlen(n->name));
+        if (!x->node_field[i])
+            return unknown_field(x, n->name, n->off, n->len);
+    }
+    return 0;
+}
+
+/* --- predicates ----------------------------------------------------------- */
+
+static int cmp_op(int op, double a, double b)
+{
+    switch (op) {
+    case DSQ_OP_EQ: return a == b;
+    case DSQ_OP_NE: return a != b;
+    case DSQ_OP_LT: return a < b;
+    case DSQ_OP_LE: return a <= b;
+    case DSQ_OP_GT: return a > b;
+    case DSQ_OP_GE: return a >= b;
+    default: return 0;
+    }
+}
+
+static int str_op(int op, const char *s, const char *v)
+{
+    if (op == DSQ_OP_GLOB)
+        return fnmatch(v, s, 0) == 0;
+    int c = strcmp(s, v);
+    return cmp_op(op, (double)c, 0.0);
+}
+
+/* Decides a string comparison for one id, caching the answer. */
+static int str_node(exec *x, int ni, uint32_t id, const char *s)
+{
+    signed char *cache = x->str_match[ni];
+    if (cache && id <= x->dict_n && cache[id] >= 0)
+        return cache[id];
+    int r = str_op(x->q->nodes[ni].op, s, x->q->nodes[ni].value);
+    if (cache && id <= x->dict_n)
+        cache[id] = (signed char)r;
+    return r;
+}
+
+static int field_value(const dsq_event *ev, uint32_t field, double *v, uint8_t *unit)
+{
+    for (int i = 0; i < ev->nf; i++)
+        if (ev->f[i].name == field) {
+            *v = ev->f[i].v;
+            *unit = ev->f[i].unit;
+            return 1;
+        }
+    return 0;
+}
+
+static const char *source_path(const exec *x, uint32_t id)
+{
+    return id < x->nsources && x->source_paths[id] ? x->source_paths[id] : "";
+}
+
+static int eval(exec *x, int ni, const dsq_block_key *k, const dsq_event *ev)
+{
+    const dsq_q_node *n = &x->q->nodes[ni];
+    double v;
+    uint8_t u;
+    switch (n->type) {
+    case DSQ_N_AND: return eval(x, n->a, k, ev) && eval(x, n->b, k, ev);
+    case DSQ_N_OR: return eval(x, n->a, k, ev) || eval(x, n->b, k, ev);
+    case DSQ_N_NOT: return !eval(x, n->a, k, ev);
+    default: break;
+    }
+    switch (n->key) {
+    case DSQ_KEY_RUN: return str_node(x, ni, k->run, dsq_dict_str(x->dict, k->run, NULL));
+    case DSQ_KEY_HOST: return str_node(x, ni, k->host, dsq_dict_str(x->dict, k->host, NULL));
+    case DSQ_KEY_LABEL: return str_node(x, ni, ev->label, dsq_dict_str(x->dict, ev->label, NULL));
+    case DSQ_KEY_FILE: return str_op(n->op, source_path(x, k->source), n->value);
+    case DSQ_KEY_KIND: return str_op(n->op, dsq_ev_kind_name(ev->kind), n->value);
+    case DSQ_KEY_RANK:
+        if (n->is_num)
+            return k->rank >= 0 && cmp_op(n->op, k->rank, n->num);
+        return str_op(n->op, k->rank >= 0 ? "" : "-", n->value);
+    default:
+        return field_value(ev, x->node_field[ni], &v, &u) && cmp_op(n->op, v, n->num);
+    }
+}
+
+/* --- groups --------------------------------------------------------------- */
+
+static uint64_t key_part(const exec *x, int key, const dsq_block_key *k, const dsq_event *ev)
+{
+    switch (key) {
+    case DSQ_KEY_RUN: return k->run;
+    case DSQ_KEY_HOST: return k->host;
+    case DSQ_KEY_RANK: return (uint64_t)(int64_t)k->rank;
+    case DSQ_KEY_KIND: return ev->kind;
+    case DSQ_KEY_LABEL: return ev->label;
+    case DSQ_KEY_FILE: return k->source;
+    default: (void)x; return 0;
+    }
+}
+
+static uint64_t hash_key(const uint64_t *k, int n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        h ^= k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 33);
+}
+
+static int grow_groups(exec *x)
+{
+    size_t cap = x->cap ? x->cap * 2 : 256;
+    group *g = calloc(cap, sizeof *g);
+    if (!g)
+        return DSQ_ENOMEM;
+    for (size_t i = 0; i < x->cap; i++) {
+        if (!x->groups[i].used)
+            continue;
+        size_t j = hash_key(x->groups[i].k, x->q->nby) & (cap - 1);
+        while (g[j].used)
+            j = (j + 1) & (cap - 1);
+        g[j] = x->groups[i];
+    }
+    free(x->groups);
+    x->groups = g;
+    x->cap = cap;
+    return 0;
+}
+
+static group *group_for(exec *x, const uint64_t *k)
+{
+    if ((x->ngroups + 1) * 2 > x->cap && grow_groups(x) != 0)
+        return NULL;
+    int n = x->q->nby;
+    size_t j = hash_key(k, n) & (x->cap - 1);
+    for (; x->groups[j].used; j = (j + 1) & (x->cap - 1))
+        if (memcmp(x->groups[j].k, k, (size_t)n * sizeof *k) == 0)
+            return &x->groups[j];
+    group *g = &x->groups[j];
+    g->accs = calloc((size_t)x->q->naggs, sizeof *g->accs);
+    if (!g->accs)
+        return NULL;
+    g->used = 1;
+    memcpy(g->k, k, sizeof g->k);
+    x->ngroups++;
+    return g;
+}
+
+static int is_pct(int fn) { return fn >= DSQ_AGG_P50 && fn <= DSQ_AGG_P99; }
+
+static int add_value(acc *a, int fn, double v, uint8_t unit, int64_t t)
+{
+    if (a->count == 0) {
+        a->unit = unit;
+        a->min = a->max = a->first_v = a->last_v = v;
+        a->first_t = a->last_t = t;
+    } else if (unit != a->unit && dsq_unit_family(unit) == dsq_unit_family(a->unit)) {
+        v = v * dsq_unit_factor(unit) / dsq_unit_factor(a->unit);
+    }
+    a->count++;
+    a->sum += v;
+    if (v < a->min)
+        a->min = v;
+    if (v > a->max)
+        a->max = v;
+    if (t < a->first_t) {
+        a->first_t = t;
+        a->first_v = v;
+    }
+    if (t >= a->last_t) {
+        a->last_t = t;
+        a->last_v = v;
+    }
+    if (is_pct(fn)) {
+        if (a->nvals == a->cap) {
+            size_t cap = a->cap ? a->cap * 2 : 64;
+            double *n = realloc(a->vals, cap * sizeof *n);
+            if (!n)
+                return DSQ_ENOMEM;
+            a->vals = n;
+            a->cap = cap;
+        }
+        a->vals[a->nvals++] = v;
+    }
+    return 0;
+}
+
+static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
+{
+    const dsq_query *q = x->q;
+    if (q->where >= 0 && !eval(x, q->where, k, ev))
+        return 0;
+    uint64_t key[DSQ_Q_MAX_BY] = {0};
+    for (int i = 0; i < q->nby; i++)
+        key[i] = key_part(x, q->by[i], k, ev);
+    group *g = NULL;
+    for (int i = 0; i < q->naggs; i++) {
+        double v = 1;
+        uint8_t unit = 0;
+        if (x->agg_field[i] && !field_value(ev, x->agg_field[i], &v, &unit))
+            continue;
+        if (!g && !(g = group_for(x, key)))
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
+        if (add_value(&g->accs[i], q->aggs[i].fn, v, unit, ev->t_us))
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory for percentiles");
+    }
+    return 0;
+}
+
+static int on_block(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    exec *x = ctx;
+    dsq_block_iter it;
+    dsq_event ev;
+    if (dsq_block_iter_init(&it, data, n, k->t_us) != 0)
+        return dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source);
+    int r;
+    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
+        ev.host = k->host;
+        ev.rank = k->rank;
+        int rc = on_event(x, k, &ev);
+        if (rc)
+            return rc;
+    }
+    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source)
+                 : 0;
+}
+
+/* --- results -------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static dsq_cell agg_cell(acc *a, int fn)
+{
+    dsq_cell c = {.unit = a->unit};
+    static const double pct[] = {50, 90, 95, 99};
+    if (a->count == 0) {
+        c.is_null = 1;
+        return c;
+    }
+    switch (fn) {
+    case DSQ_AGG_COUNT: c.v = (double)a->count; c.is_int = 1; c.unit = 0; break;
+    case DSQ_AGG_MIN: c.v = a->min; break;
+    case DSQ_AGG_MAX: c.v = a->max; break;
+    case DSQ_AGG_SUM: c.v = a->sum; break;
+    case DSQ_AGG_AVG: c.v = a->sum / (double)a->count; break;
+    case DSQ_AGG_FIRST: c.v = a->first_v; break;
+    case DSQ_AGG_LAST: c.v = a->last_v; break;
+    default: { /* nearest rank */
+        qsort(a->vals, a->nvals, sizeof *a->vals, cmp_double);
+        double r = ceil(pct[fn - DSQ_AGG_P50] / 100.0 * (double)a->nvals);
+        size_t i = r < 1 ? 0 : (size_t)r - 1;
+        c.v = a->vals[i < a->nvals ? i : a->nvals - 1];
+    }
+    }
+    return c;
+}
+
+static dsq_cell key_cell(const exec *x, int key, uint64_t v)
+{
+    dsq_cell c = {0};
+    switch (key) {
+    case DSQ_KEY_RANK:
+        if ((int64_t)v < 0)
+            c.is_null = 1;
+        c.v = (double)(int64_t)v;
+        c.is_int = 1;
+        break;
+    case DSQ_KEY_KIND: c.s = dsq_ev_kind_name((int)v); break;
+    case DSQ_KEY_FILE: c.s = source_path(x, (uint32_t)v); break;
+    default:
+        c.s = v ? dsq_dict_str(x->dict, (uint32_t)v, NULL) : "-";
+        break;
+    }
+    return c;
+}
+
+static int build_result(exec *x, dsq_result **out)
+{
+    const dsq_query *q = x->q;
+    const char *names[DSQ_Q_MAX_BY + DSQ_Q_MAX_AGGS];
+    char agg_names[DSQ_Q_MAX_AGGS][DSQ_Q_NAME + 8];
+    int nc = 0;
+    for (int i = 0; i < q->nby; i++)
+        names[nc++] = dsq_key_name(q->by[i]);
+    for (int i = 0; i < q->naggs; i++) {
+        snprintf(agg_names[i], sizeof agg_names[i], "%s%s%s", dsq_agg_name(q->aggs[i].fn),
+                 q->aggs[i].field[0] ? " " : "", q->aggs[i].field);
+        names[nc++] = agg_names[i];
+    }
+    dsq_result *r = dsq_result_new(nc, names);
+    if (!r)
+        return dsq_error_set(x->err, DSQ_ENOMEM, "result");
+    dsq_cell cells[DSQ_Q_MAX_BY + DSQ_Q_MAX_AGGS];
+    for (size_t gi = 0; gi < x->cap; gi++) {
+        group *g = &x->groups[gi];
+        if (!g->used)
+            continue;
+        for (int i = 0; i < q->nby; i++)
+            cells[i] = key_cell(x, q->by[i], g->k[i]);
+        for (int i = 0; i < q->naggs; i++)
+            cells[q->nby + i] = agg_cell(&g->accs[i], q->aggs[i].fn);
+        if (dsq_result_add_row(r, cells)) {
+            dsq_result_free(r);
+            return dsq_error_set(x->err, DSQ_ENOMEM, "result");
+        }
+    }
+    dsq_result_sort(r, q->nby);
+    if (q->top)
+        dsq_result_sort_desc(r, q->nby);
+    if (q->limit > 0)
+        dsq_result_truncate(r, (size_t)q->limit);
+    *out = r;
+    return 0;
+}
+
+/* --- setup and teardown --------------------------------------------------- */
+
+static int uses_key(const dsq_query *q, int key)
+{
+    for (int i = 0; i < q->nby; i++)
+        if (q->by[i] == key)
+            return 1;
+    for (int i = 0; i < q->nnodes; i++)
+        if (q->nodes[i].type == DSQ_N_CMP && q->nodes[i].key == key)
+            return 1;
+    return 0;
+}
+
+static int note_source(void *ctx, const char *path, const dsq_source_rec *rec)
+{
+    exec *x = ctx;
+    if (rec->id >= x->nsources) {
+        uint32_t n = rec->id + 64;
+        char **p = realloc(x->source_paths, n * sizeof *p);
+        if (!p)
+            return DSQ_ENOMEM;
+        memset(p + x->nsources, 0, (n - x->nsources) * sizeof *p);
+        x->source_paths = p;
+        x->nsources = n;
+    }
+    free(x->source_paths[rec->id]);
+    return (x->source_paths[rec->id] = strdup(path)) ? 0 : DSQ_ENOMEM;
+}
+
+/* The run a where clause pins with `run = 'x'` at its top-level and-chain: 0 if none,
+ * UINT32_MAX if the run is not in the index (so nothing can match). */
+static uint32_t pinned_run(const exec *x, int ni)
+{
+    if (ni < 0)
+        return 0;
+    const dsq_q_node *n = &x->q->nodes[ni];
+    if (n->type == DSQ_N_AND) {
+        uint32_t a = pinned_run(x, n->a);
+        return a ? a : pinned_run(x, n->b);
+    }
+    if (n->type == DSQ_N_CMP && n->key == DSQ_KEY_RUN && n->op == DSQ_OP_EQ) {
+        uint32_t id = dsq_dict_find(x->dict, n->value, strlen(n->value));
+        return id ? id : UINT32_MAX;
+    }
+    return 0;
+}
+
+static void exec_free(exec *x)
+{
+    for (size_t i = 0; i < x->cap; i++) {
+        if (!x->groups[i].used)
+            continue;
+        for (int a = 0; a < x->q->naggs; a++)
+            free(x->groups[i].accs[a].vals);
+        free(x->groups[i].accs);
+    }
+    free(x->groups);
+    for (int i = 0; i < DSQ_Q_MAX_NODES; i++)
+        free(x->str_match[i]);
+    for (uint32_t i = 0; i < x->nsources; i++)
+        free(x->source_paths[i]);
+    free(x->source_paths);
+}
+
+int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error *err)
+{
+    exec x = {.q = q, .st = st, .dict = dsq_store_dict(st), .err = err};
+    x.dict_n = dsq_dict_count(x.dict);
+    int status = resolve(&x);
+    if (status)
+        goto done;
+    for (int i = 0; i < q->nnodes; i++) {
+        if (q->nodes[i].type != DSQ_N_CMP || q->nodes[i].key == DSQ_KEY_FIELD)
+            continue;
+        if (!(x.str_match[i] = malloc(x.dict_n + 1))) {
+            status = dsq_error_set(err, DSQ_ENOMEM, "query");
+            goto done;
+        }
+        memset(x.str_match[i], -1, x.dict_n + 1);
+    }
+    if (uses_key(q, DSQ_KEY_FILE) && (status = dsq_store_scan_sources(st, note_source, &x, err)))
+        goto done;
+    if (grow_groups(&x)) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "query");
+        goto done;
+    }
+    uint32_t run = pinned_run(&x, q->where);
+    if (run != UINT32_MAX && (status = dsq_store_scan_blocks(st, run, on_block, &x, err)))
+        goto done;
+    status = build_result(&x, out);
+done:
+    exec_free(&x);
+    return status;
+}

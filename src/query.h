@@ -1,0 +1,79 @@
+/* The query language: parse text into a plan, run it over an index.
+ *
+ *   max Max_MA by run
+ *   count, avg Max_MA, p95 Max_MA by run, host where run ~ 'llama*' and rank = 0
+ *
+ * Aggregates: count min max sum avg p50 p90 p95 p99 first last (several per query,
+ * comma-separated); `by` any of run, host, rank, kind, label, file; `where` with
+ * = != < <= > >= and ~ (glob), and/or/not and parentheses, over those keys and
+ * over numeric fields; `limit N`. Keywords are case-insensitive; field names are
+ * exact, quoted when they hold spaces ("lm loss"). Errors carry the byte offset
+ * and length of the offending word (dsq_error.offset/.length) for a caret.
+ */
+#ifndef DSQ_QUERY_H
+#define DSQ_QUERY_H
+
+#include "dsq/dsq.h"
+#include "result.h"
+#include "store.h"
+
+enum dsq_agg_fn {
+    DSQ_AGG_COUNT, DSQ_AGG_MIN, DSQ_AGG_MAX, DSQ_AGG_SUM, DSQ_AGG_AVG, DSQ_AGG_P50,
+    DSQ_AGG_P90, DSQ_AGG_P95, DSQ_AGG_P99, DSQ_AGG_FIRST, DSQ_AGG_LAST, DSQ_AGG_COUNT_FNS
+};
+
+enum dsq_key {
+    DSQ_KEY_NONE = 0, DSQ_KEY_RUN, DSQ_KEY_HOST, DSQ_KEY_RANK, DSQ_KEY_KIND, DSQ_KEY_LABEL,
+    DSQ_KEY_FILE, DSQ_KEY_FIELD /* a numeric field, in where */
+};
+
+enum dsq_op { DSQ_OP_EQ, DSQ_OP_NE, DSQ_OP_LT, DSQ_OP_LE, DSQ_OP_GT, DSQ_OP_GE, DSQ_OP_GLOB };
+
+#define DSQ_Q_MAX_AGGS 16
+#define DSQ_Q_MAX_BY 4
+#define DSQ_Q_MAX_NODES 64
+#define DSQ_Q_NAME 256
+
+typedef struct dsq_q_agg {
+    int fn;                    /* enum dsq_agg_fn */
+    char field[DSQ_Q_NAME];    /* "" for a bare count */
+    int off, len;              /* where the field name is in the text */
+} dsq_q_agg;
+
+/* A where-clause node: a comparison or and/or/not of other nodes. */
+typedef struct dsq_q_node {
+    enum { DSQ_N_CMP, DSQ_N_AND, DSQ_N_OR, DSQ_N_NOT } type;
+    int a, b;                  /* child node indexes (and/or: both, not: a) */
+    int key;                   /* enum dsq_key */
+    int op;                    /* enum dsq_op */
+    char name[DSQ_Q_NAME];     /* field name when key is DSQ_KEY_FIELD */
+    char value[256];           /* the literal as written */
+    double num;                /* the literal as a number, if it is one */
+    int is_num;
+    int off, len;              /* the name's position, for errors */
+} dsq_q_node;
+
+typedef struct dsq_query {
+    dsq_q_agg aggs[DSQ_Q_MAX_AGGS];
+    int naggs;
+    int by[DSQ_Q_MAX_BY];      /* enum dsq_key */
+    int nby;
+    dsq_q_node nodes[DSQ_Q_MAX_NODES];
+    int nnodes;
+    int where;                 /* root node, -1 when there is no where */
+    long limit;                /* 0 = no limit */
+    int top;                   /* `top N`: order by the first aggregate, largest first */
+} dsq_query;
+
+/* Parses text into q (syntax only; names are resolved by dsq_query_run). */
+int dsq_query_parse(const char *text, dsq_query *q, dsq_error *err);
+
+/* Runs q over the index and returns a result table (caller frees). Unknown field
+ * names are errors with a "did you mean" hint from the names in this index. */
+int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error *err);
+
+/* Name of an aggregate function ("max") and of a key ("run"). */
+const char *dsq_agg_name(int fn);
+const char *dsq_key_name(int key);
+
+#endif

@@ -1,0 +1,329 @@
+/* Result tables (see result.h). Text cells are copied into chunked storage owned
+ * by the result, so a result outlives the index it came from. */
+#include "result.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsq/dsq.h"
+#include "num.h"
+
+typedef struct text_chunk {
+    struct text_chunk *next;
+    size_t used, cap;
+    char data[];
+} text_chunk;
+
+struct dsq_result {
+    int ncols;
+    char **names;
+    dsq_cell *cells;
+    size_t nrows, cap;
+    text_chunk *text;
+};
+
+dsq_result *dsq_result_new(int ncols, const char *const *names)
+{
+    dsq_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->ncols = ncols;
+    r->names = calloc((size_t)ncols, sizeof *r->names);
+    if (!r->names)
+        goto fail;
+    for (int i = 0; i < ncols; i++)
+        if (!(r->names[i] = strdup(names[i])))
+            goto fail;
+    return r;
+fail:
+    dsq_result_free(r);
+    return NULL;
+}
+
+void dsq_result_free(dsq_result *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; r->names && i < r->ncols; i++)
+        free(r->names[i]);
+    free(r->names);
+    free(r->cells);
+    for (text_chunk *c = r->text, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    free(r);
+}
+
+static const char *copy_text(dsq_result *r, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    text_chunk *c = r->text;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        if (!(c = malloc(sizeof *c + cap)))
+            return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = r->text;
+        r->text = c;
+    }
+    char *p = c->data + c->used;
+    memcpy(p, s, n);
+    c->used += n;
+    return p;
+}
+
+int dsq_result_add_row(dsq_result *r, const dsq_cell *cells)
+{
+    if (r->nrows == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        dsq_cell *n = realloc(r->cells, cap * (size_t)r->ncols * sizeof *n);
+        if (!n)
+            return DSQ_ENOMEM;
+        r->cells = n;
+        r->cap = cap;
+    }
+    dsq_cell *row = r->cells + r->nrows * (size_t)r->ncols;
+    for (int i = 0; i < r->ncols; i++) {
+        row[i] = cells[i];
+        if (cells[i].s && !(row[i].s = copy_text(r, cells[i].s)))
+            return DSQ_ENOMEM;
+    }
+    r->nrows++;
+    return 0;
+}
+
+size_t dsq_result_rows(const dsq_result *r) { return r->nrows; }
+int dsq_result_cols(const dsq_result *r) { return r->ncols; }
+
+const dsq_cell *dsq_result_cell(const dsq_result *r, size_t row, int col)
+{
+    return &r->cells[row * (size_t)r->ncols + (size_t)col];
+}
+
+static int cmp_cell(const dsq_cell *a, const dsq_cell *b)
+{
+    if (a->is_null != b->is_null)
+        return a->is_null ? 1 : -1;
+    if (a->s && b->s)
+        return strcmp(a->s, b->s);
+    if (a->s || b->s)
+        return a->s ? 1 : -1;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+static int sort_keys; /* qsort has no context argument; sorting is not reentrant */
+
+static int cmp_row(const void *x, const void *y)
+{
+    const dsq_cell *a = x, *b = y;
+    for (int i = 0; i < sort_keys; i++) {
+        int c = cmp_cell(&a[i], &b[i]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+void dsq_result_sort(dsq_result *r, int nkeys)
+{
+    if (nkeys <= 0 || r->nrows < 2)
+        return;
+    sort_keys = nkeys < r->ncols ? nkeys : r->ncols;
+    qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_row);
+}
+
+static int desc_col;
+
+static int cmp_desc(const void *x, const void *y)
+{
+    const dsq_cell *a = x, *b = y;
+    if (a[desc_col].is_null != b[desc_col].is_null)
+        return a[desc_col].is_null ? 1 : -1;
+    int c = cmp_cell(&b[desc_col], &a[desc_col]);
+    return c ? c : cmp_row(x, y);
+}
+
+void dsq_result_sort_desc(dsq_result *r, int col)
+{
+    if (col >= r->ncols || r->nrows < 2)
+        return;
+    desc_col = col;
+    qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_desc);
+}
+
+void dsq_result_truncate(dsq_result *r, size_t n)
+{
+    if (n < r->nrows)
+        r->nrows = n;
+}
+
+void dsq_format_number(double v, int is_int, char *out, size_t cap)
+{
+    if (isnan(v)) {
+        snprintf(out, cap, "nan");
+    } else if (is_int || (fabs(v) < 1e15 && v == floor(v))) {
+        snprintf(out, cap, "%.0f", v);
+    } else {
+        snprintf(out, cap, "%.6g", v);
+    }
+}
+
+/* The text a table shows for a cell. */
+static void cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
+{
+    if (c->is_null) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    if (c->s) {
+        snprintf(out, cap, "%s", c->s);
+        return;
+    }
+    dsq_format_number(c->v, c->is_int, out, cap);
+    const char *u = dsq_unit_name(c->unit);
+    if (with_unit && *u) {
+        size_t n = strlen(out);
+        snprintf(out + n, cap - n, "%s%s", c->unit == DSQ_U_PCT ? "" : " ", u);
+    }
+}
+
+static void print_table(const dsq_result *r, FILE *f)
+{
+    size_t *w = calloc((size_t)r->ncols, sizeof *w);
+    char buf[512];
+    if (!w)
+        return;
+    for (int c = 0; c < r->ncols; c++)
+        w[c] = strlen(r->names[c]);
+    for (size_t i = 0; i < r->nrows; i++)
+        for (int c = 0; c < r->ncols; c++) {
+            cell_text(dsq_result_cell(r, i, c), buf, sizeof buf, 1);
+            if (strlen(buf) > w[c])
+                w[c] = strlen(buf);
+        }
+    for (int c = 0; c < r->ncols; c++) { /* headers align like their column's cells */
+        int right = r->nrows > 0 && !dsq_result_cell(r, 0, c)->s;
+        fprintf(f, right ? "%*s%s" : "%-*s%s", (int)w[c], r->names[c],
+                c + 1 == r->ncols ? "\n" : "  ");
+    }
+    for (size_t i = 0; i < r->nrows; i++)
+        for (int c = 0; c < r->ncols; c++) {
+            const dsq_cell *cell = dsq_result_cell(r, i, c);
+            cell_text(cell, buf, sizeof buf, 1);
+            int right = !cell->s && !cell->is_null;
+            int width = (int)w[c];
+            if (c + 1 == r->ncols && !right)
+                fprintf(f, "%s\n", buf);
+            else
+                fprintf(f, right ? "%*s%s" : "%-*s%s", width, buf, c + 1 == r->ncols ? "\n" : "  ");
+        }
+    free(w);
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Shortest text that reads back as the same double. */
+static void plain_number(FILE *f, const dsq_cell *c)
+{
+    char buf[64];
+    if (c->is_int) {
+        fprintf(f, "%.0f", c->v);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%.15g", c->v);
+    if (strtod(buf, NULL) != c->v)
+        snprintf(buf, sizeof buf, "%.17g", c->v);
+    fputs(buf, f);
+}
+
+static void print_csv(const dsq_result *r, FILE *f)
+{
+    for (int c = 0; c < r->ncols; c++) {
+        if (c)
+            fputc(',', f);
+        csv_field(f, r->names[c]);
+    }
+    fputc('\n', f);
+    for (size_t i = 0; i < r->nrows; i++) {
+        for (int c = 0; c < r->ncols; c++) {
+            const dsq_cell *cell = dsq_result_cell(r, i, c);
+            if (c)
+                fputc(',', f);
+            if (cell->is_null)
+                continue;
+            if (cell->s)
+                csv_field(f, cell->s);
+            else
+                plain_number(f, cell);
+        }
+        fputc('\n', f);
+    }
+}
+
+static void print_json(const dsq_result *r, FILE *f)
+{
+    for (size_t i = 0; i < r->nrows; i++) {
+        fputc('{', f);
+        for (int c = 0; c < r->ncols; c++) {
+            const dsq_cell *cell = dsq_result_cell(r, i, c);
+            if (c)
+                fputc(',', f);
+            json_string(f, r->names[c]);
+            fputc(':', f);
+            if (cell->is_null)
+                fputs("null", f);
+            else if (cell->s)
+                json_string(f, cell->s);
+            else
+                plain_number(f, cell);
+            if (!cell->s && !cell->is_null && cell->unit) {
+                fputc(',', f);
+                char key[300];
+                snprintf(key, sizeof key, "%s_unit", r->names[c]);
+                json_string(f, key);
+                fputc(':', f);
+                json_string(f, dsq_unit_name(cell->unit));
+            }
+        }
+        fputs("}\n", f);
+    }
+}
+
+void dsq_result_print(const dsq_result *r, FILE *f, enum dsq_format fmt)
+{
+    switch (fmt) {
+    case DSQ_FMT_CSV: print_csv(r, f); break;
+    case DSQ_FMT_JSON: print_json(r, f); break;
+    default: print_table(r, f); break;
+    }
+}

@@ -1,0 +1,227 @@
+/* Line-to-event scanner (see scan.h).
+ *
+ * Memory reports: DeepSpeed prints a label line, then the MA line, then the CPU
+ * line, from each rank, and ranks without a prefix interleave freely. A pending
+ * report is kept per (host, rank): a label waits for its MA line, the MA line waits
+ * for the CPU line; the event is emitted when the CPU line arrives, when a new
+ * report starts on the same (host, rank), or at the end of the stream. So a report
+ * missing its CPU line is still one event, with the four GPU numbers.
+ */
+#include "scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsq/dsq.h"
+#include "lines.h"
+#include "num.h"
+
+#define MAX_PENDING 64
+
+typedef struct pending {
+    uint32_t host;
+    int32_t rank;
+    uint32_t label;
+    int has_ma;
+    int in_use;
+    dsq_event ev;
+} pending;
+
+enum { F_MA, F_MAX_MA, F_CA, F_MAX_CA, F_CPU_USED, F_CPU_PERCENT, F_COUNT };
+static const char *const field_names[F_COUNT] = {"MA", "Max_MA", "CA", "Max_CA", "CPU_used",
+                                                 "CPU_percent"};
+
+struct dsq_scan {
+    dsq_scan_params p;
+    uint32_t fid[F_COUNT];
+    uint32_t default_host;
+    int default_rank;
+    int64_t last_t;
+    uint32_t lineno;
+    /* last host prefix seen, to skip the dictionary for repeated prefixes */
+    char host_cache[256];
+    size_t host_cache_n;
+    uint32_t host_cache_id;
+    pending pend[MAX_PENDING];
+    dsq_scan_stats st;
+};
+
+int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
+{
+    dsq_scan *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return DSQ_ENOMEM;
+    sc->p = *params;
+    for (int i = 0; i < F_COUNT; i++) {
+        sc->fid[i] = dsq_dict_intern(sc->p.dict, field_names[i], strlen(field_names[i]));
+        if (!sc->fid[i]) {
+            free(sc);
+            return DSQ_ENOMEM;
+        }
+    }
+    *out = sc;
+    return 0;
+}
+
+void dsq_scan_free(dsq_scan *sc) { free(sc); }
+
+void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
+{
+    sc->default_host = default_host;
+    sc->default_rank = default_rank;
+    sc->last_t = DSQ_TIME_NONE;
+    sc->lineno = 0;
+    sc->host_cache_n = 0;
+    sc->host_cache_id = 0;
+    memset(sc->pend, 0, sizeof sc->pend);
+    memset(&sc->st, 0, sizeof sc->st);
+}
+
+const dsq_scan_stats *dsq_scan_stats_get(const dsq_scan *sc) { return &sc->st; }
+
+static uint32_t host_id(dsq_scan *sc, dsq_span h)
+{
+    if (h.n == sc->host_cache_n && h.n <= sizeof sc->host_cache &&
+        memcmp(h.p, sc->host_cache, h.n) == 0)
+        return sc->host_cache_id;
+    uint32_t id = dsq_dict_intern(sc->p.dict, h.p, h.n);
+    if (h.n <= sizeof sc->host_cache) {
+        memcpy(sc->host_cache, h.p, h.n);
+        sc->host_cache_n = h.n;
+        sc->host_cache_id = id;
+    }
+    return id;
+}
+
+static int emit(dsq_scan *sc, const dsq_event *ev)
+{
+    sc->st.events++;
+    return sc->p.emit(sc->p.ctx, ev);
+}
+
+/* The pending report of (host, rank), creating it; when the table is full the
+ * oldest-slot report is emitted to make room. */
+static pending *pending_for(dsq_scan *sc, uint32_t host, int rank, int *rc)
+{
+    pending *free_slot = NULL;
+    for (int i = 0; i < MAX_PENDING; i++) {
+        pending *pd = &sc->pend[i];
+        if (pd->in_use && pd->host == host && pd->rank == rank)
+            return pd;
+        if (!pd->in_use && !free_slot)
+            free_slot = pd;
+    }
+    if (!free_slot) {
+        free_slot = &sc->pend[0];
+        if (free_slot->has_ma)
+            *rc = emit(sc, &free_slot->ev);
+    }
+    memset(free_slot, 0, sizeof *free_slot);
+    free_slot->in_use = 1;
+    free_slot->host = host;
+    free_slot->rank = rank;
+    return free_slot;
+}
+
+static int flush_pending(dsq_scan *sc, pending *pd)
+{
+    int rc = pd->has_ma ? emit(sc, &pd->ev) : 0;
+    memset(pd, 0, sizeof *pd);
+    return rc;
+}
+
+static void add_field(dsq_event *ev, uint32_t name, const dsq_match *m, int i)
+{
+    if (ev->nf >= DSQ_EV_MAXF || i >= m->nv)
+        return;
+    ev->f[ev->nf++] = (dsq_field){name, m->unit[i], m->v[i]};
+}
+
+static uint32_t intern_trimmed(dsq_scan *sc, dsq_span s)
+{
+    while (s.n && (s.p[s.n - 1] == ' ' || s.p[s.n - 1] == '\t'))
+        s.n--;
+    while (s.n && (s.p[0] == ' ' || s.p[0] == '\t'))
+        s.p++, s.n--;
+    return s.n ? dsq_dict_intern(sc->p.dict, s.p, s.n) : 0;
+}
+
+/* Feeds one line of a DeepSpeed memory report to its (host, rank) pending slot. */
+static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank)
+{
+    int rc = 0;
+    pending *pd = pending_for(sc, host, rank, &rc);
+    if (rc)
+        return rc;
+    switch (m->kind) {
+    case DSQ_MK_DS_MEM_LABEL:
+        if (pd->has_ma && (rc = flush_pending(sc, pd)))
+            return rc;
+        pd = pending_for(sc, host, rank, &rc);
+        pd->label = intern_trimmed(sc, m->body);
+        return rc;
+    case DSQ_MK_DS_MEM_MA:
+        if (pd->has_ma) {
+            uint32_t keep = 0; /* a second MA line: the first report is complete */
+            if ((rc = flush_pending(sc, pd)))
+                return rc;
+            pd = pending_for(sc, host, rank, &rc);
+            pd->label = keep;
+        }
+        pd->has_ma = 1;
+        pd->ev = (dsq_event){.kind = DSQ_EV_MEMORY, .rank = rank, .host = host,
+                             .t_us = sc->last_t, .label = pd->label, .line = sc->lineno};
+        for (int i = 0; i < 4; i++)
+            add_field(&pd->ev, sc->fid[F_MA + i], m, i);
+        return rc;
+    case DSQ_MK_DS_MEM_CPU:
+        if (!pd->has_ma) { /* a CPU line with no MA line before it: nothing to join */
+            memset(pd, 0, sizeof *pd);
+            return 0;
+        }
+        add_field(&pd->ev, sc->fid[F_CPU_USED], m, 0);
+        add_field(&pd->ev, sc->fid[F_CPU_PERCENT], m, 1);
+        return flush_pending(sc, pd);
+    default:
+        return 0;
+    }
+}
+
+int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
+{
+    dsq_scan *sc = scanner;
+    dsq_match m;
+    uint32_t host = sc->default_host;
+    sc->lineno++;
+    sc->st.lines++;
+    if (flags & DSQ_LINE_CUT)
+        sc->st.cut++;
+    memset(&m, 0, sizeof m);
+    m.rank = -1;
+    m.t_us = DSQ_TIME_NONE;
+    if (dsq_gram_pdsh(line, len, &m)) {
+        host = host_id(sc, m.host);
+        line = m.body.p;
+        len = m.body.n;
+    }
+    int rc = 0;
+    if (dsq_gram_deepspeed(line, len, &m)) {
+        sc->last_t = m.t_us;
+        int rank = m.rank >= 0 ? m.rank : sc->default_rank;
+        if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
+            rc = memory_line(sc, &m, host, rank);
+    }
+    sc->st.family_lines[m.family]++;
+    sc->st.level_lines[m.level]++;
+    return rc;
+}
+
+int dsq_scan_end(dsq_scan *sc)
+{
+    for (int i = 0; i < MAX_PENDING; i++) {
+        int rc = flush_pending(sc, &sc->pend[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* Scanner: turns the lines of one stream (a file or archive member) into events.
+ *
+ * For each line it peels prefix layers (pdsh host), runs the family recognizers,
+ * keeps the stream's context (last time seen, which host and rank a line belongs
+ * to), joins multi-line events (the DeepSpeed memory report: label, MA line, CPU
+ * line; interleaved reports of different hosts/ranks are kept apart), counts every
+ * line by family and level, and hands finished events to the sink. Nothing is
+ * allocated per line: events are built on the stack, names are dictionary ids.
+ */
+#ifndef DSQ_SCAN_H
+#define DSQ_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dict.h"
+#include "event.h"
+#include "grammar.h"
+
+typedef struct dsq_scan dsq_scan;
+
+/* Receives each finished event; a non-zero return stops the scan. */
+typedef int (*dsq_emit_fn)(void *ctx, const dsq_event *ev);
+
+typedef struct dsq_scan_params {
+    dsq_dict *dict;     /* borrowed: where host names, labels and field names go */
+    dsq_emit_fn emit;
+    void *ctx;
+} dsq_scan_params;
+
+typedef struct dsq_scan_stats {
+    uint64_t lines;
+    uint64_t cut;
+    uint64_t events;
+    uint64_t family_lines[DSQ_FAM_COUNT];
+    uint64_t level_lines[DSQ_LV_COUNT];
+} dsq_scan_stats;
+
+int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out);
+void dsq_scan_free(dsq_scan *sc);
+
+/* Starts a stream. Lines without a host/rank prefix get these (0 / -1: unknown). */
+void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank);
+
+/* One line (a dsq_line_fn: ctx is the scanner). */
+int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags);
+
+/* Ends the stream: emits events still waiting for lines that never came. */
+int dsq_scan_end(dsq_scan *sc);
+
+const dsq_scan_stats *dsq_scan_stats_get(const dsq_scan *sc);
+
+#endif

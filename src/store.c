@@ -1,0 +1,540 @@
+/* LMDB index (see store.h for the layout and guarantees).
+ *
+ * Invariants: at most one write transaction is open, and only between begin and
+ * commit/abort; dictionary ids above `dict_saved` exist only in memory until the
+ * next commit writes them (in the same transaction as the events that use them).
+ * The map starts large (it is sparse on disk) and doubles on MDB_MAP_FULL.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
+
+struct dsq_store {
+    MDB_env *env;
+    MDB_txn *txn;     /* the open write transaction, if any */
+    MDB_dbi meta, dict_db, events, sources, members, srcblocks;
+    dsq_dict *dict;
+    uint32_t dict_saved; /* highest dictionary id already in the index */
+    int readonly;
+    int map_full;
+    int lock_fd;
+    char dir[4096];
+};
+
+static int lmdb_error(dsq_error *err, int rc, const char *what)
+{
+    return dsq_error_set(err, rc == MDB_MAP_FULL ? DSQ_ELIMIT : DSQ_EINDEX, "%s: %s", what,
+                         mdb_strerror(rc));
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static uint32_t get_be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get_be64(const unsigned char *p)
+{
+    return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+void dsq_block_key_pack(const dsq_block_key *k, unsigned char out[DSQ_BLOCK_KEY_LEN])
+{
+    put_be32(out, k->run);
+    put_be32(out + 4, k->host);
+    put_be32(out + 8, (uint32_t)(k->rank + 1));
+    put_be64(out + 12, (uint64_t)k->t_us ^ (1ull << 63));
+    put_be32(out + 20, k->source);
+    put_be32(out + 24, k->seq);
+}
+
+void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k)
+{
+    k->run = get_be32(in);
+    k->host = get_be32(in + 4);
+    k->rank = (int32_t)get_be32(in + 8) - 1;
+    k->t_us = (int64_t)(get_be64(in + 12) ^ (1ull << 63));
+    k->source = get_be32(in + 20);
+    k->seq = get_be32(in + 24);
+}
+
+/* mkdir -p for the index directory. */
+static int make_dirs(const char *dir, dsq_error *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return dsq_error_set(err, DSQ_EINDEX, "cannot create %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return dsq_error_set(err, DSQ_EINDEX, "cannot create %s: %s", buf, strerror(errno));
+    return 0;
+}
+
+static int take_lock(dsq_store *st, dsq_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/dsq.lock", st->dir);
+    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (st->lock_fd < 0)
+        return dsq_error_set(err, DSQ_EINDEX, "cannot open %s: %s", path, strerror(errno));
+    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return dsq_error_set(err, DSQ_EINDEX,
+                             "another dsq index is writing to %s; wait for it to finish", st->dir);
+    return 0;
+}
+
+static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
+{
+    unsigned fl = st->readonly ? 0 : MDB_CREATE;
+    struct {
+        const char *name;
+        MDB_dbi *dbi;
+    } t[] = {{"meta", &st->meta},       {"dict", &st->dict_db},   {"events", &st->events},
+             {"sources", &st->sources}, {"members", &st->members}, {"srcblocks", &st->srcblocks}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int rc = mdb_dbi_open(txn, t[i].name, fl, t[i].dbi);
+        if (rc == MDB_NOTFOUND)
+            return dsq_error_set(err, DSQ_EINDEX, "%s is not a dsq index (no '%s' table)",
+                                 st->dir, t[i].name);
+        if (rc)
+            return lmdb_error(err, rc, "opening index tables");
+    }
+    return 0;
+}
+
+static int check_schema(dsq_store *st, MDB_txn *txn, dsq_error *err)
+{
+    MDB_val k = {6, "schema"}, v;
+    int rc = mdb_get(txn, st->meta, &k, &v);
+    if (rc == MDB_NOTFOUND && !st->readonly) {
+        unsigned char b[4];
+        put_be32(b, DSQ_STORE_SCHEMA);
+        v.mv_size = 4;
+        v.mv_data = b;
+        rc = mdb_put(txn, st->meta, &k, &v, 0);
+        return rc ? lmdb_error(err, rc, "writing schema") : 0;
+    }
+    if (rc)
+        return lmdb_error(err, rc, "reading schema");
+    if (v.mv_size != 4 || get_be32(v.mv_data) != DSQ_STORE_SCHEMA)
+        return dsq_error_set(err, DSQ_EINDEX,
+                             "%s was written by another dsq version (schema %u, expected %u); "
+                             "index into a new directory",
+                             st->dir, v.mv_size == 4 ? get_be32(v.mv_data) : 0, DSQ_STORE_SCHEMA);
+    return 0;
+}
+
+static int load_dict(dsq_store *st, MDB_txn *txn, dsq_error *err)
+{
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    int rc = mdb_cursor_open(txn, st->dict_db, &c);
+    if (rc)
+        return lmdb_error(err, rc, "reading dictionary");
+    int status = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        uint32_t want = k.mv_size == 4 ? get_be32(k.mv_data) : 0;
+        uint32_t got = dsq_dict_intern(st->dict, v.mv_data, v.mv_size);
+        if (got == 0) {
+            status = dsq_error_set(err, DSQ_ENOMEM, "loading dictionary");
+            goto done;
+        }
+        if (got != want) {
+            status = dsq_error_set(err, DSQ_EINDEX, "dictionary in %s is damaged (id %u)", st->dir,
+                                   want);
+            goto done;
+        }
+    }
+    if (rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading dictionary");
+    st->dict_saved = dsq_dict_count(st->dict);
+done:
+    mdb_cursor_close(c);
+    return status;
+}
+
+/* Opens tables, checks the schema and loads the dictionary in one transaction. */
+static int init_tables(dsq_store *st, dsq_error *err)
+{
+    MDB_txn *txn = NULL;
+    int rc = mdb_txn_begin(st->env, NULL, st->readonly ? MDB_RDONLY : 0, &txn);
+    if (rc)
+        return lmdb_error(err, rc, "starting transaction");
+    int status = open_dbis(st, txn, err);
+    if (!status)
+        status = check_schema(st, txn, err);
+    if (!status)
+        status = load_dict(st, txn, err);
+    if (status) {
+        mdb_txn_abort(txn);
+        return status;
+    }
+    rc = mdb_txn_commit(txn);
+    return rc ? lmdb_error(err, rc, "opening index") : 0;
+}
+
+int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *err)
+{
+    int status = 0, rc;
+    dsq_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return dsq_error_set(err, DSQ_ENOMEM, "opening index");
+    st->lock_fd = -1;
+    st->readonly = params->readonly;
+    snprintf(st->dir, sizeof st->dir, "%s", params->dir);
+    struct stat sb;
+    if (st->readonly && stat(st->dir, &sb) != 0) {
+        status = dsq_error_set(err, DSQ_EINDEX,
+                               "no index at %s (run `dsq index PATH` first, or set --db / DSQ_DB)",
+                               st->dir);
+        goto fail;
+    }
+    if (!st->readonly && ((status = make_dirs(st->dir, err)) || (status = take_lock(st, err))))
+        goto fail;
+    if (dsq_dict_new(&st->dict) != 0) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "opening index");
+        goto fail;
+    }
+    if ((rc = mdb_env_create(&st->env)) || (rc = mdb_env_set_maxdbs(st->env, 8)) ||
+        (!st->readonly && (rc = mdb_env_set_mapsize(st->env, INITIAL_MAP))) ||
+        (rc = mdb_env_open(st->env, st->dir, MDB_NOTLS | (st->readonly ? MDB_RDONLY : 0), 0644))) {
+        status = dsq_error_set(err, DSQ_EINDEX, "cannot open index %s: %s", st->dir,
+                               mdb_strerror(rc));
+        goto fail;
+    }
+    if ((status = init_tables(st, err)))
+        goto fail;
+    *out = st;
+    return 0;
+fail:
+    dsq_store_close(st);
+    return status;
+}
+
+void dsq_store_close(dsq_store *st)
+{
+    if (!st)
+        return;
+    if (st->txn)
+        mdb_txn_abort(st->txn);
+    if (st->env)
+        mdb_env_close(st->env);
+    dsq_dict_free(st->dict);
+    if (st->lock_fd >= 0)
+        close(st->lock_fd);
+    free(st);
+}
+
+dsq_dict *dsq_store_dict(dsq_store *st) { return st->dict; }
+
+int dsq_store_source_find(dsq_store *st, const char *path, dsq_source_rec *rec, dsq_error *err)
+{
+    MDB_txn *txn = st->txn;
+    int own = 0, rc, found = 0;
+    if (!txn) {
+        if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)))
+            return lmdb_error(err, rc, "reading sources");
+        own = 1;
+    }
+    MDB_val k = {strlen(path), (void *)path}, v;
+    rc = mdb_get(txn, st->sources, &k, &v);
+    if (rc == 0 && v.mv_size == sizeof *rec) {
+        memcpy(rec, v.mv_data, sizeof *rec);
+        found = 1;
+    } else if (rc && rc != MDB_NOTFOUND) {
+        found = lmdb_error(err, rc, "reading sources");
+    }
+    if (own)
+        mdb_txn_abort(txn);
+    return found;
+}
+
+int dsq_store_begin(dsq_store *st, dsq_error *err)
+{
+    if (st->readonly)
+        return dsq_error_set(err, DSQ_EUSAGE, "index opened read-only");
+    st->map_full = 0;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
+    return rc ? lmdb_error(err, rc, "starting write") : 0;
+}
+
+/* Records a failed put; MAP_FULL is remembered so commit grows the map. */
+static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what)
+{
+    if (rc == MDB_MAP_FULL)
+        st->map_full = 1;
+    return lmdb_error(err, rc, what);
+}
+
+int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err)
+{
+    dsq_source_rec rec;
+    int found = dsq_store_source_find(st, path, &rec, err);
+    if (found <= 0)
+        return found;
+    MDB_cursor *c = NULL;
+    unsigned char pre[4];
+    put_be32(pre, rec.id);
+    int rc, status = 0;
+    MDB_val k, v;
+    MDB_dbi tabs[2] = {st->srcblocks, st->members};
+    for (int t = 0; t < 2 && !status; t++) {
+        if ((rc = mdb_cursor_open(st->txn, tabs[t], &c)))
+            return put_failed(st, rc, err, "dropping source");
+        for (;;) { /* re-seek after each delete: simplest correct cursor use */
+            k.mv_size = 4;
+            k.mv_data = pre;
+            rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+            if (rc || k.mv_size < 4 || memcmp(k.mv_data, pre, 4) != 0)
+                break;
+            if (t == 0) {
+                MDB_val bk = v;
+                int drc = mdb_del(st->txn, st->events, &bk, NULL);
+                if (drc && drc != MDB_NOTFOUND) {
+                    status = put_failed(st, drc, err, "dropping events");
+                    break;
+                }
+            }
+            if ((rc = mdb_cursor_del(c, 0))) {
+                status = put_failed(st, rc, err, "dropping source");
+                break;
+            }
+        }
+        mdb_cursor_close(c);
+    }
+    if (status)
+        return status;
+    k.mv_size = strlen(path);
+    k.mv_data = (void *)path;
+    rc = mdb_del(st->txn, st->sources, &k, NULL);
+    return (rc && rc != MDB_NOTFOUND) ? put_failed(st, rc, err, "dropping source") : 0;
+}
+
+int dsq_store_source_new_id(dsq_store *st, uint32_t *id, dsq_error *err)
+{
+    MDB_val k = {11, "next_source"}, v;
+    uint32_t next = 1;
+    int rc = mdb_get(st->txn, st->meta, &k, &v);
+    if (rc == 0 && v.mv_size == 4)
+        next = get_be32(v.mv_data);
+    else if (rc && rc != MDB_NOTFOUND)
+        return lmdb_error(err, rc, "allocating source id");
+    unsigned char b[4];
+    put_be32(b, next + 1);
+    v.mv_size = 4;
+    v.mv_data = b;
+    if ((rc = mdb_put(st->txn, st->meta, &k, &v, 0)))
+        return put_failed(st, rc, err, "allocating source id");
+    *id = next;
+    return 0;
+}
+
+int dsq_store_block_put(dsq_store *st, const dsq_block_key *bk, const dsq_block *b, dsq_error *err)
+{
+    unsigned char key[DSQ_BLOCK_KEY_LEN], hdr[5], skey[8];
+    size_t h = 0;
+    uint32_t c = b->count;
+    do { /* the block's event count as a varint, then its body */
+        hdr[h++] = (unsigned char)((c & 0x7f) | (c >= 0x80 ? 0x80 : 0));
+        c >>= 7;
+    } while (c);
+    dsq_block_key_pack(bk, key);
+    MDB_val k = {sizeof key, key}, v = {h + b->len, NULL};
+    int rc = mdb_put(st->txn, st->events, &k, &v, MDB_RESERVE);
+    if (rc)
+        return put_failed(st, rc, err, "writing events");
+    memcpy(v.mv_data, hdr, h);
+    memcpy((unsigned char *)v.mv_data + h, b->buf, b->len);
+    put_be32(skey, bk->source);
+    put_be32(skey + 4, bk->seq);
+    MDB_val sk = {8, skey}, sv = {sizeof key, key};
+    if ((rc = mdb_put(st->txn, st->srcblocks, &sk, &sv, 0)))
+        return put_failed(st, rc, err, "writing events");
+    return 0;
+}
+
+int dsq_store_member_put(dsq_store *st, uint32_t source, uint32_t idx, const dsq_member_rec *rec,
+                         const char *name, dsq_error *err)
+{
+    unsigned char key[8];
+    put_be32(key, source);
+    put_be32(key + 4, idx);
+    size_t n = strlen(name);
+    MDB_val k = {8, key}, v = {sizeof *rec + n, NULL};
+    int rc = mdb_put(st->txn, st->members, &k, &v, MDB_RESERVE);
+    if (rc)
+        return put_failed(st, rc, err, "writing member");
+    dsq_member_rec r = *rec;
+    r.name_len = (uint32_t)n;
+    memcpy(v.mv_data, &r, sizeof r);
+    memcpy((char *)v.mv_data + sizeof r, name, n);
+    return 0;
+}
+
+int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *rec,
+                         dsq_error *err)
+{
+    MDB_val k = {strlen(path), (void *)path}, v = {sizeof *rec, (void *)rec};
+    int rc = mdb_put(st->txn, st->sources, &k, &v, 0);
+    return rc ? put_failed(st, rc, err, "writing source") : 0;
+}
+
+static int save_dict(dsq_store *st, dsq_error *err)
+{
+    uint32_t n = dsq_dict_count(st->dict);
+    for (uint32_t id = st->dict_saved + 1; id <= n; id++) {
+        unsigned char key[4];
+        size_t len;
+        const char *s = dsq_dict_str(st->dict, id, &len);
+        put_be32(key, id);
+        MDB_val k = {4, key}, v = {len, (void *)s};
+        int rc = mdb_put(st->txn, st->dict_db, &k, &v, MDB_APPEND);
+        if (rc)
+            return put_failed(st, rc, err, "writing dictionary");
+    }
+    return 0;
+}
+
+/* Aborts the write and doubles the map after MDB_MAP_FULL. */
+static int grow_map(dsq_store *st, dsq_error *err)
+{
+    MDB_envinfo info;
+    mdb_txn_abort(st->txn);
+    st->txn = NULL;
+    st->map_full = 0;
+    mdb_env_info(st->env, &info);
+    int rc = mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
+    if (rc)
+        return lmdb_error(err, rc, "growing the index map");
+    return dsq_error_set(err, DSQ_ELIMIT, "index map grown to %zu MiB; redo the write",
+                         info.me_mapsize * 2 >> 20);
+}
+
+int dsq_store_commit(dsq_store *st, dsq_error *err)
+{
+    if (!st->txn)
+        return dsq_error_set(err, DSQ_EUSAGE, "commit without a write");
+    if (st->map_full)
+        return grow_map(st, err);
+    int status = save_dict(st, err);
+    if (status)
+        return st->map_full ? grow_map(st, err) : (dsq_store_abort(st), status);
+    int rc = mdb_txn_commit(st->txn);
+    st->txn = NULL;
+    if (rc == MDB_MAP_FULL) {
+        MDB_envinfo info;
+        mdb_env_info(st->env, &info);
+        mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
+        return dsq_error_set(err, DSQ_ELIMIT, "index map grown; redo the write");
+    }
+    if (rc)
+        return lmdb_error(err, rc, "committing");
+    st->dict_saved = dsq_dict_count(st->dict);
+    return 0;
+}
+
+void dsq_store_abort(dsq_store *st)
+{
+    if (st->txn)
+        mdb_txn_abort(st->txn);
+    st->txn = NULL;
+    st->map_full = 0;
+}
+
+int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, void *ctx,
+                          dsq_error *err)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    int status = 0, rc;
+    unsigned char pre[4];
+    put_be32(pre, run);
+    if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) ||
+        (rc = mdb_cursor_open(txn, st->events, &c))) {
+        status = lmdb_error(err, rc, "reading events");
+        goto done;
+    }
+    MDB_val k = {4, pre}, v;
+    rc = mdb_cursor_get(c, &k, &v, run ? MDB_SET_RANGE : MDB_FIRST);
+    for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != DSQ_BLOCK_KEY_LEN)
+            continue;
+        if (run && memcmp(k.mv_data, pre, 4) != 0)
+            break;
+        dsq_block_key bk;
+        dsq_block_key_unpack(k.mv_data, &bk);
+        if ((status = fn(ctx, &bk, v.mv_data, v.mv_size)))
+            goto done;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading events");
+done:
+    if (c)
+        mdb_cursor_close(c);
+    if (txn)
+        mdb_txn_abort(txn);
+    return status;
+}
+
+int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq_error *err)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    int status = 0, rc;
+    char path[4096];
+    if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) ||
+        (rc = mdb_cursor_open(txn, st->sources, &c))) {
+        status = lmdb_error(err, rc, "reading sources");
+        goto done;
+    }
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (v.mv_size != sizeof(dsq_source_rec) || k.mv_size >= sizeof path)
+            continue;
+        dsq_source_rec rec;
+        memcpy(&rec, v.mv_data, sizeof rec);
+        memcpy(path, k.mv_data, k.mv_size);
+        path[k.mv_size] = 0;
+        if ((status = fn(ctx, path, &rec)))
+            goto done;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading sources");
+done:
+    if (c)
+        mdb_cursor_close(c);
+    if (txn)
+        mdb_txn_abort(txn);
+    return status;
+}

@@ -1,0 +1,116 @@
+/* The index: the only module that touches LMDB.
+ *
+ * One LMDB environment (a directory) holds these databases:
+ *   meta      "schema" -> version, "next_source" -> next source id
+ *   dict      id (u32 BE) -> string                 the string dictionary
+ *   events    block key (28 bytes BE) -> event block (see event.h)
+ *   sources   absolute path -> dsq_source_rec        one per indexed input file
+ *   members   source id, member index (BE) -> dsq_member_rec + name
+ *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
+ * Block keys are run/host/rank/time/source/seq, big-endian, so one run (or one
+ * run's host, or rank) is a contiguous key range and keys sort by time within it.
+ *
+ * Writers take an exclusive lock file in the directory (a second indexer is refused
+ * with a clear message); readers open the environment read-only and see committed
+ * data only. All writes of one input file go into one transaction, so a killed
+ * indexer leaves either all of a file or none of it.
+ */
+#ifndef DSQ_STORE_H
+#define DSQ_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dict.h"
+#include "dsq/dsq.h"
+#include "event.h"
+
+#define DSQ_STORE_SCHEMA 1
+#define DSQ_BLOCK_KEY_LEN 28
+#define DSQ_REC_FAMILIES 32
+#define DSQ_REC_LEVELS 8
+
+typedef struct dsq_store dsq_store;
+
+typedef struct dsq_store_params {
+    const char *dir;  /* the environment directory; created by writers if missing */
+    int readonly;     /* 1: open for queries (no lock file, no writes) */
+} dsq_store_params;
+
+typedef struct dsq_block_key {
+    uint32_t run, host;
+    int32_t rank;    /* -1 unknown */
+    int64_t t_us;    /* time of the block's first event */
+    uint32_t source, seq;
+} dsq_block_key;
+
+/* One indexed input file (a plain file, a compressed file or an archive). */
+typedef struct dsq_source_rec {
+    uint32_t version;
+    uint32_t id;
+    uint32_t run;          /* dictionary id */
+    uint32_t members;      /* members read (1 for a plain or single compressed file) */
+    uint64_t size;         /* bytes on disk */
+    int64_t mtime_ns;
+    uint64_t fingerprint;  /* hash of size, first and last 64 KiB */
+    uint64_t bytes_decoded;
+    uint64_t lines;
+    uint64_t cut_lines;
+    uint64_t events;
+    uint32_t nblocks;
+    uint32_t errors;       /* members or reads that failed */
+    uint64_t family_lines[DSQ_REC_FAMILIES];
+    uint64_t level_lines[DSQ_REC_LEVELS];
+} dsq_source_rec;
+
+/* One member of a source (for a plain file: the file itself, name ""). */
+typedef struct dsq_member_rec {
+    uint64_t size;         /* decoded bytes */
+    int64_t mtime_ns;      /* the member's own mtime in an archive, else the file's */
+    uint64_t fingerprint;  /* hash of the member's first 64 KiB and its size */
+    uint64_t lines;
+    uint64_t events;
+    uint32_t status;       /* 0 ok, else the DSQ_E* code that stopped it (negated) */
+    uint32_t name_len;
+} dsq_member_rec;
+
+int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *err);
+void dsq_store_close(dsq_store *st);
+
+/* The dictionary: loaded at open; writers intern into it and new strings are
+ * saved at the next commit. Borrowed; valid until close. */
+dsq_dict *dsq_store_dict(dsq_store *st);
+
+/* Looks up a source by absolute path. Returns 1 found (rec filled), 0 absent, <0 error. */
+int dsq_store_source_find(dsq_store *st, const char *path, dsq_source_rec *rec, dsq_error *err);
+
+/* --- writing: begin, any puts, commit or abort -------------------------------- */
+int dsq_store_begin(dsq_store *st, dsq_error *err);
+/* Removes a source with its blocks and members. Absent is fine. */
+int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err);
+/* Allocates a new source id. */
+int dsq_store_source_new_id(dsq_store *st, uint32_t *id, dsq_error *err);
+int dsq_store_block_put(dsq_store *st, const dsq_block_key *k, const dsq_block *b, dsq_error *err);
+int dsq_store_member_put(dsq_store *st, uint32_t source, uint32_t idx, const dsq_member_rec *rec,
+                         const char *name, dsq_error *err);
+int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *rec,
+                         dsq_error *err);
+/* Commits, saving new dictionary strings first. When the map is full the write is
+ * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */
+int dsq_store_commit(dsq_store *st, dsq_error *err);
+void dsq_store_abort(dsq_store *st);
+
+/* --- reading ------------------------------------------------------------------ */
+/* Called for each block; a non-zero return stops the scan and is returned. */
+typedef int (*dsq_store_block_fn)(void *ctx, const dsq_block_key *k, const void *data, size_t n);
+/* Scans blocks of one run (run != 0) or all of them, in key order. */
+int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, void *ctx,
+                          dsq_error *err);
+
+typedef int (*dsq_store_source_fn)(void *ctx, const char *path, const dsq_source_rec *rec);
+int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq_error *err);
+
+void dsq_block_key_pack(const dsq_block_key *k, unsigned char out[DSQ_BLOCK_KEY_LEN]);
+void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k);
+
+#endif

@@ -1,0 +1,54 @@
+/* Civil time conversion (proleptic Gregorian, days-from-civil), no libc time zone
+ * machinery, so it is fast and thread-safe on the per-line path. */
+#include "timeconv.h"
+
+#include <stdio.h>
+
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const int64_t yoe = y - era * 400;
+    const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int64_t dsq_time_from_civil(int y, int mo, int d, int h, int mi, int s, int us)
+{
+    int64_t days = days_from_civil(y, mo, d);
+    return ((days * 86400 + h * 3600 + mi * 60 + s) * 1000000) + us;
+}
+
+void dsq_time_format(int64_t t_us, char out[64])
+{
+    if (t_us == DSQ_TIME_NONE) {
+        snprintf(out, 64, "-");
+        return;
+    }
+    int64_t secs = t_us >= 0 ? t_us / 1000000 : -((-t_us + 999999) / 1000000);
+    int64_t z = (secs >= 0 ? secs : secs - 86399) / 86400;
+    int64_t sod = secs - z * 86400;
+    z += 719468;
+    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const int64_t doe = z - era * 146097;
+    const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const int64_t mp = (5 * doy + 2) / 153;
+    const int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    const int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    const int64_t y = yoe + era * 400 + (m <= 2);
+    snprintf(out, 64, "%04d-%02d-%02d %02d:%02d:%02d", (int)y, (int)m, (int)d, (int)(sod / 3600),
+             (int)(sod / 60 % 60), (int)(sod % 60));
+}
+
+int dsq_time_digits(const char *p, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v;
+}
