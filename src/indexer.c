@@ -207,6 +207,25 @@ static void maybe_progress(dsq_indexer *ix, int force)
     ix->p.progress(ix->p.ctx, &now, ix->cur_path);
 }
 
+/* Rank named by a file or member name: "rank3.log", "train_rank12.txt"; else -1. */
+static int rank_from_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (const char *p = base; (p = strcasestr(p, "rank")) != NULL; p += 4) {
+        const char *d = p + 4;
+        if (*d == '_' || *d == '-')
+            d++;
+        if (*d < '0' || *d > '9')
+            continue;
+        long r = 0;
+        for (; *d >= '0' && *d <= '9' && r < 10000000; d++)
+            r = r * 10 + (*d - '0');
+        return (int)r;
+    }
+    return -1;
+}
+
 /* Streams one member through splitter and scanner. Returns a write error (stop);
  * a damaged member is reported and ends with what was read. */
 static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_rec *rec,
@@ -215,7 +234,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     dsq_error e;
     dsq_error_clear(&e);
     dsq_lines_reset(ix->lines);
-    dsq_scan_begin(ix->scan, 0, -1);
+    dsq_scan_begin(ix->scan, 0, rank_from_name(mi->name[0] ? mi->name : ix->cur_path));
     dsq_member_rec mr = {.mtime_ns = mi->mtime_ns};
     int rc = 0;
     for (;;) {
