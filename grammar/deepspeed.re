@@ -88,7 +88,8 @@ static int level_of(const unsigned char *p, size_t n)
     }
 }
 
-/* "[Rank N] " right after the header: the rank, and where the message starts. */
+/* "[Rank N] " right after the header: the rank, and where the message starts.
+ * "[Rank -1]" (log_dist called before torch.distributed is up) names no rank. */
 static const unsigned char *rank_tag(const unsigned char *cur, int *rank)
 {
     const unsigned char *mar, *r0, *r1;
@@ -109,6 +110,7 @@ static const unsigned char *rank_tag(const unsigned char *cur, int *rank)
             *rank = v;
             return cur;
         }
+        "[Rank -1]" " "? { *rank = -1; return cur; } /* log_dist before dist init */
         * { *rank = -1; return NULL; }
     */
 }

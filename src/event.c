@@ -132,7 +132,7 @@ int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
     ev->kind = (uint16_t)kind;
     ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)unzigzag(dt));
     ev->label = (uint32_t)label;
-    ev->line = (uint32_t)((int64_t)it->line_prev + unzigzag(dl));
+    ev->line = it->line_prev + (uint32_t)unzigzag(dl); /* mod 2^32: no signed overflow */
     ev->nf = *it->p++;
     if (ev->nf > DSQ_EV_MAXF)
         return DSQ_EFORMAT;

@@ -288,6 +288,13 @@ static int index_members(dsq_indexer *ix, dsq_source_rec *rec)
     for (uint32_t idx = 0;; idx++) {
         dsq_error_clear(&e);
         int r = dsq_input_next_member(ix->in, &mi, &e);
+        dsq_error d;
+        dsq_error_clear(&d);
+        if (dsq_input_take_damage(ix->in, &d)) {
+            problem(ix, &d, NULL);
+            ix->pend.members_failed++;
+            rec->errors++;
+        }
         if (r == 0)
             return 0;
         if (r < 0) {
@@ -435,8 +442,16 @@ static int walk(dsq_indexer *ix, const char *root, const char *dir, dsq_error *e
                 status = walk(ix, root, full, err);
             continue;
         }
-        if (S_ISLNK(sb.st_mode) && (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)))
+        if (S_ISLNK(sb.st_mode) && stat(full, &sb) != 0) { /* dangling: a log we cannot read */
+            dsq_error e;
+            dsq_error_clear(&e);
+            dsq_error_set(&e, DSQ_EIO, "broken symbolic link: %s", strerror(errno));
+            ix->cur_path = full;
+            ix->st.files_seen++;
+            ix->st.files_failed++;
+            problem(ix, &e, NULL);
             continue;
+        }
         if (!S_ISREG(sb.st_mode))
             continue;
         run_name(ix, full + strlen(root) + 1, run, sizeof run);

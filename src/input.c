@@ -44,9 +44,12 @@ struct dsq_input {
     int nested_zstd;         /* current archive member is zstd-compressed */
     int member_started;
     int member_eof;
+    int archive_eof;         /* next_header said EOF: libarchive must not be asked again */
     /* libarchive */
     struct archive *ar;
     const char *name;
+    char last_name[256];     /* the last member read, to say where damage was */
+    char damage[256];        /* damaged entries skipped since the last take_damage */
     char path[4096];
 };
 
@@ -227,7 +230,8 @@ void dsq_input_close(dsq_input *in)
     in->kind = K_NONE;
     in->format = NULL;
     in->member_done = in->data_done = 0;
-    in->nested_zstd = in->member_started = in->member_eof = 0;
+    in->nested_zstd = in->member_started = in->member_eof = in->archive_eof = 0;
+    in->last_name[0] = in->damage[0] = 0;
     if (in->dctx)
         ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
 }
@@ -235,20 +239,33 @@ void dsq_input_close(dsq_input *in)
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
 {
     struct archive_entry *e;
+    if (in->archive_eof)
+        return 0;
     for (;;) {
         int r = archive_read_next_header(in->ar, &e);
-        if (r == ARCHIVE_EOF)
+        if (r == ARCHIVE_EOF) {
+            in->archive_eof = 1;
             return 0;
+        }
         if (r == ARCHIVE_FATAL)
             return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
-        if (r == ARCHIVE_RETRY)
+        if (r == ARCHIVE_RETRY) { /* a damaged header: libarchive skips ahead; say so once */
+            if (!in->damage[0]) {
+                const char *why = archive_error_string(in->ar);
+                snprintf(in->damage, sizeof in->damage,
+                         "%.80s%s%.120s: skipped to the next readable member",
+                         why ? why : "damaged archive entry",
+                         in->last_name[0] ? " after member " : "", in->last_name);
+            }
             continue;
+        }
         /* ARCHIVE_OK or ARCHIVE_WARN: the header is usable */
         if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW && archive_entry_filetype(e) != AE_IFREG)
             continue;
         const char *name = archive_entry_pathname(e);
         in->name = archive_format(in->ar) == ARCHIVE_FORMAT_RAW ? "" : (name ? name : "?");
         mi->name = in->name;
+        snprintf(in->last_name, sizeof in->last_name, "%s", in->name);
         mi->mtime_ns = archive_entry_mtime_is_set(e)
                            ? (int64_t)archive_entry_mtime(e) * 1000000000 +
                                  archive_entry_mtime_nsec(e)
@@ -259,6 +276,15 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
         in->zlast = 0;
         return 1;
     }
+}
+
+int dsq_input_take_damage(dsq_input *in, dsq_error *err)
+{
+    if (!in->damage[0])
+        return 0;
+    dsq_error_set(err, DSQ_EFORMAT, "%s", in->damage);
+    in->damage[0] = 0;
+    return 1;
 }
 
 int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)

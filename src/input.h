@@ -51,6 +51,11 @@ const char *dsq_input_format(const dsq_input *in);
  * beyond this point (err says where). */
 int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err);
 
+/* 1 and err filled when next_member skipped damaged entries (an archive header
+ * that does not check out: libarchive resynchronizes on the next good one) since
+ * the last call, else 0. Lets the caller count what was lost between members. */
+int dsq_input_take_damage(dsq_input *in, dsq_error *err);
+
 /* Next chunk of the current member: 0 with *len == 0 at its end; < 0 when the
  * member is damaged (what was read before stays valid). */
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err);

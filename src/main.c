@@ -109,8 +109,9 @@ static int parse_args(cli *c, int argc, char **argv)
         else if (strcmp(a, "--") == 0)
             while (++i < argc)
                 c->args[c->nargs++] = argv[i];
-        else if (a[0] == '-' && a[1] && strcmp(a, "-h") && strcmp(a, "--help") &&
-                 strcmp(a, "--version")) {
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "--version") == 0)
+            continue; /* handled in main */
+        else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dsq: unknown option %s (see dsq --help)\n", a);
             return -1;
         } else
@@ -160,20 +161,34 @@ static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
             (unsigned long long)s->events, base ? base + 1 : path);
 }
 
+/* "532 B", "12.4 kB", "3.1 MB", "2.0 GB" (decimal units, like the MB/s figures). */
+static const char *human_bytes(uint64_t n, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000 && u < 4)
+        v /= 1000, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
 static void print_summary(const dsq_index_stats *s, const char *db)
 {
+    char in[32], out[32];
     double mb = (double)s->bytes_decoded / 1e6;
     printf("indexed %llu files (%llu members) into %s\n", (unsigned long long)s->files_indexed,
            (unsigned long long)s->members, db);
-    printf("  read %.1f MB, decompressed %.1f MB, %llu lines, %llu events in %.2f s (%.1f MB/s)\n",
-           (double)s->bytes_in / 1e6, mb, (unsigned long long)s->lines,
-           (unsigned long long)s->events, s->seconds, s->seconds > 0 ? mb / s->seconds : 0.0);
+    printf("  read %s, decompressed %s, %llu lines, %llu events in %.2f s (%.1f MB/s)\n",
+           human_bytes(s->bytes_in, in, sizeof in), human_bytes(s->bytes_decoded, out, sizeof out),
+           (unsigned long long)s->lines, (unsigned long long)s->events, s->seconds,
+           s->seconds > 0 ? mb / s->seconds : 0.0);
     if (s->files_unchanged)
         printf("  skipped %llu unchanged files\n", (unsigned long long)s->files_unchanged);
     if (s->cut_lines)
         printf("  cut %llu lines longer than the line cap\n", (unsigned long long)s->cut_lines);
     if (s->files_failed || s->members_failed)
-        printf("  could not read %llu files and %llu members (reasons above)\n",
+        printf("  problems: %llu unreadable files, %llu damaged members (reasons above)\n",
                (unsigned long long)s->files_failed, (unsigned long long)s->members_failed);
 }
 

@@ -310,11 +310,14 @@ static int parse_or(parser *p, int *out) { return parse_chain(p, out, "or", DSQ_
 
 static int parse_limit(parser *p)
 {
-    p->q->top = is_kw(&p->t, "top");
+    if (is_kw(&p->t, "top")) /* `top N` orders by the first aggregate; a later limit keeps it */
+        p->q->top = 1;
     int rc = next(p);
     if (rc)
         return rc;
-    if (p->t.type != T_NUM || p->t.num < 1 || p->t.num != (double)(long)p->t.num)
+    /* range first: converting a double outside long's range is undefined */
+    if (p->t.type != T_NUM || p->t.num < 1 || p->t.num > 1e15 ||
+        p->t.num != (double)(long)p->t.num)
         return fail(p, &p->t, "expected a positive whole number, found '%s'",
                     p->t.type == T_END ? "end of query" : p->t.text);
     p->q->limit = (long)p->t.num;
