@@ -151,6 +151,7 @@ void dsq_result_sort_desc(dsq_result *r, int col)
     if (col >= r->ncols || r->nrows < 2)
         return;
     desc_col = col;
+    sort_keys = col; /* ties keep the order of the columns before col (the group keys) */
     qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_desc);
 }
 
@@ -206,14 +207,17 @@ static void print_table(const dsq_result *r, FILE *f)
         }
     for (int c = 0; c < r->ncols; c++) { /* headers align like their column's cells */
         int right = r->nrows > 0 && !dsq_result_cell(r, 0, c)->s;
-        fprintf(f, right ? "%*s%s" : "%-*s%s", (int)w[c], r->names[c],
-                c + 1 == r->ncols ? "\n" : "  ");
+        if (c + 1 == r->ncols && !right)
+            fprintf(f, "%s\n", r->names[c]);
+        else
+            fprintf(f, right ? "%*s%s" : "%-*s%s", (int)w[c], r->names[c],
+                    c + 1 == r->ncols ? "\n" : "  ");
     }
     for (size_t i = 0; i < r->nrows; i++)
         for (int c = 0; c < r->ncols; c++) {
             const dsq_cell *cell = dsq_result_cell(r, i, c);
             cell_text(cell, buf, sizeof buf, 1);
-            int right = !cell->s && !cell->is_null;
+            int right = !cell->s; /* numbers, and the "-" of a missing number */
             int width = (int)w[c];
             if (c + 1 == r->ncols && !right)
                 fprintf(f, "%s\n", buf);
@@ -300,13 +304,14 @@ static void print_json(const dsq_result *r, FILE *f)
                 fputc(',', f);
             json_string(f, r->names[c]);
             fputc(':', f);
-            if (cell->is_null)
-                fputs("null", f);
-            else if (cell->s)
+            int number = !cell->s && !cell->is_null && isfinite(cell->v);
+            if (cell->s)
                 json_string(f, cell->s);
+            else if (!number) /* missing, or inf/nan, which JSON cannot hold */
+                fputs("null", f);
             else
                 plain_number(f, cell);
-            if (!cell->s && !cell->is_null && cell->unit) {
+            if (number && cell->unit) {
                 fputc(',', f);
                 char key[300];
                 snprintf(key, sizeof key, "%s_unit", r->names[c]);

@@ -1,7 +1,7 @@
 /* Result tables: columns of text or numbers with units, printed as an aligned
  * table for people, CSV, or NDJSON for scripts. Numbers keep their unit in the
- * table ("6.54 GB") and are plain in CSV/JSON (with the unit in its own column /
- * key, "<column>_unit", when the column has one). */
+ * table ("6.54 GB") and are plain in CSV and JSON; NDJSON adds the unit under
+ * "<column>_unit". CSV stays a plain rectangle of values (no unit columns). */
 #ifndef DSQ_RESULT_H
 #define DSQ_RESULT_H
 
@@ -34,7 +34,8 @@ const dsq_cell *dsq_result_cell(const dsq_result *r, size_t row, int col);
 /* Sorts rows by the first `nkeys` columns (text by bytes, numbers by value). */
 void dsq_result_sort(dsq_result *r, int nkeys);
 
-/* Stable re-sort by column `col`, largest first (for `top N`). */
+/* Re-sorts by column `col`, largest first (for `top N`); rows that tie are ordered
+ * by the columns before `col` (the group keys), as dsq_result_sort orders them. */
 void dsq_result_sort_desc(dsq_result *r, int col);
 
 /* Keeps at most n rows. */

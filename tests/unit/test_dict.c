@@ -1,0 +1,141 @@
+/* String dictionary: dense ids from 1, find never adds, views stay valid while
+ * the table and the string chunks grow, long strings and embedded NULs. */
+#include <stdlib.h>
+
+#include "dict.h"
+#include "test.h"
+
+static void test_basic(void)
+{
+    dsq_dict *d = NULL;
+    CHECK_INT(dsq_dict_new(&d), 0);
+    CHECK_INT(dsq_dict_count(d), 0);
+    CHECK_INT(dsq_dict_find(d, "run", 3), 0);
+    CHECK_INT(dsq_dict_intern(d, "run", 3), 1);
+    CHECK_INT(dsq_dict_intern(d, "host", 4), 2);
+    CHECK_INT(dsq_dict_intern(d, "run", 3), 1);
+    CHECK_INT(dsq_dict_intern(d, "runs", 3), 1); /* only n bytes count */
+    CHECK_INT(dsq_dict_intern(d, "ru", 2), 3);
+    CHECK_INT(dsq_dict_count(d), 3);
+    CHECK_INT(dsq_dict_find(d, "host", 4), 2);
+    CHECK_INT(dsq_dict_find(d, "Host", 4), 0); /* case matters */
+    CHECK_INT(dsq_dict_find(d, "absent", 6), 0);
+    CHECK_INT(dsq_dict_count(d), 3); /* find never adds */
+
+    size_t n = 99;
+    CHECK_STR(dsq_dict_str(d, 1, &n), "run");
+    CHECK_INT(n, 3);
+    CHECK_STR(dsq_dict_str(d, 3, NULL), "ru");
+    CHECK_STR(dsq_dict_str(d, 0, &n), "");
+    CHECK_INT(n, 0);
+    n = 99;
+    CHECK_STR(dsq_dict_str(d, 4, &n), "");
+    CHECK_INT(n, 0);
+    CHECK_STR(dsq_dict_str(d, UINT32_MAX, NULL), "");
+
+    /* the empty string and strings with NUL bytes are names like any other */
+    uint32_t e = dsq_dict_intern(d, "", 0);
+    CHECK_INT(e, 4);
+    CHECK_INT(dsq_dict_find(d, "", 0), 4);
+    CHECK_INT(dsq_dict_intern(d, "a\0b", 3), 5);
+    CHECK_INT(dsq_dict_intern(d, "a\0c", 3), 6);
+    CHECK_INT(dsq_dict_intern(d, "a", 1), 7);
+    const char *s = dsq_dict_str(d, 5, &n);
+    CHECK_INT(n, 3);
+    CHECK(memcmp(s, "a\0b", 4) == 0); /* NUL-terminated too */
+    dsq_dict_free(d);
+    dsq_dict_free(NULL);
+}
+
+static void test_many_strings(void)
+{
+    enum { N = 300000 };
+    dsq_dict *d = NULL;
+    CHECK_INT(dsq_dict_new(&d), 0);
+    const char *first = NULL;
+    char buf[64];
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        int len = snprintf(buf, sizeof buf, "host-%d.cluster.example", i);
+        uint32_t id = dsq_dict_intern(d, buf, (size_t)len);
+        bad += id != (uint32_t)i + 1;
+        if (i == 0)
+            first = dsq_dict_str(d, 1, NULL);
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(dsq_dict_count(d), N);
+    /* a view taken before the table grew many times is still the same bytes */
+    CHECK(first == dsq_dict_str(d, 1, NULL));
+    CHECK_STR(first, "host-0.cluster.example");
+    for (int i = 0; i < N; i++) {
+        int len = snprintf(buf, sizeof buf, "host-%d.cluster.example", i);
+        size_t n;
+        const char *s = dsq_dict_str(d, (uint32_t)i + 1, &n);
+        bad += n != (size_t)len || memcmp(s, buf, n) != 0 || s[n] != 0;
+        bad += dsq_dict_find(d, buf, (size_t)len) != (uint32_t)i + 1;
+        bad += dsq_dict_intern(d, buf, (size_t)len) != (uint32_t)i + 1;
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(dsq_dict_count(d), N);
+    CHECK_INT(dsq_dict_find(d, "host-300000.cluster.example", 27), 0);
+    dsq_dict_free(d);
+}
+
+static void test_long_strings(void)
+{
+    dsq_dict *d = NULL;
+    CHECK_INT(dsq_dict_new(&d), 0);
+    CHECK_INT(dsq_dict_intern(d, "small", 5), 1);
+    size_t big = 3u << 20; /* larger than one storage chunk */
+    char *s = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        s[i] = (char)('A' + i % 23);
+    CHECK_INT(dsq_dict_intern(d, s, big), 2);
+    CHECK_INT(dsq_dict_intern(d, s, big - 1), 3); /* a prefix is another string */
+    CHECK_INT(dsq_dict_intern(d, "after", 5), 4);
+    CHECK_INT(dsq_dict_find(d, s, big), 2);
+    size_t n;
+    const char *v = dsq_dict_str(d, 2, &n);
+    CHECK_INT(n, big);
+    CHECK(memcmp(v, s, big) == 0 && v[big] == 0);
+    v = dsq_dict_str(d, 3, &n);
+    CHECK_INT(n, big - 1);
+    CHECK(v[big - 1] == 0);
+    CHECK_STR(dsq_dict_str(d, 1, NULL), "small");
+    CHECK_STR(dsq_dict_str(d, 4, NULL), "after");
+    /* strings that fill a chunk to its last byte, then spill into the next */
+    for (int i = 0; i < 2000; i++) {
+        char b[300];
+        memset(b, 'x', sizeof b);
+        int len = snprintf(b, sizeof b, "%d", i);
+        b[len] = 'y';
+        CHECK_INT(dsq_dict_intern(d, b, 200 + (size_t)i % 97), 5 + (uint32_t)i);
+    }
+    CHECK_INT(dsq_dict_count(d), 2004);
+    free(s);
+    dsq_dict_free(d);
+}
+
+static void test_hash(void)
+{
+    const char *a = "the quick brown fox jumps";
+    CHECK(dsq_hash64(a, strlen(a), 0) == dsq_hash64(a, strlen(a), 0));
+    CHECK(dsq_hash64(a, strlen(a), 0) != dsq_hash64(a, strlen(a), 1));
+    CHECK(dsq_hash64(a, strlen(a), 0) != dsq_hash64(a, strlen(a) - 1, 0));
+    CHECK(dsq_hash64("abcdefgh1", 9, 0) != dsq_hash64("abcdefgh2", 9, 0));
+    CHECK(dsq_hash64("", 0, 0) != dsq_hash64("", 0, 7));
+    /* no two of 100k short keys collide in all 64 bits */
+    enum { N = 100000 };
+    uint64_t *h = malloc(N * sizeof *h);
+    char buf[32];
+    for (int i = 0; i < N; i++)
+        h[i] = dsq_hash64(buf, (size_t)snprintf(buf, sizeof buf, "k%d", i), 0);
+    int same = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < i + 64 && j < N; j++)
+            same += h[i] == h[j];
+    CHECK_INT(same, 0);
+    free(h);
+}
+
+TEST_MAIN(T(test_basic), T(test_many_strings), T(test_long_strings), T(test_hash))

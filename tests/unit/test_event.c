@@ -1,0 +1,279 @@
+/* Event blocks: encode many events, decode them back exactly, and check that a
+ * truncated or damaged block is reported as DSQ_EFORMAT and never overrun. The
+ * value a block is stored as is built like dsq_store_block_put builds it: the
+ * event count as a varint, then the block body. */
+#include <stdlib.h>
+
+#include "dsq/dsq.h"
+#include "event.h"
+#include "test.h"
+#include "timeconv.h"
+
+/* The stored value of a block: varint count + body, in an exact-size heap buffer. */
+static unsigned char *stored_value(const dsq_block *b, size_t *n)
+{
+    unsigned char hdr[5];
+    size_t h = 0;
+    uint32_t c = b->count;
+    do {
+        hdr[h++] = (unsigned char)((c & 0x7f) | (c >= 0x80 ? 0x80 : 0));
+        c >>= 7;
+    } while (c);
+    unsigned char *v = malloc(h + b->len);
+    memcpy(v, hdr, h);
+    memcpy(v + h, b->buf, b->len);
+    *n = h + b->len;
+    return v;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Event i of a deterministic stream that exercises every encoding corner. */
+static dsq_event make_event(int i)
+{
+    static const double vals[] = {0.0, -0.0, 1.75, -3.5e-300, 1e308, 6.54, 16.3, -1};
+    dsq_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = (uint16_t)(i % 3 == 0 ? DSQ_EV_MEMORY : i % 7);
+    ev.host = 77; /* not encoded: the caller sets it */
+    ev.rank = 3;
+    switch (i % 6) {
+    case 0: ev.t_us = 1721511005202000LL + (int64_t)i * 1000; break;
+    case 1: ev.t_us = 1721511005202000LL - (int64_t)i * 5000000; break; /* going back */
+    case 2: ev.t_us = DSQ_TIME_NONE; break;
+    case 3: ev.t_us = -86400000000LL * 365 * (i % 50); break;           /* before 1970 */
+    case 4: ev.t_us = INT64_MAX - i; break;
+    default: ev.t_us = 0; break;
+    }
+    ev.label = (uint32_t)(i % 5 == 0 ? 0 : (uint32_t)i * 2654435761u);
+    ev.line = i % 4 == 0 ? 1 + (uint32_t)i * 3 : (i % 4 == 1 ? 1 : UINT32_MAX - (uint32_t)i);
+    ev.nf = (uint8_t)(i % (DSQ_EV_MAXF + 1));
+    for (int f = 0; f < ev.nf; f++) {
+        ev.f[f].name = (uint32_t)(f == 0 ? 1 : (uint32_t)(i + 1) * 131u * (uint32_t)f);
+        ev.f[f].unit = (uint8_t)((i + f) % 14);
+        ev.f[f].v = vals[(i + f) % 8] * (f + 1);
+    }
+    return ev;
+}
+
+static int same_event(const dsq_event *a, const dsq_event *b)
+{
+    if (a->kind != b->kind || a->t_us != b->t_us || a->label != b->label ||
+        a->line != b->line || a->nf != b->nf)
+        return 0;
+    for (int f = 0; f < a->nf; f++)
+        if (a->f[f].name != b->f[f].name || a->f[f].unit != b->f[f].unit ||
+            memcmp(&a->f[f].v, &b->f[f].v, sizeof(double)) != 0)
+            return 0;
+    return 1;
+}
+
+static void build(dsq_block *b, int n)
+{
+    dsq_block_reset(b);
+    for (int i = 0; i < n; i++) {
+        dsq_event ev = make_event(i);
+        CHECK_INT(dsq_block_add(b, &ev), 0);
+    }
+}
+
+static void test_round_trip(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    enum { N = 5000 };
+    build(&b, N);
+    CHECK_INT(b.count, N);
+    CHECK_INT(b.t_first, make_event(0).t_us);
+    size_t n;
+    unsigned char *v = stored_value(&b, &n);
+    dsq_block_iter it;
+    CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+    int i = 0, r, bad = 0;
+    dsq_event ev;
+    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
+        dsq_event want = make_event(i);
+        if (!same_event(&ev, &want)) {
+            if (!bad)
+                fprintf(stderr, "event %d differs (t %lld vs %lld)\n", i, (long long)ev.t_us,
+                        (long long)want.t_us);
+            bad++;
+        }
+        i++;
+    }
+    CHECK_INT(r, 0);
+    CHECK_INT(i, N);
+    CHECK_INT(bad, 0);
+    CHECK_INT(dsq_block_iter_next(&it, &ev), 0); /* stays at the end */
+    free(v);
+
+    /* reset keeps the buffer and starts a new block with its own first time */
+    unsigned char *buf = b.buf;
+    dsq_block_reset(&b);
+    CHECK_INT(b.count, 0);
+    CHECK_INT(b.len, 0);
+    dsq_event one = make_event(2); /* DSQ_TIME_NONE first */
+    CHECK_INT(dsq_block_add(&b, &one), 0);
+    CHECK(b.buf == buf);
+    CHECK_INT(b.t_first, DSQ_TIME_NONE);
+    v = stored_value(&b, &n);
+    CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+    memset(&ev, 0, sizeof ev);
+    ev.host = 5;
+    ev.rank = 9;
+    CHECK_INT(dsq_block_iter_next(&it, &ev), 1);
+    CHECK(same_event(&ev, &one));
+    CHECK_INT(ev.t_us, DSQ_TIME_NONE);
+    CHECK_INT(ev.host, 5); /* host and rank are left as the caller set them */
+    CHECK_INT(ev.rank, 9);
+    CHECK_INT(dsq_block_iter_next(&it, &ev), 0);
+    free(v);
+    dsq_block_free_buf(&b);
+    CHECK(b.buf == NULL && b.cap == 0);
+}
+
+static void test_full_event(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    dsq_event ev;
+    memset(&ev, 0xff, sizeof ev); /* every encoded value at its widest */
+    ev.nf = DSQ_EV_MAXF;
+    ev.t_us = INT64_MIN + 1;
+    for (int i = 0; i < 300; i++)
+        CHECK_INT(dsq_block_add(&b, &ev), 0);
+    CHECK(b.len <= b.cap);
+    size_t n;
+    unsigned char *v = stored_value(&b, &n);
+    dsq_block_iter it;
+    CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+    dsq_event out;
+    int k = 0;
+    while (dsq_block_iter_next(&it, &out) == 1)
+        k += same_event(&out, &ev);
+    CHECK_INT(k, 300);
+    free(v);
+    dsq_block_free_buf(&b);
+}
+
+/* Decodes a whole value: DSQ_EFORMAT, or the number of events it held. */
+static int decode_all(const unsigned char *data, size_t n, int64_t t_first)
+{
+    dsq_block_iter it;
+    if (dsq_block_iter_init(&it, data, n, t_first) != 0)
+        return DSQ_EFORMAT;
+    dsq_event ev;
+    int r, k = 0;
+    while ((r = dsq_block_iter_next(&it, &ev)) == 1)
+        k++;
+    return r < 0 ? r : k;
+}
+
+static void test_every_truncation(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    build(&b, 200);
+    size_t n;
+    unsigned char *v = stored_value(&b, &n);
+    CHECK_INT(decode_all(v, n, b.t_first), 200);
+    int bad = 0;
+    for (size_t len = 0; len < n; len++) {
+        unsigned char *cut = malloc(len ? len : 1); /* exact size: ASan sees any overrun */
+        memcpy(cut, v, len);
+        int r = decode_all(cut, len, b.t_first);
+        if (r != DSQ_EFORMAT) {
+            if (!bad)
+                fprintf(stderr, "truncated to %zu of %zu bytes: got %d\n", len, n, r);
+            bad++;
+        }
+        free(cut);
+    }
+    CHECK_INT(bad, 0);
+    free(v);
+    dsq_block_free_buf(&b);
+}
+
+static void test_damaged(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    build(&b, 60);
+    size_t n;
+    unsigned char *v = stored_value(&b, &n);
+    unsigned char *d = malloc(n);
+    /* every byte set to each of a few values: never a crash, never more events than fit */
+    static const unsigned char pokes[] = {0x00, 0x09, 0x7f, 0x80, 0xff};
+    for (size_t i = 0; i < n; i++)
+        for (size_t p = 0; p < sizeof pokes; p++) {
+            memcpy(d, v, n);
+            d[i] = pokes[p];
+            int r = decode_all(d, n, b.t_first);
+            CHECK(r == DSQ_EFORMAT || (r >= 0 && (size_t)r <= n / 5));
+        }
+    /* random garbage */
+    for (int round = 0; round < 2000; round++) {
+        size_t len = (size_t)(rnd() % 200);
+        unsigned char *g = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++)
+            g[i] = (unsigned char)rnd();
+        int r = decode_all(g, len, (int64_t)rnd());
+        CHECK(r == DSQ_EFORMAT || (r >= 0 && (size_t)r <= len / 5));
+        free(g);
+    }
+    free(d);
+    free(v);
+    dsq_block_free_buf(&b);
+
+    /* hand-made: one event claiming 9 fields */
+    const unsigned char nine[] = {1, 1, 0, 0, 0, 9};
+    CHECK_INT(decode_all(nine, sizeof nine, 0), DSQ_EFORMAT);
+    /* a count varint that never ends */
+    const unsigned char endless[] = {0x80, 0x80, 0x80};
+    CHECK_INT(decode_all(endless, sizeof endless, 0), DSQ_EFORMAT);
+    /* a count above UINT32_MAX */
+    const unsigned char huge[] = {0xff, 0xff, 0xff, 0xff, 0x7f};
+    CHECK_INT(decode_all(huge, sizeof huge, 0), DSQ_EFORMAT);
+    /* a line delta that would overflow a signed add: decoded without undefined behaviour */
+    const unsigned char wide[] = {2, 1, 0, 0, 0xc8, 0x01, 0,       /* line 100 */
+                                  1, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                  0xff, 0x01, 0};                  /* + INT64_MAX */
+    CHECK_INT(decode_all(wide, sizeof wide, 0), 2);
+    /* an empty block is fine */
+    const unsigned char empty[] = {0};
+    CHECK_INT(decode_all(empty, sizeof empty, 0), 0);
+    /* one event with one field whose double is cut short */
+    const unsigned char shortf[] = {1, 1, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0};
+    CHECK_INT(decode_all(shortf, sizeof shortf, 0), DSQ_EFORMAT);
+    const unsigned char okf[] = {1, 1, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    dsq_block_iter it;
+    dsq_event ev;
+    CHECK_INT(dsq_block_iter_init(&it, okf, sizeof okf, 1000), 0);
+    CHECK_INT(dsq_block_iter_next(&it, &ev), 1);
+    CHECK_INT(ev.kind, 1);
+    CHECK_INT(ev.t_us, 1000);
+    CHECK_INT(ev.nf, 1);
+    CHECK_INT(ev.f[0].name, 5);
+    CHECK_INT(ev.f[0].unit, 4);
+    CHECK_DBL(ev.f[0].v, 1.0);
+}
+
+static void test_kind_names(void)
+{
+    CHECK_STR(dsq_ev_kind_name(DSQ_EV_MEMORY), "memory");
+    CHECK_STR(dsq_ev_kind_name(DSQ_EV_NONE), "none");
+    CHECK_STR(dsq_ev_kind_name(DSQ_EV_KIND_COUNT), "?");
+    CHECK_STR(dsq_ev_kind_name(-1), "?");
+    CHECK_STR(dsq_ev_kind_name(60000), "?");
+}
+
+TEST_MAIN(T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
+          T(test_kind_names))

@@ -1,0 +1,316 @@
+/* Indexer end to end on a small archive made in a temp dir: run names from the
+ * tree, all container kinds, the numbers a query gives back, re-indexing that
+ * skips unchanged files and never duplicates changed ones, a damaged file reported
+ * with what was read before kept, the index directory never indexed itself. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "dsq/dsq.h"
+#include "indexer.h"
+#include "query.h"
+#include "test.h"
+#include "tmpdir.h"
+
+static char tmp[64];
+
+typedef struct problems {
+    int n;
+    dsq_error last;
+} problems;
+
+static void on_problem(void *ctx, const dsq_error *err)
+{
+    problems *p = ctx;
+    p->n++;
+    p->last = *err;
+}
+
+/* A DeepSpeed memory report (3 lines) with the given Max_MA. */
+static int report(char *out, size_t cap, const char *label, double max_ma)
+{
+    return snprintf(out, cap,
+                    "[2024-07-20 21:30:05,202] [INFO] [utils.py:781:see_memory_usage] %s\n"
+                    "[2024-07-20 21:30:05,203] [INFO] [utils.py:782:see_memory_usage] MA 1.0 GB "
+                    "        Max_MA %g GB         CA 2.0 GB         Max_CA 3 GB \n"
+                    "[2024-07-20 21:30:05,204] [INFO] [utils.py:789:see_memory_usage] CPU Virtual "
+                    "Memory:  used = 100.5 GB, percent = 10.1%%\n",
+                    label, max_ma);
+}
+
+static void mkdirs(const char *rel)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmp, rel);
+    CHECK_INT(mkdir(path, 0755), 0);
+}
+
+static void write_log(const char *rel, const double *peaks, int n)
+{
+    char text[8192];
+    size_t len = 0;
+    len += (size_t)snprintf(text, sizeof text, "starting\n");
+    for (int i = 0; i < n; i++)
+        len += (size_t)report(text + len, sizeof text - len, "step", peaks[i]);
+    CHECK_INT(test_write_file(tmp, rel, text, len), 0);
+}
+
+static void write_zst(const char *rel, const double *peaks, int n)
+{
+    char text[8192];
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += (size_t)report(text + len, sizeof text - len, "zst", peaks[i]);
+    char z[8192];
+    size_t zn = ZSTD_compress(z, sizeof z, text, len, 3);
+    CHECK(!ZSTD_isError(zn));
+    CHECK_INT(test_write_file(tmp, rel, z, zn), 0);
+}
+
+static void write_tgz(const char *rel, const char *const *names, const double *peaks, int n)
+{
+    char path[256], text[4096];
+    snprintf(path, sizeof path, "%s/%s", tmp, rel);
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    archive_write_add_filter_gzip(a);
+    CHECK_INT(archive_write_open_filename(a, path), ARCHIVE_OK);
+    for (int i = 0; i < n; i++) {
+        int len = report(text, sizeof text, names[i], peaks[i]);
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, names[i]);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, len);
+        CHECK_INT(archive_write_header(a, e), ARCHIVE_OK);
+        CHECK_INT(archive_write_data(a, text, (size_t)len), len);
+        archive_entry_free(e);
+    }
+    CHECK_INT(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+typedef struct ctx {
+    dsq_store *st;
+    dsq_indexer *ix;
+    problems pr;
+} ctx;
+
+static int open_ctx(ctx *c, const char *db, const char *run)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, db);
+    memset(c, 0, sizeof *c);
+    dsq_store_params sp = {dir, 0};
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (dsq_store_open(&sp, &c->st, &err) != 0)
+        return -1;
+    dsq_indexer_params ip = {.store = c->st, .run = run, .db_dir = dir, .problem = on_problem,
+                             .ctx = &c->pr};
+    return dsq_indexer_new(&ip, &c->ix, &err);
+}
+
+static void close_ctx(ctx *c)
+{
+    dsq_indexer_free(c->ix);
+    dsq_store_close(c->st);
+}
+
+static int add(ctx *c, const char *rel)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmp, rel);
+    dsq_error err;
+    dsq_error_clear(&err);
+    int rc = dsq_indexer_add(c->ix, path, &err);
+    if (rc)
+        fprintf(stderr, "index %s: %s\n", rel, err.msg);
+    return rc;
+}
+
+static void expect_query(dsq_store *st, const char *text, const char *csv)
+{
+    dsq_query q;
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_result *r = NULL;
+    if (dsq_query_parse(text, &q, &err) || dsq_query_run(&q, st, &r, &err)) {
+        fprintf(stderr, "\"%s\": %s\n", text, err.msg);
+        test_failures++;
+        return;
+    }
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    dsq_result_print(r, f, DSQ_FMT_CSV);
+    fclose(f);
+    if (strcmp(out, csv) != 0) {
+        fprintf(stderr, "\"%s\": got\n%s---\nexpected\n%s---\n", text, out, csv);
+        test_failures++;
+    }
+    free(out);
+    dsq_result_free(r);
+}
+
+static void make_archive(void)
+{
+    mkdirs("archive");
+    mkdirs("archive/llama7b");
+    const double l9[] = {6.54, 19.02}, l10[] = {21.37}, b[] = {1.5}, g[] = {3.25, 2};
+    write_log("archive/llama7b/gpu009.log", l9, 2);
+    write_zst("archive/llama7b/gpu010.log.zst", l10, 1);
+    write_log("archive/bert.log", b, 1);
+    const char *const names[] = {"gpt2/rank0.log", "gpt2/rank1.log"};
+    write_tgz("archive/gpt2.tar.gz", names, g, 2);
+}
+
+static void test_index_and_query(void)
+{
+    make_archive();
+    ctx c;
+    CHECK_INT(open_ctx(&c, "db", NULL), 0);
+    CHECK_INT(add(&c, "archive"), 0);
+    const dsq_index_stats *s = dsq_indexer_stats(c.ix);
+    CHECK_INT(s->files_seen, 4);
+    CHECK_INT(s->files_indexed, 4);
+    CHECK_INT(s->files_unchanged, 0);
+    CHECK_INT(s->files_failed, 0);
+    CHECK_INT(s->members, 5);
+    CHECK_INT(s->events, 6);
+    CHECK_INT(s->lines, 2 + 6 * 3);
+    CHECK_INT(c.pr.n, 0);
+    expect_query(c.st, "max Max_MA by run", "run,max Max_MA\nbert,1.5\ngpt2,3.25\nllama7b,21.37\n");
+    expect_query(c.st, "count Max_MA, max CPU_percent by run",
+                 "run,count Max_MA,max CPU_percent\nbert,1,10.1\ngpt2,2,10.1\nllama7b,3,10.1\n");
+    expect_query(c.st, "count by label where run = gpt2",
+                 "label,count\ngpt2/rank0.log,1\ngpt2/rank1.log,1\n");
+    char want[1024];
+    snprintf(want, sizeof want,
+             "file,count\n%s/archive/llama7b/gpu009.log,2\n%s/archive/llama7b/gpu010.log.zst,1\n",
+             tmp, tmp);
+    expect_query(c.st, "count by file where run = llama7b", want);
+
+    /* unchanged files are skipped, nothing doubles */
+    CHECK_INT(add(&c, "archive"), 0);
+    CHECK_INT(s->files_seen, 8);
+    CHECK_INT(s->files_indexed, 4);
+    CHECK_INT(s->files_unchanged, 4);
+    CHECK_INT(s->events, 6);
+    expect_query(c.st, "count Max_MA by run", "run,count Max_MA\nbert,1\ngpt2,2\nllama7b,3\n");
+
+    /* a grown file is re-indexed in place of the old one */
+    const double b2[] = {1.5, 7.75};
+    write_log("archive/bert.log", b2, 2);
+    CHECK_INT(add(&c, "archive"), 0);
+    CHECK_INT(s->files_indexed, 5);
+    CHECK_INT(s->files_unchanged, 7);
+    expect_query(c.st, "count Max_MA by run", "run,count Max_MA\nbert,2\ngpt2,2\nllama7b,3\n");
+    expect_query(c.st, "max Max_MA where run = bert", "max Max_MA\n7.75\n");
+    /* and a shrunk one too */
+    const double b3[] = {0.5};
+    write_log("archive/bert.log", b3, 1);
+    CHECK_INT(add(&c, "archive/bert.log"), 0);
+    expect_query(c.st, "count Max_MA, max Max_MA by run",
+                 "run,count Max_MA,max Max_MA\nbert,1,0.5\ngpt2,2,3.25\nllama7b,3,21.37\n");
+    close_ctx(&c);
+
+    /* what was committed is there for a read-only reader */
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/db", tmp);
+    dsq_store_params rp = {dir, 1};
+    dsq_store *ro = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&rp, &ro, &err), 0);
+    if (ro)
+        expect_query(ro, "count Max_MA by run", "run,count Max_MA\nbert,1\ngpt2,2\nllama7b,3\n");
+    dsq_store_close(ro);
+}
+
+static void test_run_override_and_db_inside(void)
+{
+    mkdirs("tree");
+    mkdirs("tree/a");
+    const double p[] = {4};
+    write_log("tree/a/x.log", p, 1);
+    write_log("tree/y.log", p, 1);
+    ctx c;
+    CHECK_INT(open_ctx(&c, "tree/idx", "forced"), 0); /* the index sits inside the tree */
+    CHECK_INT(add(&c, "tree"), 0);
+    const dsq_index_stats *s = dsq_indexer_stats(c.ix);
+    CHECK_INT(s->files_seen, 2); /* not the index's own files */
+    CHECK_INT(s->files_indexed, 2);
+    expect_query(c.st, "count Max_MA by run", "run,count Max_MA\nforced,2\n");
+    close_ctx(&c);
+}
+
+static void test_damaged_file(void)
+{
+    mkdirs("bad");
+    /* 1000 reports: several zstd blocks, so the ones before the cut decode */
+    size_t cap = 1 << 20, len = 0;
+    char *text = malloc(cap), *z = malloc(cap);
+    for (int i = 0; i < 1000; i++)
+        len += (size_t)report(text + len, cap - len, "r", i);
+    size_t zn = ZSTD_compress(z, cap, text, len, 1);
+    CHECK(!ZSTD_isError(zn));
+    CHECK_INT(test_write_file(tmp, "bad/cut.log.zst", z, zn - 20), 0);
+    /* a gzip header, then deflate data that does not decode */
+    const char gz[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff garbage";
+    CHECK_INT(test_write_file(tmp, "bad/broken.gz", gz, sizeof gz - 1), 0);
+    free(text);
+    free(z);
+    ctx c;
+    CHECK_INT(open_ctx(&c, "db-bad", NULL), 0);
+    CHECK_INT(add(&c, "bad"), 0); /* per-file problems do not fail the run */
+    const dsq_index_stats *s = dsq_indexer_stats(c.ix);
+    CHECK_INT(s->files_seen, 2);
+    CHECK(c.pr.n >= 2);
+    CHECK(s->members_failed + s->files_failed >= 2);
+    CHECK(strstr(c.pr.last.file, "bad/") != NULL);
+    /* the events before the damage are kept */
+    dsq_query q;
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_result *r = NULL;
+    CHECK_INT(dsq_query_parse("count Max_MA where run = cut", &q, &err), 0);
+    CHECK_INT(dsq_query_run(&q, c.st, &r, &err), 0);
+    if (r && dsq_result_rows(r) == 1) {
+        double kept = dsq_result_cell(r, 0, 0)->v;
+        CHECK(kept > 0 && kept < 1000);
+    } else {
+        CHECK(0);
+    }
+    dsq_result_free(r);
+    /* a missing path is a problem, not a failure */
+    int before = c.pr.n;
+    CHECK_INT(add(&c, "bad/no-such-file.log"), 0);
+    CHECK_INT(c.pr.n, before + 1);
+    close_ctx(&c);
+}
+
+static void test_strip_ext(void)
+{
+    static const char *const tab[][2] = {
+        {"run7.tar.zst", "run7"}, {"gpu009.log.gz", "gpu009"}, {"llama.tgz", "llama"},
+        {"a.b.c", "a.b.c"},       {"rank3.LOG", "rank3"},       {"x.txt.bz2", "x"},
+        {".log", ".log"},          {"job.out", "job"},           {"job.err.xz", "job"},
+        {"archive.zip", "archive"}, {"plain", "plain"},          {"v1.2.log", "v1.2"}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        char out[64];
+        dsq_name_strip_ext(tab[i][0], out, sizeof out);
+        CHECK_STR(out, tab[i][1]);
+    }
+    char small[4];
+    dsq_name_strip_ext("abcdef.log", small, sizeof small);
+    CHECK_STR(small, "abc");
+}
+
+static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
+static void test_teardown(void) { test_tmpdir_remove(tmp); }
+
+TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
+          T(test_damaged_file), T(test_strip_ext), T(test_teardown))

@@ -1,0 +1,483 @@
+/* Input decoding: every container and compression the spec lists, detected by
+ * magic (names are made misleading on purpose), member names in order, and the
+ * exact bytes read back. Inputs are made in a temp dir with libzstd and
+ * libarchive's write API. Damaged inputs must give an error after what could be
+ * read, never a crash. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+#include "dsq/dsq.h"
+#include "input.h"
+#include "test.h"
+#include "tmpdir.h"
+
+static char tmp[64];
+
+typedef struct member {
+    const char *name;
+    const void *data;
+    size_t len;
+    int is_dir;
+} member;
+
+typedef struct buf {
+    char *p;
+    size_t n, cap;
+} buf;
+
+static void buf_add(buf *b, const void *p, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+    }
+    if (n)
+        memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+static const char *path_of(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    return path;
+}
+
+/* zstd frame(s) of data, appended to out. */
+static void zstd_frame(buf *out, const void *data, size_t n, int level)
+{
+    size_t cap = ZSTD_compressBound(n);
+    void *z = malloc(cap);
+    size_t zn = ZSTD_compress(z, cap, data, n, level);
+    CHECK(!ZSTD_isError(zn));
+    buf_add(out, z, zn);
+    free(z);
+}
+
+/* Writes an archive with libarchive: format "pax", "zip" or "raw"; filter as named. */
+static void write_archive(const char *name, const char *format, const char *filter,
+                          const member *m, int n)
+{
+    struct archive *a = archive_write_new();
+    if (strcmp(format, "zip") == 0)
+        archive_write_set_format_zip(a);
+    else if (strcmp(format, "raw") == 0)
+        archive_write_set_format_raw(a);
+    else
+        archive_write_set_format_pax_restricted(a);
+    if (strcmp(filter, "gzip") == 0)
+        archive_write_add_filter_gzip(a);
+    else if (strcmp(filter, "zstd") == 0)
+        archive_write_add_filter_zstd(a);
+    else if (strcmp(filter, "xz") == 0)
+        archive_write_add_filter_xz(a);
+    else if (strcmp(filter, "bzip2") == 0)
+        archive_write_add_filter_bzip2(a);
+    CHECK_INT(archive_write_open_filename(a, path_of(name)), ARCHIVE_OK);
+    for (int i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, m[i].name);
+        archive_entry_set_filetype(e, m[i].is_dir ? AE_IFDIR : AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_mtime(e, 1721511005, 5);
+        if (!m[i].is_dir)
+            archive_entry_set_size(e, (la_int64_t)m[i].len);
+        CHECK_INT(archive_write_header(a, e), ARCHIVE_OK);
+        if (!m[i].is_dir && m[i].len)
+            CHECK_INT(archive_write_data(a, m[i].data, m[i].len), (la_ssize_t)m[i].len);
+        archive_entry_free(e);
+    }
+    CHECK_INT(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+/* Reads the current member to its end into out; returns the last status. */
+static int read_member(dsq_input *in, buf *out, dsq_error *err)
+{
+    out->n = 0;
+    for (int guard = 0; guard < 1000000; guard++) {
+        const char *data;
+        size_t len;
+        int rc = dsq_input_read(in, &data, &len, err);
+        if (rc)
+            return rc;
+        if (len == 0)
+            return 0;
+        buf_add(out, data, len);
+    }
+    return -1;
+}
+
+/* Opens name, checks its format and that its members are exactly `want`. */
+static void expect_file(const char *name, const char *format, const member *want, int n)
+{
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    int rc = dsq_input_open(in, path_of(name), &err);
+    if (rc) {
+        fprintf(stderr, "%s: open failed: %s\n", name, err.msg);
+        test_failures++;
+        dsq_input_free(in);
+        return;
+    }
+    if (strcmp(dsq_input_format(in), format) != 0) {
+        fprintf(stderr, "%s: format %s, expected %s\n", name, dsq_input_format(in), format);
+        test_failures++;
+    }
+    buf got = {0};
+    int k = 0;
+    dsq_member_info mi;
+    while ((rc = dsq_input_next_member(in, &mi, &err)) == 1) {
+        char mname[256];
+        snprintf(mname, sizeof mname, "%s", mi.name);
+        int rrc = read_member(in, &got, &err);
+        if (k >= n) {
+            fprintf(stderr, "%s: unexpected member '%s'\n", name, mname);
+            test_failures++;
+        } else {
+            if (strcmp(mname, want[k].name) != 0 || rrc != 0 || got.n != want[k].len ||
+                (got.n && memcmp(got.p, want[k].data, got.n) != 0)) {
+                fprintf(stderr, "%s: member %d '%s' (%zu bytes, rc %d: %s), expected '%s' (%zu)\n",
+                        name, k, mname, got.n, rrc, err.msg, want[k].name, want[k].len);
+                test_failures++;
+            }
+            CHECK(mi.mtime_ns > 0);
+        }
+        k++;
+    }
+    CHECK_INT(rc, 0);
+    CHECK_INT(k, n);
+    CHECK_INT(dsq_input_next_member(in, &mi, &err), 0); /* stays at the end */
+    CHECK(dsq_input_bytes_in(in) > 0 || n == 0 || want[0].len == 0);
+    dsq_input_close(in);
+    free(got.p);
+    dsq_input_free(in);
+}
+
+/* ~ n bytes of log-like text that compresses but is not trivially repetitive. */
+static char *log_text(size_t n, unsigned seed)
+{
+    char *t = malloc(n + 200);
+    size_t at = 0;
+    for (unsigned i = 0; at < n; i++) {
+        unsigned x = (i + seed) * 2654435761u;
+        at += (size_t)sprintf(t + at,
+                              "[2024-07-20 21:30:%02u,%03u] [INFO] [utils.py:781:see_memory_usage] "
+                              "MA %u.%02u GB Max_MA %u GB step=%u\n",
+                              i % 60, x % 1000, x % 80, (x >> 8) % 100, (x >> 16) % 80, i);
+    }
+    return t;
+}
+
+static void test_plain(void)
+{
+    const char text[] = "hello\nworld\r\nlast";
+    CHECK_INT(test_write_file(tmp, "plain.log", text, sizeof text - 1), 0);
+    member m = {"", text, sizeof text - 1, 0};
+    expect_file("plain.log", "plain", &m, 1);
+    /* a plain file whose name says otherwise is still plain */
+    CHECK_INT(test_write_file(tmp, "looks-like.tar.gz", text, sizeof text - 1), 0);
+    expect_file("looks-like.tar.gz", "plain", &m, 1);
+    /* empty file: one empty member */
+    CHECK_INT(test_write_file(tmp, "empty.log", "", 0), 0);
+    member e = {"", "", 0, 0};
+    expect_file("empty.log", "plain", &e, 1);
+    /* binary junk with NULs is plain too */
+    const char junk[] = "\0\x01\xff\xfe\x80junk\0\n";
+    CHECK_INT(test_write_file(tmp, "junk.bin", junk, sizeof junk - 1), 0);
+    member j = {"", junk, sizeof junk - 1, 0};
+    expect_file("junk.bin", "plain", &j, 1);
+}
+
+static void test_zstd(void)
+{
+    /* single frame, named as if it were plain */
+    size_t n1 = 3u << 20; /* several output buffers' worth */
+    char *t1 = log_text(n1, 1);
+    buf z = {0};
+    zstd_frame(&z, t1, n1, 3);
+    CHECK_INT(test_write_file(tmp, "rank0.log", z.p, z.n), 0);
+    member m1 = {"", t1, n1, 0};
+    expect_file("rank0.log", "zstd", &m1, 1);
+
+    /* two frames concatenated decode to both texts in order */
+    const char *t2 = "second frame\nno newline at end";
+    zstd_frame(&z, t2, strlen(t2), 19);
+    CHECK_INT(test_write_file(tmp, "multi.zst", z.p, z.n), 0);
+    buf both = {0};
+    buf_add(&both, t1, n1);
+    buf_add(&both, t2, strlen(t2));
+    member m2 = {"", both.p, both.n, 0};
+    expect_file("multi.zst", "zstd", &m2, 1);
+
+    /* a skippable frame between data frames is ignored */
+    buf s = {0};
+    zstd_frame(&s, "a\n", 2, 1);
+    const unsigned char skip[] = {0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 'x', 'y', 'z'};
+    buf_add(&s, skip, sizeof skip);
+    zstd_frame(&s, "b\n", 2, 1);
+    CHECK_INT(test_write_file(tmp, "skip.zst", s.p, s.n), 0);
+    member m3 = {"", "a\nb\n", 4, 0};
+    expect_file("skip.zst", "zstd", &m3, 1);
+    free(s.p);
+    free(both.p);
+    free(z.p);
+    free(t1);
+}
+
+static void test_truncated_zstd(void)
+{
+    size_t n = 1u << 20;
+    char *t = log_text(n, 7);
+    buf z = {0};
+    zstd_frame(&z, t, n, 1);
+    for (int cut = 0; cut < 3; cut++) {
+        size_t keep = cut == 0 ? z.n / 2 : cut == 1 ? z.n - 1 : 10;
+        CHECK_INT(test_write_file(tmp, "cut.zst", z.p, keep), 0);
+        dsq_input *in = NULL;
+        CHECK_INT(dsq_input_new(&in), 0);
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(in, path_of("cut.zst"), &err), 0);
+        CHECK_STR(dsq_input_format(in), "zstd");
+        dsq_member_info mi;
+        CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+        buf got = {0};
+        int rc = read_member(in, &got, &err);
+        CHECK_INT(rc, DSQ_EFORMAT);
+        CHECK(strstr(err.msg, "zstd") != NULL);
+        /* what was delivered before the error is a true prefix of the text */
+        CHECK(got.n < n);
+        CHECK(got.n == 0 || memcmp(got.p, t, got.n) == 0);
+        if (cut == 0)
+            CHECK(got.n > 0);
+        free(got.p);
+        dsq_input_free(in);
+    }
+    /* garbage after a valid zstd magic */
+    const unsigned char bad[] = {0x28, 0xB5, 0x2F, 0xFD, 0xff, 0xff, 0xff, 0xff, 0, 1, 2, 3};
+    CHECK_INT(test_write_file(tmp, "bad.zst", bad, sizeof bad), 0);
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_input_open(in, path_of("bad.zst"), &err), 0);
+    dsq_member_info mi;
+    CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+    buf got = {0};
+    CHECK_INT(read_member(in, &got, &err), DSQ_EFORMAT);
+    free(got.p);
+    dsq_input_free(in);
+    free(z.p);
+    free(t);
+}
+
+static void test_single_compressed(void)
+{
+    size_t n = 200000;
+    char *t = log_text(n, 3);
+    member m = {"payload", t, n, 0};
+    member want = {"", t, n, 0};
+    static const struct {
+        const char *filter, *name, *format;
+    } tab[] = {{"gzip", "g.log", "gzip"}, {"xz", "x.txt", "xz"}, {"bzip2", "b.gz", "bzip2"}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        write_archive(tab[i].name, "raw", tab[i].filter, &m, 1);
+        expect_file(tab[i].name, tab[i].format, &want, 1);
+    }
+    free(t);
+}
+
+static void test_archives(void)
+{
+    size_t nb = 300000;
+    char *big = log_text(nb, 11);
+    const char *a = "[Rank 0] first member\n";
+    const char *b = "gpu010: second member\r\n";
+    member in[] = {{"run7/", NULL, 0, 1},
+                   {"run7/gpu009.log", a, strlen(a), 0},
+                   {"run7/logs/", NULL, 0, 1},
+                   {"run7/logs/gpu010.log", b, strlen(b), 0},
+                   {"run7/empty.log", "", 0, 0},
+                   {"run7/big.log", big, nb, 0}};
+    member out[] = {in[1], in[3], in[4], in[5]}; /* directories are not members */
+    static const struct {
+        const char *format, *filter, *name, *detected;
+    } tab[] = {{"pax", "none", "run7.tar", "tar"},     {"pax", "gzip", "run7.tgz", "gzip"},
+               {"pax", "zstd", "run7.log", "tar.zst"}, {"pax", "xz", "run7.tar.xz", "xz"},
+               {"pax", "bzip2", "run7.zip", "bzip2"},  {"zip", "none", "run7.tar.zst", "zip"}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        write_archive(tab[i].name, tab[i].format, tab[i].filter, in, 6);
+        expect_file(tab[i].name, tab[i].detected, out, 4);
+    }
+    free(big);
+}
+
+static void test_zstd_member_in_archive(void)
+{
+    size_t n = 2u << 20; /* decodes to more than one output buffer */
+    char *t = log_text(n, 5);
+    buf z1 = {0}, z2 = {0};
+    zstd_frame(&z1, t, n, 3);
+    zstd_frame(&z2, "frame one\n", 10, 1);
+    zstd_frame(&z2, "frame two\n", 10, 1);
+    const char *plain = "plain member\n";
+    member in[] = {{"a/rank0.log.zst", z1.p, z1.n, 0},
+                   {"a/rank1.log", plain, strlen(plain), 0},
+                   {"a/rank2.log.zst", z2.p, z2.n, 0}};
+    member out[] = {{"a/rank0.log.zst", t, n, 0},
+                    {"a/rank1.log", plain, strlen(plain), 0},
+                    {"a/rank2.log.zst", "frame one\nframe two\n", 20, 0}};
+    write_archive("nested.tar", "pax", "none", in, 3);
+    expect_file("nested.tar", "tar", out, 3);
+    write_archive("nested.tar.gz", "pax", "gzip", in, 3);
+    expect_file("nested.tar.gz", "gzip", out, 3);
+    write_archive("nested.zip", "zip", "none", in, 3);
+    expect_file("nested.zip", "zip", out, 3);
+
+    /* a truncated zstd member: an error for it, then the next member still reads */
+    member cut[] = {{"c/bad.log.zst", z1.p, z1.n / 2, 0}, {"c/ok.log", plain, strlen(plain), 0}};
+    write_archive("cutmember.tar", "pax", "none", cut, 2);
+    dsq_input *inp = NULL;
+    CHECK_INT(dsq_input_new(&inp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_input_open(inp, path_of("cutmember.tar"), &err), 0);
+    dsq_member_info mi;
+    buf got = {0};
+    CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+    CHECK_STR(mi.name, "c/bad.log.zst");
+    CHECK_INT(read_member(inp, &got, &err), DSQ_EFORMAT);
+    CHECK(got.n > 0 && got.n < n && memcmp(got.p, t, got.n) == 0);
+    CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+    CHECK_STR(mi.name, "c/ok.log");
+    CHECK_INT(read_member(inp, &got, &err), 0);
+    CHECK_INT(got.n, strlen(plain));
+    CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+    dsq_input_free(inp);
+    free(got.p);
+    free(z1.p);
+    free(z2.p);
+    free(t);
+}
+
+static void test_damaged_archives(void)
+{
+    /* a tar.gz cut in half: whatever is read, it ends in an error, not a crash */
+    size_t n = 400000;
+    char *t = log_text(n, 9);
+    member in[] = {{"r/a.log", t, n, 0}, {"r/b.log", t, n / 2, 0}};
+    write_archive("whole.tgz", "pax", "gzip", in, 2);
+    FILE *f = fopen(path_of("whole.tgz"), "rb");
+    char *raw = malloc(1 << 22);
+    size_t rn = fread(raw, 1, 1 << 22, f);
+    fclose(f);
+    for (int cut = 0; cut < 3; cut++) {
+        size_t keep = cut == 0 ? rn / 2 : cut == 1 ? rn - 9 : 30;
+        CHECK_INT(test_write_file(tmp, "cut.tgz", raw, keep), 0);
+        dsq_input *inp = NULL;
+        CHECK_INT(dsq_input_new(&inp), 0);
+        dsq_error err;
+        dsq_error_clear(&err);
+        int failed = 0;
+        if (dsq_input_open(inp, path_of("cut.tgz"), &err) != 0) {
+            failed = 1;
+        } else {
+            dsq_member_info mi;
+            buf got = {0};
+            int rc;
+            while ((rc = dsq_input_next_member(inp, &mi, &err)) == 1) {
+                if (read_member(inp, &got, &err) != 0) {
+                    failed = 1;
+                    break;
+                }
+            }
+            failed |= rc < 0;
+            free(got.p);
+        }
+        CHECK(failed);
+        CHECK(err.msg[0] != 0);
+        dsq_input_free(inp);
+    }
+    free(raw);
+    free(t);
+}
+
+static void test_errors_and_reuse(void)
+{
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_input_open(in, path_of("does-not-exist.log"), &err), DSQ_EIO);
+    CHECK(strstr(err.msg, "No such file") != NULL);
+    const char *d;
+    size_t len;
+    CHECK_INT(dsq_input_read(in, &d, &len, &err), DSQ_EUSAGE); /* nothing open */
+    dsq_member_info mi;
+    /* one handle, many files of different kinds, one after another */
+    const char *t = "reuse\n";
+    buf z = {0};
+    zstd_frame(&z, t, 6, 1);
+    CHECK_INT(test_write_file(tmp, "r1.zst", z.p, z.n), 0);
+    CHECK_INT(test_write_file(tmp, "r2.log", t, 6), 0);
+    member m = {"x.log", t, 6, 0};
+    write_archive("r3.tar", "pax", "none", &m, 1);
+    const char *names[] = {"r1.zst", "r2.log", "r3.tar", "r1.zst"};
+    buf got = {0};
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 4; i++) {
+            CHECK_INT(dsq_input_open(in, path_of(names[i]), &err), 0);
+            CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+            CHECK_INT(read_member(in, &got, &err), 0);
+            CHECK(got.n == 6 && memcmp(got.p, t, 6) == 0);
+            /* a file may be closed before its members are all read */
+            if (i != 1)
+                CHECK_INT(dsq_input_next_member(in, &mi, &err), 0);
+        }
+    dsq_input_close(in);
+    dsq_input_close(in);
+    free(got.p);
+    free(z.p);
+    dsq_input_free(in);
+    dsq_input_free(NULL);
+}
+
+static void test_stat(void)
+{
+    dsq_file_info a, b, c;
+    dsq_error err;
+    dsq_error_clear(&err);
+    size_t n = 300000;
+    char *t = log_text(n, 2);
+    CHECK_INT(test_write_file(tmp, "s.log", t, n), 0);
+    CHECK_INT(dsq_input_stat(path_of("s.log"), &a, &err), 0);
+    CHECK_INT(a.size, n);
+    CHECK_INT(dsq_input_stat(path_of("s.log"), &b, &err), 0);
+    CHECK(a.fingerprint == b.fingerprint);
+    t[n - 10] ^= 1; /* same size, last 64 KiB differ */
+    CHECK_INT(test_write_file(tmp, "s.log", t, n), 0);
+    CHECK_INT(dsq_input_stat(path_of("s.log"), &c, &err), 0);
+    CHECK(c.fingerprint != a.fingerprint);
+    t[n - 10] ^= 1;
+    t[5] ^= 1; /* first 64 KiB differ */
+    CHECK_INT(test_write_file(tmp, "s.log", t, n), 0);
+    CHECK_INT(dsq_input_stat(path_of("s.log"), &c, &err), 0);
+    CHECK(c.fingerprint != a.fingerprint);
+    CHECK_INT(test_write_file(tmp, "s.log", t, n - 1), 0); /* size alone changes it */
+    CHECK_INT(dsq_input_stat(path_of("s.log"), &c, &err), 0);
+    CHECK_INT(c.size, n - 1);
+    CHECK_INT(dsq_input_stat(path_of("nope"), &c, &err), DSQ_EIO);
+    free(t);
+}
+
+static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
+static void test_teardown(void) { test_tmpdir_remove(tmp); }
+
+TEST_MAIN(T(test_setup), T(test_plain), T(test_zstd), T(test_truncated_zstd),
+          T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
+          T(test_damaged_archives), T(test_errors_and_reuse), T(test_stat), T(test_teardown))

@@ -1,0 +1,213 @@
+/* Number and unit parsing as logs print them. Inputs are parsed from exact-size
+ * heap copies (no NUL after them) so ASan catches a read past `end`. */
+#include <stdlib.h>
+
+#include "num.h"
+#include "test.h"
+
+/* Parses s; returns the status, the value in *v and the stop offset in *stop. */
+static int parse(const char *s, double *v, long *stop)
+{
+    size_t n = strlen(s);
+    char *copy = calloc(1, n ? n : 1);
+    memcpy(copy, s, n);
+    const char *st = NULL;
+    *v = -12345.678; /* sentinel: must be left alone on failure */
+    int rc = dsq_num_parse(copy, copy + n, v, &st);
+    *stop = st ? (long)(st - copy) : -99;
+    free(copy);
+    return rc;
+}
+
+#define EXPECT_NUM(text, value, stop_at)                                                        \
+    do {                                                                                        \
+        double v_;                                                                              \
+        long s_;                                                                                \
+        CHECK_INT(parse(text, &v_, &s_), 0);                                                    \
+        CHECK_DBL(v_, value);                                                                   \
+        CHECK_INT(s_, stop_at);                                                                 \
+    } while (0)
+
+#define EXPECT_NONE(text)                                                                       \
+    do {                                                                                        \
+        double v_;                                                                              \
+        long s_;                                                                                \
+        CHECK_INT(parse(text, &v_, &s_), -1);                                                   \
+        CHECK_INT(s_, 0);                                                                       \
+        CHECK_DBL(v_, -12345.678);                                                              \
+    } while (0)
+
+static void test_integers(void)
+{
+    EXPECT_NUM("0", 0, 1);
+    EXPECT_NUM("7", 7, 1);
+    EXPECT_NUM("42", 42, 2);
+    EXPECT_NUM("65536", 65536, 5);
+    EXPECT_NUM("007", 7, 3);
+    EXPECT_NUM("+5", 5, 2);
+    EXPECT_NUM("291 params", 291, 3);
+    EXPECT_NUM("18446744073709551616", 18446744073709551616.0, 20);
+    EXPECT_NUM("123456789012345678901234", 123456789012345678901234.0, 24);
+}
+
+static void test_decimals(void)
+{
+    EXPECT_NUM("0.1", 0.1, 3);
+    EXPECT_NUM("3.14", 3.14, 4);
+    EXPECT_NUM("6.54", 6.54, 4);
+    EXPECT_NUM("164.03 GB", 164.03, 6);
+    EXPECT_NUM("16.3%", 16.3, 4);
+    EXPECT_NUM(".5", 0.5, 2);
+    EXPECT_NUM("0.000001", 1e-6, 8);
+    EXPECT_NUM("1152.36 |", 1152.36, 7);
+    EXPECT_NUM("0.12345678901234567890123", 0.12345678901234567890123, 25);
+    EXPECT_NUM("0.00000000000000000000000012345", 1.2345e-25, 31);
+}
+
+static void test_thousands(void)
+{
+    EXPECT_NUM("19,200,000", 19200000, 10);
+    EXPECT_NUM("9,223,372,036,854,775,807", 9223372036854775807.0, 25);
+    EXPECT_NUM("1,234.5", 1234.5, 7);
+    EXPECT_NUM("100,000.25 samples", 100000.25, 10);
+    EXPECT_NUM("-12,345", -12345, 7);
+    /* a ',' not followed by exactly three digits ends the number */
+    EXPECT_NUM("1,23", 1, 1);
+    EXPECT_NUM("1,2345", 1, 1);
+    EXPECT_NUM("1,", 1, 1);
+    EXPECT_NUM("1,234,56", 1234, 5);
+    EXPECT_NUM("3,4,5", 3, 1);       /* a list, not a number with separators */
+    EXPECT_NUM("0.9,0.999", 0.9, 3); /* betas=(0.9,0.999) */
+    EXPECT_NUM("12, 345", 12, 2);
+    EXPECT_NONE(",123");
+}
+
+static void test_exponents(void)
+{
+    EXPECT_NUM("9.9e-06", 9.9e-06, 7);
+    EXPECT_NUM("1.024000e+03", 1024, 12);
+    EXPECT_NUM("2.5E+01", 25, 7);
+    EXPECT_NUM("1E+01", 10, 5);
+    EXPECT_NUM("5e3", 5000, 3);
+    EXPECT_NUM("3e-5,", 3e-5, 4);
+    EXPECT_NUM("1e300", 1e300, 5);
+    EXPECT_NUM("1e-300", 1e-300, 6);
+    EXPECT_NUM("6.0e-05 lr", 6e-05, 7);
+    /* an 'e' that does not start an exponent is not consumed */
+    EXPECT_NUM("1e", 1, 1);
+    EXPECT_NUM("1e+", 1, 1);
+    EXPECT_NUM("2eta", 2, 1);
+    EXPECT_NUM("4E-x", 4, 1);
+}
+
+static void test_negative(void)
+{
+    EXPECT_NUM("-1", -1, 2);
+    EXPECT_NUM("-0.5", -0.5, 4);
+    EXPECT_NUM("-9.9e-06", -9.9e-06, 8);
+    EXPECT_NUM("-1.5e3", -1500, 6);
+    EXPECT_NUM("-123456789012345678901234", -123456789012345678901234.0, 25);
+    EXPECT_NONE("--1");
+}
+
+static void test_no_digits(void)
+{
+    EXPECT_NONE("");
+    EXPECT_NONE("abc");
+    EXPECT_NONE("-");
+    EXPECT_NONE("+");
+    EXPECT_NONE(".");
+    EXPECT_NONE("-.");
+    EXPECT_NONE("-x1");
+    EXPECT_NONE(" 1");
+    EXPECT_NONE("e5");
+    EXPECT_NONE("nan");
+}
+
+static void test_stop_and_end(void)
+{
+    /* never reads past end, even in the middle of a number */
+    const char *s = "12345.678e9";
+    double v;
+    const char *stop;
+    CHECK_INT(dsq_num_parse(s, s + 3, &v, &stop), 0);
+    CHECK_DBL(v, 123);
+    CHECK(stop == s + 3);
+    CHECK_INT(dsq_num_parse(s, s + 7, &v, &stop), 0);
+    CHECK_DBL(v, 12345.6);
+    CHECK(stop == s + 7);
+    CHECK_INT(dsq_num_parse(s, s + 10, &v, &stop), 0); /* "12345.678e" */
+    CHECK_DBL(v, 12345.678);
+    CHECK(stop == s + 9);
+    const char *t = "1,234";
+    CHECK_INT(dsq_num_parse(t, t + 4, &v, &stop), 0); /* "1,23": not a separator */
+    CHECK_DBL(v, 1);
+    CHECK(stop == t + 1);
+    /* stop may be NULL */
+    CHECK_INT(dsq_num_parse(s, s + 11, &v, NULL), 0);
+    CHECK_DBL(v, 12345.678e9);
+    CHECK_INT(dsq_num_parse(s, s, &v, NULL), -1);
+}
+
+static void test_units(void)
+{
+    static const struct {
+        const char *name;
+        enum dsq_unit u;
+        double factor;
+    } tab[] = {{"B", DSQ_U_B, 1},           {"KB", DSQ_U_KB, 1e3},
+               {"MB", DSQ_U_MB, 1e6},       {"GB", DSQ_U_GB, 1e9},
+               {"TB", DSQ_U_TB, 1e12},      {"KiB", DSQ_U_KIB, 1024},
+               {"MiB", DSQ_U_MIB, 1048576}, {"GiB", DSQ_U_GIB, 1073741824.0},
+               {"TiB", DSQ_U_TIB, 1099511627776.0}, {"%", DSQ_U_PCT, 1},
+               {"us", DSQ_U_US, 1e-6},      {"ms", DSQ_U_MS, 1e-3},
+               {"s", DSQ_U_S, 1}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        CHECK_INT(dsq_unit_parse(tab[i].name, strlen(tab[i].name)), tab[i].u);
+        CHECK_STR(dsq_unit_name(tab[i].u), tab[i].name);
+        CHECK_DBL(dsq_unit_factor(tab[i].u), tab[i].factor);
+    }
+    CHECK_INT(dsq_unit_parse("GBs", 2), DSQ_U_GB); /* only n bytes are looked at */
+    CHECK_INT(dsq_unit_parse("gb", 2), DSQ_U_NONE);
+    CHECK_INT(dsq_unit_parse("G", 1), DSQ_U_NONE);
+    CHECK_INT(dsq_unit_parse("", 0), DSQ_U_NONE);
+    CHECK_INT(dsq_unit_parse("params", 6), DSQ_U_NONE);
+    CHECK_STR(dsq_unit_name(DSQ_U_NONE), "");
+    CHECK_STR(dsq_unit_name(DSQ_U_COUNT), "");
+    CHECK_DBL(dsq_unit_factor(DSQ_U_NONE), 1);
+
+    /* families: bytes mix with bytes, never with percent or time */
+    CHECK_INT(dsq_unit_family(DSQ_U_GB), dsq_unit_family(DSQ_U_MIB));
+    CHECK_INT(dsq_unit_family(DSQ_U_B), dsq_unit_family(DSQ_U_TIB));
+    CHECK_INT(dsq_unit_family(DSQ_U_MS), dsq_unit_family(DSQ_U_S));
+    CHECK(dsq_unit_family(DSQ_U_GB) != dsq_unit_family(DSQ_U_PCT));
+    CHECK(dsq_unit_family(DSQ_U_GB) != dsq_unit_family(DSQ_U_MS));
+    CHECK(dsq_unit_family(DSQ_U_PCT) != dsq_unit_family(DSQ_U_S));
+    CHECK(dsq_unit_family(DSQ_U_NONE) != dsq_unit_family(DSQ_U_B));
+    /* 1536 MiB is 1.5 GiB */
+    CHECK_DBL(1536 * dsq_unit_factor(DSQ_U_MIB) / dsq_unit_factor(DSQ_U_GIB), 1.5);
+}
+
+/* The fast path must round exactly like strtod for what logs print. */
+static void test_same_as_strtod(void)
+{
+    static const char *const tab[] = {
+        "0.1",     "0.2",      "0.3",        "6.54",       "164.03",   "16.3",
+        "9.9e-06", "2.63",     "1152.36",    "0.000123",   "3.0517578125e-05",
+        "1e-22",   "1e22",     "123456789.123456789",      "4.94065645841246544e-324",
+        "1.7976931348623157e308", "9007199254740993",      "0.30000000000000004",
+        "2.2250738585072014e-308", "65504.0", "8.03",      "7.999999999999999"};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        double v;
+        long stop;
+        CHECK_INT(parse(tab[i], &v, &stop), 0);
+        CHECK_INT(stop, (long)strlen(tab[i]));
+        if (v != strtod(tab[i], NULL)) {
+            fprintf(stderr, "%s: parsed %.17g, strtod %.17g\n", tab[i], v, strtod(tab[i], NULL));
+            test_failures++;
+        }
+    }
+}
+
+TEST_MAIN(T(test_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
+          T(test_negative), T(test_no_digits), T(test_stop_and_end), T(test_units))

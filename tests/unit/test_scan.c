@@ -1,0 +1,385 @@
+/* Scanner: lines in, events out. The DeepSpeed memory report (three lines) is one
+ * event; reports of different hosts or ranks interleaved line by line stay apart;
+ * a report missing its CPU line is still emitted; every line is counted by family
+ * and level. Text goes through the real line splitter, as the indexer does it. */
+#include <stdlib.h>
+
+#include "dsq/dsq.h"
+#include "lines.h"
+#include "num.h"
+#include "scan.h"
+#include "test.h"
+#include "timeconv.h"
+
+#define MAXEV 256
+
+typedef struct sink {
+    int n;
+    dsq_event ev[MAXEV];
+    int stop_at; /* return 9 from emit at this event (1-based), 0: never */
+} sink;
+
+static int on_event(void *ctx, const dsq_event *ev)
+{
+    sink *s = ctx;
+    if (s->n < MAXEV)
+        s->ev[s->n] = *ev;
+    s->n++;
+    return s->stop_at && s->n == s->stop_at ? 9 : 0;
+}
+
+typedef struct fixture {
+    dsq_dict *dict;
+    dsq_scan *sc;
+    dsq_lines *lines;
+    sink out;
+} fixture;
+
+static fixture *fx_new(size_t max_line)
+{
+    fixture *f = calloc(1, sizeof *f);
+    CHECK_INT(dsq_dict_new(&f->dict), 0);
+    dsq_scan_params sp = {f->dict, on_event, &f->out};
+    CHECK_INT(dsq_scan_new(&sp, &f->sc), 0);
+    dsq_lines_params lp = {max_line, dsq_scan_line, f->sc};
+    CHECK_INT(dsq_lines_new(&lp, &f->lines), 0);
+    dsq_scan_begin(f->sc, 0, -1);
+    return f;
+}
+
+static void fx_free(fixture *f)
+{
+    dsq_lines_free(f->lines);
+    dsq_scan_free(f->sc);
+    dsq_dict_free(f->dict);
+    free(f);
+}
+
+/* Feeds a whole stream and ends it; returns the first non-zero status. */
+static int fx_scan(fixture *f, const char *text)
+{
+    dsq_lines_reset(f->lines);
+    int rc = dsq_lines_feed(f->lines, text, strlen(text));
+    if (!rc)
+        rc = dsq_lines_finish(f->lines);
+    if (!rc)
+        rc = dsq_scan_end(f->sc);
+    return rc;
+}
+
+static uint32_t id_of(fixture *f, const char *s) { return dsq_dict_find(f->dict, s, strlen(s)); }
+
+/* Checks field i of ev: name, value, unit. */
+static void expect_field(fixture *f, const dsq_event *ev, int i, const char *name, double v,
+                         int unit)
+{
+    if (i >= ev->nf) {
+        fprintf(stderr, "field %d (%s) missing: nf = %d\n", i, name, ev->nf);
+        test_failures++;
+        return;
+    }
+    CHECK_STR(dsq_dict_str(f->dict, ev->f[i].name, NULL), name);
+    CHECK_DBL(ev->f[i].v, v);
+    CHECK_INT(ev->f[i].unit, unit);
+}
+
+#define DS "[2024-07-20 21:30:05,%03d] [INFO] [utils.py:%d:see_memory_usage] "
+#define LABEL "[2024-07-20 21:30:05,202] [INFO] [utils.py:781:see_memory_usage] "
+#define MA_L "[2024-07-20 21:30:05,203] [INFO] [utils.py:782:see_memory_usage] "
+#define CPU_L "[2024-07-20 21:30:05,204] [INFO] [utils.py:789:see_memory_usage] "
+
+static const char report[] =
+    LABEL "Stage 3 initialize beginning\n" MA_L
+    "MA 1.75 GB         Max_MA 6.54 GB         CA 4.14 GB         Max_CA 7 GB \n" CPU_L
+    "CPU Virtual Memory:  used = 164.03 GB, percent = 16.3%\n";
+
+static void check_report_event(fixture *f, const dsq_event *ev, uint32_t line)
+{
+    CHECK_INT(ev->kind, DSQ_EV_MEMORY);
+    CHECK_STR(dsq_dict_str(f->dict, ev->label, NULL), "Stage 3 initialize beginning");
+    CHECK_INT(ev->t_us, dsq_time_from_civil(2024, 7, 20, 21, 30, 5, 203000));
+    CHECK_INT(ev->line, line);
+    CHECK_INT(ev->nf, 6);
+    expect_field(f, ev, 0, "MA", 1.75, DSQ_U_GB);
+    expect_field(f, ev, 1, "Max_MA", 6.54, DSQ_U_GB);
+    expect_field(f, ev, 2, "CA", 4.14, DSQ_U_GB);
+    expect_field(f, ev, 3, "Max_CA", 7, DSQ_U_GB);
+    expect_field(f, ev, 4, "CPU_used", 164.03, DSQ_U_GB);
+    expect_field(f, ev, 5, "CPU_percent", 16.3, DSQ_U_PCT);
+}
+
+static void test_memory_report(void)
+{
+    fixture *f = fx_new(0);
+    CHECK_INT(fx_scan(f, report), 0);
+    CHECK_INT(f->out.n, 1);
+    check_report_event(f, &f->out.ev[0], 2);
+    CHECK_INT(f->out.ev[0].host, 0);
+    CHECK_INT(f->out.ev[0].rank, -1);
+    const dsq_scan_stats *st = dsq_scan_stats_get(f->sc);
+    CHECK_INT(st->lines, 3);
+    CHECK_INT(st->events, 1);
+    CHECK_INT(st->family_lines[DSQ_FAM_DEEPSPEED], 3);
+    CHECK_INT(st->level_lines[DSQ_LV_INFO], 3);
+
+    /* the same report with \r\n line ends, and with default host and rank */
+    uint32_t h = dsq_dict_intern(f->dict, "node-7", 6);
+    dsq_scan_begin(f->sc, h, 2);
+    f->out.n = 0;
+    CHECK_INT(fx_scan(f, LABEL "Stage 3 initialize beginning\r\n" MA_L
+                         "MA 1.75 GB Max_MA 6.54 GB CA 4.14 GB Max_CA 7 GB\r\n" CPU_L
+                         "CPU Virtual Memory: used = 164.03 GB, percent = 16.3%\r\n"),
+              0);
+    CHECK_INT(f->out.n, 1);
+    check_report_event(f, &f->out.ev[0], 2);
+    CHECK_INT(f->out.ev[0].host, h);
+    CHECK_INT(f->out.ev[0].rank, 2);
+    fx_free(f);
+}
+
+static void test_pdsh_interleaved(void)
+{
+    fixture *f = fx_new(0);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "gpu009: " DS "before step\n"
+             "gpu010: " DS "after step\n"
+             "gpu009: " DS "MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\n"
+             "gpu010: " DS "MA 11 GB Max_MA 12 GB CA 13 GB Max_CA 14 GB\n"
+             "gpu009: " DS "CPU Virtual Memory:  used = 5 GB, percent = 6%%\n"
+             "gpu010: " DS "CPU Virtual Memory:  used = 15 GB, percent = 16%%\n",
+             1, 781, 2, 781, 3, 782, 4, 782, 5, 789, 6, 789);
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(f->out.n, 2);
+    uint32_t h9 = id_of(f, "gpu009"), h10 = id_of(f, "gpu010");
+    CHECK(h9 != 0 && h10 != 0 && h9 != h10);
+    for (int i = 0; i < 2 && i < f->out.n; i++) {
+        const dsq_event *ev = &f->out.ev[i];
+        int base = i == 0 ? 0 : 10; /* gpu009's CPU line comes first */
+        CHECK_INT(ev->host, i == 0 ? h9 : h10);
+        CHECK_STR(dsq_dict_str(f->dict, ev->label, NULL), i == 0 ? "before step" : "after step");
+        CHECK_INT(ev->line, 3 + (uint32_t)i);
+        CHECK_INT(ev->t_us, dsq_time_from_civil(2024, 7, 20, 21, 30, 5, (3 + i) * 1000));
+        CHECK_INT(ev->nf, 6);
+        expect_field(f, ev, 0, "MA", base + 1, DSQ_U_GB);
+        expect_field(f, ev, 1, "Max_MA", base + 2, DSQ_U_GB);
+        expect_field(f, ev, 2, "CA", base + 3, DSQ_U_GB);
+        expect_field(f, ev, 3, "Max_CA", base + 4, DSQ_U_GB);
+        expect_field(f, ev, 4, "CPU_used", base + 5, DSQ_U_GB);
+        expect_field(f, ev, 5, "CPU_percent", base + 6, DSQ_U_PCT);
+    }
+    fx_free(f);
+}
+
+static void test_ranks_interleaved(void)
+{
+    fixture *f = fx_new(0);
+    char text[4096];
+    snprintf(text, sizeof text,
+             DS "[Rank 3] label three\n" DS "[Rank 15] label fifteen\n"
+             DS "[Rank 15] MA 1.5 MB Max_MA 2.5 MB CA 3.5 MB Max_CA 4.5 MB\n"
+             DS "[Rank 3] MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\n"
+             DS "[Rank 3] CPU Virtual Memory:  used = 5 GB, percent = 6%%\n"
+             DS "[Rank 15] CPU Virtual Memory:  used = 7 GB, percent = 8%%\n",
+             1, 781, 2, 781, 3, 782, 4, 782, 5, 789, 6, 789);
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(f->out.n, 2);
+    CHECK_INT(f->out.ev[0].rank, 3);
+    CHECK_STR(dsq_dict_str(f->dict, f->out.ev[0].label, NULL), "label three");
+    expect_field(f, &f->out.ev[0], 1, "Max_MA", 2, DSQ_U_GB);
+    expect_field(f, &f->out.ev[0], 5, "CPU_percent", 6, DSQ_U_PCT);
+    CHECK_INT(f->out.ev[1].rank, 15);
+    CHECK_STR(dsq_dict_str(f->dict, f->out.ev[1].label, NULL), "label fifteen");
+    expect_field(f, &f->out.ev[1], 1, "Max_MA", 2.5, DSQ_U_MB);
+    expect_field(f, &f->out.ev[1], 4, "CPU_used", 7, DSQ_U_GB);
+    fx_free(f);
+}
+
+static void test_report_without_cpu_line(void)
+{
+    fixture *f = fx_new(0);
+    const char *text = LABEL "no cpu line follows\n" MA_L
+                             "MA 1.75 GB Max_MA 6.54 GB CA 4.14 GB Max_CA 7 GB\n"
+                             "some print in between\n";
+    dsq_lines_reset(f->lines);
+    CHECK_INT(dsq_lines_feed(f->lines, text, strlen(text)), 0);
+    CHECK_INT(dsq_lines_finish(f->lines), 0);
+    CHECK_INT(f->out.n, 0); /* still waiting for the CPU line */
+    CHECK_INT(dsq_scan_end(f->sc), 0);
+    CHECK_INT(f->out.n, 1);
+    const dsq_event *ev = &f->out.ev[0];
+    CHECK_INT(ev->nf, 4);
+    CHECK_STR(dsq_dict_str(f->dict, ev->label, NULL), "no cpu line follows");
+    expect_field(f, ev, 3, "Max_CA", 7, DSQ_U_GB);
+    CHECK_INT(dsq_scan_end(f->sc), 0); /* nothing twice */
+    CHECK_INT(f->out.n, 1);
+
+    /* a new report on the same stream completes the one before it */
+    dsq_scan_begin(f->sc, 0, -1);
+    f->out.n = 0;
+    CHECK_INT(fx_scan(f, LABEL "first\n" MA_L "MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\n" LABEL
+                         "second\n" MA_L "MA 5 GB Max_MA 6 GB CA 7 GB Max_CA 8 GB\n" MA_L
+                         "MA 9 GB Max_MA 10 GB CA 11 GB Max_CA 12 GB\n" CPU_L
+                         "CPU Virtual Memory: used = 1 GB, percent = 2%\n"),
+              0);
+    CHECK_INT(f->out.n, 3);
+    if (f->out.n == 3) {
+        CHECK_STR(dsq_dict_str(f->dict, f->out.ev[0].label, NULL), "first");
+        CHECK_INT(f->out.ev[0].nf, 4);
+        CHECK_STR(dsq_dict_str(f->dict, f->out.ev[1].label, NULL), "second");
+        CHECK_INT(f->out.ev[1].nf, 4);
+        expect_field(f, &f->out.ev[1], 0, "MA", 5, DSQ_U_GB);
+        CHECK_INT(f->out.ev[2].label, 0); /* a second MA line starts an unlabeled report */
+        CHECK_INT(f->out.ev[2].nf, 6);
+        expect_field(f, &f->out.ev[2], 0, "MA", 9, DSQ_U_GB);
+    }
+
+    /* a CPU line with nothing before it, and a label alone, make no event */
+    dsq_scan_begin(f->sc, 0, -1);
+    f->out.n = 0;
+    CHECK_INT(fx_scan(f, CPU_L "CPU Virtual Memory: used = 1 GB, percent = 2%\n" LABEL
+                            "label alone\n"),
+              0);
+    CHECK_INT(f->out.n, 0);
+
+    /* begin starts afresh: a report pending from the last stream is not carried over */
+    dsq_scan_begin(f->sc, 0, -1);
+    dsq_lines_reset(f->lines);
+    const char *half = LABEL "pending\n" MA_L "MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\n";
+    CHECK_INT(dsq_lines_feed(f->lines, half, strlen(half)), 0);
+    dsq_scan_begin(f->sc, 0, -1);
+    CHECK_INT(dsq_scan_end(f->sc), 0);
+    CHECK_INT(f->out.n, 0);
+    CHECK_INT(dsq_scan_stats_get(f->sc)->lines, 0);
+    fx_free(f);
+}
+
+static void test_many_streams(void)
+{
+    /* more (host, rank) streams with open reports than the scanner keeps at once */
+    fixture *f = fx_new(0);
+    size_t cap = 200 * 300, n = 0;
+    char *text = malloc(cap);
+    for (int h = 0; h < 100; h++)
+        n += (size_t)snprintf(text + n, cap - n,
+                              "node-%03d: " LABEL "report %d\nnode-%03d: " MA_L
+                              "MA %d GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\n",
+                              h, h, h, h);
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(f->out.n, 100); /* each exactly once, none lost */
+    int seen[100] = {0};
+    for (int i = 0; i < f->out.n && i < MAXEV; i++) {
+        int v = (int)f->out.ev[i].f[0].v;
+        if (v >= 0 && v < 100)
+            seen[v]++;
+    }
+    int once = 0;
+    for (int h = 0; h < 100; h++)
+        once += seen[h] == 1;
+    CHECK_INT(once, 100);
+    free(text);
+    fx_free(f);
+}
+
+static void test_counts_add_up(void)
+{
+    fixture *f = fx_new(0);
+    const char *text =
+        "[2024-07-20 21:30:05,202] [INFO] [engine.py:1142:_configure] Using DeepSpeed Optimizer\n"
+        "[2024-07-20 21:30:06,000] [WARNING] [stage3.py:1850:step] 1 pytorch allocator cache "
+        "flushes since last step\n"
+        "[2024-07-20 21:30:07,000] [ERROR] [launch.py:321:sigkill_handler] exits with code 1\n"
+        "[2024-07-20 21:30:07,000] [DEBUG] [x.py:1:y] debug\n"
+        "[2024-07-20 21:30:07,000] [CRITICAL] [x.py:1:y] boom\n"
+        "gpu009: [2024-07-20 21:30:08,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10\n"
+        "gpu009: plain print through pdsh\n"
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 3, in <module>\n"
+        "\n"
+        "RuntimeError: CUDA out of memory\n"
+        " 45%|####5     | 45/100 [00:10<00:12]\r"
+        " 46%|####6     | 46/100 [00:10<00:12]\r"
+        "[2024-07-20 bad header\n"
+        "[2024-07-20 21:30:05,202] [INFO] no function part\n";
+    CHECK_INT(fx_scan(f, text), 0);
+    const dsq_scan_stats *st = dsq_scan_stats_get(f->sc);
+    CHECK_INT(st->lines, 15);
+    CHECK_INT(st->lines, dsq_lines_stats_get(f->lines)->lines);
+    uint64_t fam = 0, lv = 0;
+    for (int i = 0; i < DSQ_FAM_COUNT; i++)
+        fam += st->family_lines[i];
+    for (int i = 0; i < DSQ_LV_COUNT; i++)
+        lv += st->level_lines[i];
+    CHECK_INT(fam, st->lines);
+    CHECK_INT(lv, st->lines);
+    CHECK_INT(st->family_lines[DSQ_FAM_DEEPSPEED], 6);
+    CHECK_INT(st->family_lines[DSQ_FAM_OTHER], 9);
+    CHECK_INT(st->level_lines[DSQ_LV_INFO], 2);
+    CHECK_INT(st->level_lines[DSQ_LV_WARNING], 1);
+    CHECK_INT(st->level_lines[DSQ_LV_ERROR], 1);
+    CHECK_INT(st->level_lines[DSQ_LV_DEBUG], 1);
+    CHECK_INT(st->level_lines[DSQ_LV_CRITICAL], 1);
+    CHECK_INT(st->level_lines[DSQ_LV_NONE], 9);
+    CHECK_INT(st->events, 0);
+    CHECK_INT(f->out.n, 0);
+    fx_free(f);
+}
+
+static void test_cut_lines_counted(void)
+{
+    fixture *f = fx_new(40);
+    char text[8192];
+    snprintf(text, sizeof text, "short\n%0500d\n" LABEL "cut label line\nend\n", 7);
+    CHECK_INT(fx_scan(f, text), 0);
+    const dsq_scan_stats *st = dsq_scan_stats_get(f->sc);
+    CHECK_INT(st->lines, 4);
+    CHECK_INT(st->cut, 2);
+    CHECK_INT(f->out.n, 0);
+    fx_free(f);
+}
+
+static void test_emit_stops(void)
+{
+    fixture *f = fx_new(0);
+    f->out.stop_at = 1;
+    dsq_lines_reset(f->lines);
+    CHECK_INT(dsq_lines_feed(f->lines, report, strlen(report)), 9);
+    CHECK_INT(f->out.n, 1);
+    fx_free(f);
+}
+
+/* Lines handed straight to dsq_scan_line, each ended by its own sentinel, including
+ * NUL bytes, escape codes and invalid UTF-8: counted, no event, no crash. */
+static void test_odd_bytes(void)
+{
+    fixture *f = fx_new(0);
+    static const char *const odd[] = {
+        "\x1b[32m[2024-07-20 21:30:05,202] [INFO] [a.py:1:b] colored\x1b[0m",
+        "\xff\xfe\x80 invalid utf-8 \xc3",
+        "gpu009: ",
+        ": ",
+        "[2024-07-20 21:30:05,202] [INFO] [utils.py:782:see_memory_usage] MA 1 GB Max_MA",
+        "[2024-07-20 21:30:05,202] [INFO] [utils.py:782:see_memory_usage] [Rank 99999999] x",
+        "[",
+        ""};
+    char buf[512];
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        size_t n = strlen(odd[i]);
+        memcpy(buf, odd[i], n);
+        buf[n] = '\n';
+        memset(buf + n + 1, 0, DSQ_LINES_PAD);
+        CHECK_INT(dsq_scan_line(f->sc, buf, n, 0), 0);
+    }
+    const char nul[] = "before\0after [2024-07-20 21:30:05,202]\n";
+    CHECK_INT(dsq_scan_line(f->sc, nul, sizeof nul - 2, 0), 0);
+    CHECK_INT(dsq_scan_end(f->sc), 0);
+    const dsq_scan_stats *st = dsq_scan_stats_get(f->sc);
+    CHECK_INT(st->lines, 9);
+    /* a half MA line starts no report: only the label-shaped line is pending, no event */
+    CHECK_INT(f->out.n, 0);
+    fx_free(f);
+}
+
+TEST_MAIN(T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+          T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
+          T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes))

@@ -1,0 +1,518 @@
+/* The LMDB index: write, commit, reopen read-only and scan in key order; the
+ * dictionary across reopens; dropping a source; the writer lock; clear errors
+ * for a missing or foreign directory. Each case works in its own temp dir. */
+#include <lmdb.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "dsq/dsq.h"
+#include "store.h"
+#include "test.h"
+#include "timeconv.h"
+#include "tmpdir.h"
+
+static dsq_store *open_store(const char *dir, int readonly)
+{
+    dsq_store_params p = {dir, readonly};
+    dsq_store *st = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    int rc = dsq_store_open(&p, &st, &err);
+    if (rc) {
+        fprintf(stderr, "open %s: %s\n", dir, err.msg);
+        test_failures++;
+    }
+    return st;
+}
+
+static uint32_t intern(dsq_store *st, const char *s)
+{
+    return dsq_dict_intern(dsq_store_dict(st), s, strlen(s));
+}
+
+/* A block of n events whose fields carry `tag`, starting at time t. */
+static void fill_block(dsq_block *b, int n, double tag, int64_t t, uint32_t field)
+{
+    dsq_block_reset(b);
+    for (int i = 0; i < n; i++) {
+        dsq_event ev = {.kind = DSQ_EV_MEMORY, .t_us = t == DSQ_TIME_NONE ? t : t + i,
+                        .line = (uint32_t)i + 1, .nf = 1};
+        ev.f[0] = (dsq_field){field, 4, tag + i};
+        CHECK_INT(dsq_block_add(b, &ev), 0);
+    }
+}
+
+typedef struct seen {
+    int n;
+    dsq_block_key k[32];
+    int events[32];
+    double first_v[32];
+    int bad_blocks;
+} seen;
+
+static int on_block(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    seen *s = ctx;
+    dsq_block_iter it;
+    dsq_event ev;
+    int cnt = 0, r;
+    if (s->n >= 32)
+        return 1;
+    s->k[s->n] = *k;
+    if (dsq_block_iter_init(&it, data, n, k->t_us) != 0) {
+        s->bad_blocks++;
+        return 0;
+    }
+    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
+        if (cnt == 0)
+            s->first_v[s->n] = ev.f[0].v;
+        if (cnt == 0 && ev.t_us != k->t_us)
+            s->bad_blocks++;
+        cnt++;
+    }
+    s->bad_blocks += r < 0;
+    s->events[s->n++] = cnt;
+    return 0;
+}
+
+static int key_is(const dsq_block_key *k, uint32_t run, uint32_t host, int32_t rank, int64_t t,
+                  uint32_t source, uint32_t seq)
+{
+    return k->run == run && k->host == host && k->rank == rank && k->t_us == t &&
+           k->source == source && k->seq == seq;
+}
+
+typedef struct srcs {
+    int n;
+    char path[4][64];
+    dsq_source_rec rec[4];
+} srcs;
+
+static int on_source(void *ctx, const char *path, const dsq_source_rec *rec)
+{
+    srcs *s = ctx;
+    if (s->n < 4) {
+        snprintf(s->path[s->n], sizeof s->path[0], "%s", path);
+        s->rec[s->n++] = *rec;
+    }
+    return 0;
+}
+
+static dsq_source_rec make_rec(uint32_t id, uint32_t run)
+{
+    dsq_source_rec r;
+    memset(&r, 0, sizeof r);
+    r.version = 1;
+    r.id = id;
+    r.run = run;
+    r.members = 1;
+    r.size = 1000 + id;
+    r.mtime_ns = 1721511005202000000LL;
+    r.fingerprint = 0x1234567890abcdefull * id;
+    r.lines = 10 * id;
+    r.events = id;
+    r.family_lines[0] = 7;
+    r.level_lines[2] = 3;
+    return r;
+}
+
+/* Writes the index every case starts from; returns its ids through the pointers. */
+static void write_sample(const char *dir, uint32_t *ra, uint32_t *rb, uint32_t *h1, uint32_t *h2)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(dir, 0);
+    if (!st)
+        return;
+    *ra = intern(st, "run-a");
+    *rb = intern(st, "run-b");
+    *h1 = intern(st, "gpu009");
+    *h2 = intern(st, "gpu010");
+    uint32_t f = intern(st, "Max_MA");
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    uint32_t s1 = 0, s2 = 0;
+    CHECK_INT(dsq_store_source_new_id(st, &s1, &err), 0);
+    CHECK_INT(dsq_store_source_new_id(st, &s2, &err), 0);
+    CHECK_INT(s1, 1);
+    CHECK_INT(s2, 2);
+    const struct {
+        dsq_block_key k;
+        int n;
+    } blocks[] = {
+        {{*rb, *h1, 0, 100, s1, 0}, 1},           {{*ra, *h2, 1, 50, s1, 1}, 2},
+        {{*ra, *h1, -1, 10, s1, 2}, 3},           {{*ra, *h1, 0, -5, s2, 0}, 4},
+        {{*ra, *h1, 0, DSQ_TIME_NONE, s2, 1}, 5}, {{*ra, *h1, 0, 7, s1, 3}, 300},
+    };
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        fill_block(&b, blocks[i].n, 10.0 * (double)(i + 1), blocks[i].k.t_us, f);
+        CHECK_INT(dsq_store_block_put(st, &blocks[i].k, &b, &err), 0);
+    }
+    dsq_block_free_buf(&b);
+    dsq_member_rec mr = {.size = 5, .lines = 2, .events = 1};
+    CHECK_INT(dsq_store_member_put(st, s1, 0, &mr, "a/gpu009.log", &err), 0);
+    CHECK_INT(dsq_store_member_put(st, s2, 0, &mr, "", &err), 0);
+    dsq_source_rec r1 = make_rec(s1, *ra), r2 = make_rec(s2, *rb);
+    CHECK_INT(dsq_store_source_put(st, "/x/run-b.log", &r2, &err), 0);
+    CHECK_INT(dsq_store_source_put(st, "/x/run-a/gpu009.log", &r1, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+}
+
+static void test_write_reopen_scan(void)
+{
+    char tmp[64], dir[128];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    snprintf(dir, sizeof dir, "%s/idx/nested", tmp); /* writers create missing parents */
+    uint32_t ra = 0, rb = 0, h1 = 0, h2 = 0;
+    write_sample(dir, &ra, &rb, &h1, &h2);
+
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(dir, 1);
+    if (!st)
+        goto done;
+    dsq_dict *d = dsq_store_dict(st);
+    CHECK_INT(dsq_dict_count(d), 5);
+    CHECK_INT(dsq_dict_find(d, "run-a", 5), ra);
+    CHECK_INT(dsq_dict_find(d, "gpu010", 6), h2);
+    CHECK_STR(dsq_dict_str(d, 5, NULL), "Max_MA");
+
+    seen s = {0};
+    CHECK_INT(dsq_store_scan_blocks(st, 0, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 6);
+    CHECK_INT(s.bad_blocks, 0);
+    /* key order: run, host, rank (unknown first), time (none, then negative first) */
+    CHECK(key_is(&s.k[0], ra, h1, -1, 10, 1, 2));
+    CHECK(key_is(&s.k[1], ra, h1, 0, DSQ_TIME_NONE, 2, 1));
+    CHECK(key_is(&s.k[2], ra, h1, 0, -5, 2, 0));
+    CHECK(key_is(&s.k[3], ra, h1, 0, 7, 1, 3));
+    CHECK(key_is(&s.k[4], ra, h2, 1, 50, 1, 1));
+    CHECK(key_is(&s.k[5], rb, h1, 0, 100, 1, 0));
+    static const int counts[6] = {3, 5, 4, 300, 2, 1};
+    static const double firsts[6] = {30, 50, 40, 60, 20, 10};
+    for (int i = 0; i < 6 && i < s.n; i++) {
+        CHECK_INT(s.events[i], counts[i]);
+        CHECK_DBL(s.first_v[i], firsts[i]);
+    }
+
+    /* one run only */
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_blocks(st, rb, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 1);
+    CHECK(key_is(&s.k[0], rb, h1, 0, 100, 1, 0));
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_blocks(st, ra, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 5);
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_blocks(st, 999, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 0);
+
+    /* sources in path order, records as written */
+    srcs ss = {0};
+    CHECK_INT(dsq_store_scan_sources(st, on_source, &ss, &err), 0);
+    CHECK_INT(ss.n, 2);
+    CHECK_STR(ss.path[0], "/x/run-a/gpu009.log");
+    CHECK_STR(ss.path[1], "/x/run-b.log");
+    dsq_source_rec want = make_rec(1, ra);
+    CHECK(memcmp(&ss.rec[0], &want, sizeof want) == 0);
+
+    dsq_source_rec rec;
+    CHECK_INT(dsq_store_source_find(st, "/x/run-b.log", &rec, &err), 1);
+    CHECK_INT(rec.id, 2);
+    CHECK_INT(rec.run, rb);
+    CHECK_INT(rec.lines, 20);
+    CHECK_INT(dsq_store_source_find(st, "/x/absent.log", &rec, &err), 0);
+
+    /* a read-only store refuses writes */
+    CHECK_INT(dsq_store_begin(st, &err), DSQ_EUSAGE);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
+/* A callback's non-zero return stops the scan and comes back. */
+static int stop_at_two(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    int *count = ctx;
+    (void)k, (void)data, (void)n;
+    return ++*count == 2 ? 42 : 0;
+}
+
+static void test_scan_stops(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    uint32_t ra, rb, h1, h2;
+    write_sample(tmp, &ra, &rb, &h1, &h2);
+    dsq_store *st = open_store(tmp, 1);
+    dsq_error err;
+    dsq_error_clear(&err);
+    int count = 0;
+    if (st)
+        CHECK_INT(dsq_store_scan_blocks(st, 0, stop_at_two, &count, &err), 42);
+    CHECK_INT(count, 2);
+    dsq_store_close(st);
+    test_tmpdir_remove(tmp);
+}
+
+static void test_source_drop(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    uint32_t ra = 0, rb = 0, h1 = 0, h2 = 0;
+    write_sample(tmp, &ra, &rb, &h1, &h2);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/run-a/gpu009.log", &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/never-indexed.log", &err), 0);
+    /* inside the same write the source is already gone */
+    dsq_source_rec rec;
+    CHECK_INT(dsq_store_source_find(st, "/x/run-a/gpu009.log", &rec, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+
+    st = open_store(tmp, 1);
+    if (!st)
+        goto done;
+    seen s = {0};
+    CHECK_INT(dsq_store_scan_blocks(st, 0, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 2); /* only source 2's blocks are left */
+    CHECK(key_is(&s.k[0], ra, h1, 0, DSQ_TIME_NONE, 2, 1));
+    CHECK(key_is(&s.k[1], ra, h1, 0, -5, 2, 0));
+    srcs ss = {0};
+    CHECK_INT(dsq_store_scan_sources(st, on_source, &ss, &err), 0);
+    CHECK_INT(ss.n, 1);
+    CHECK_STR(ss.path[0], "/x/run-b.log");
+    dsq_store_close(st);
+
+    /* an aborted drop leaves everything in place; new ids keep counting up */
+    st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/run-b.log", &err), 0);
+    uint32_t id = 0;
+    CHECK_INT(dsq_store_source_new_id(st, &id, &err), 0);
+    CHECK_INT(id, 3);
+    dsq_store_abort(st);
+    CHECK_INT(dsq_store_commit(st, &err), DSQ_EUSAGE); /* nothing to commit */
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_new_id(st, &id, &err), 0);
+    CHECK_INT(id, 3);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_blocks(st, 0, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 2);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
+static void test_dict_persistence(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    CHECK_INT(intern(st, "alpha"), 1);
+    CHECK_INT(intern(st, "beta"), 2);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+
+    st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    CHECK_INT(dsq_dict_count(dsq_store_dict(st)), 2);
+    CHECK_INT(intern(st, "beta"), 2);
+    CHECK_INT(intern(st, "gamma"), 3);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    dsq_store_abort(st); /* gamma was never committed */
+    dsq_store_close(st);
+
+    st = open_store(tmp, 1);
+    if (!st)
+        goto done;
+    CHECK_INT(dsq_dict_count(dsq_store_dict(st)), 2);
+    CHECK_INT(dsq_dict_find(dsq_store_dict(st), "gamma", 5), 0);
+    dsq_store_close(st);
+
+    /* many strings, committed in two writes */
+    st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    char buf[32];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 5000; i++) {
+            int n = snprintf(buf, sizeof buf, "name-%d-%d", round, i);
+            dsq_dict_intern(dsq_store_dict(st), buf, (size_t)n);
+        }
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+    }
+    dsq_store_close(st);
+    st = open_store(tmp, 1);
+    if (!st)
+        goto done;
+    dsq_dict *d = dsq_store_dict(st);
+    CHECK_INT(dsq_dict_count(d), 10002);
+    CHECK_STR(dsq_dict_str(d, 1, NULL), "alpha");
+    CHECK_STR(dsq_dict_str(d, 3, NULL), "name-0-0");
+    CHECK_STR(dsq_dict_str(d, 10002, NULL), "name-1-4999");
+    CHECK_INT(dsq_dict_find(d, "name-1-0", 8), 5003);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
+static void test_second_writer_refused(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_store *a = open_store(tmp, 0);
+    dsq_store_params p = {tmp, 0};
+    dsq_store *b = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&p, &b, &err), DSQ_EINDEX);
+    CHECK(b == NULL);
+    CHECK_INT(err.code, DSQ_EINDEX);
+    CHECK(strstr(err.msg, "another dsq index is writing") != NULL);
+    CHECK(strstr(err.msg, tmp) != NULL);
+
+    /* another process is refused too, and can read what the writer committed */
+    dsq_error_clear(&err);
+    if (a) {
+        intern(a, "x");
+        CHECK_INT(dsq_store_begin(a, &err), 0);
+        CHECK_INT(dsq_store_commit(a, &err), 0);
+        CHECK_INT(dsq_store_begin(a, &err), 0); /* hold a write open meanwhile */
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dsq_store *c = NULL;
+        int refused = dsq_store_open(&p, &c, &err) == DSQ_EINDEX;
+        dsq_store_params rp = {tmp, 1};
+        int read_ok = dsq_store_open(&rp, &c, &err) == 0 &&
+                      dsq_dict_find(dsq_store_dict(c), "x", 1) == 1;
+        dsq_store_close(c);
+        _exit(refused && read_ok ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    dsq_store_close(a); /* aborts the open write and releases the lock */
+
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&p, &b, &err), 0);
+    dsq_store_close(b);
+    test_tmpdir_remove(tmp);
+}
+
+static void test_missing_or_foreign_dir(void)
+{
+    char tmp[64], dir[128];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    snprintf(dir, sizeof dir, "%s/no-such-index", tmp);
+    dsq_store_params p = {dir, 1};
+    dsq_store *st = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&p, &st, &err), DSQ_EINDEX);
+    CHECK(st == NULL);
+    CHECK(strstr(err.msg, "no index at") != NULL);
+    CHECK(strstr(err.msg, dir) != NULL);
+    CHECK(strstr(err.msg, "dsq index") != NULL); /* says how to make one */
+
+    /* an existing directory that holds no index */
+    p.dir = tmp;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&p, &st, &err), DSQ_EINDEX);
+    CHECK(st == NULL);
+    CHECK(strstr(err.msg, tmp) != NULL);
+
+    /* a writer cannot create its directory under a file */
+    CHECK_INT(test_write_file(tmp, "file", "x", 1), 0);
+    snprintf(dir, sizeof dir, "%s/file/idx", tmp);
+    dsq_store_params w = {dir, 0};
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&w, &st, &err), DSQ_EINDEX);
+    CHECK(strstr(err.msg, "cannot create") != NULL);
+    dsq_store_close(NULL);
+    test_tmpdir_remove(tmp);
+}
+
+/* An index written with another schema version is refused, with a hint. */
+static void test_schema_mismatch(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_store *st = open_store(tmp, 0);
+    dsq_store_close(st);
+    MDB_env *env = NULL;
+    MDB_txn *txn = NULL;
+    MDB_dbi meta;
+    unsigned char v2[4] = {0, 0, 0, 2};
+    MDB_val k = {6, "schema"}, v = {4, v2};
+    CHECK_INT(mdb_env_create(&env), 0);
+    CHECK_INT(mdb_env_set_maxdbs(env, 8), 0);
+    CHECK_INT(mdb_env_open(env, tmp, 0, 0644), 0);
+    CHECK_INT(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    CHECK_INT(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+    CHECK_INT(mdb_put(txn, meta, &k, &v, 0), 0);
+    CHECK_INT(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    for (int ro = 0; ro < 2; ro++) {
+        dsq_store_params p = {tmp, ro};
+        dsq_error err;
+        dsq_error_clear(&err);
+        st = NULL;
+        CHECK_INT(dsq_store_open(&p, &st, &err), DSQ_EINDEX);
+        CHECK(st == NULL);
+        CHECK(strstr(err.msg, "schema 2, expected 1") != NULL);
+    }
+    test_tmpdir_remove(tmp);
+}
+
+static void test_key_pack(void)
+{
+    const dsq_block_key keys[] = {
+        {0, 0, -1, INT64_MIN, 0, 0},        {0, 0, -1, -1, 0, 0},
+        {0, 0, -1, 0, 0, 0},                {0, 0, -1, INT64_MAX, 0, 0},
+        {0, 0, 0, INT64_MIN, 0, 0},         {0, 0, INT32_MAX - 1, 0, 0, 0},
+        {0, 1, -1, 0, 0, 0},                {1, 0, -1, 0, 0, 0},
+        {1, 0, -1, 0, 0, 1},                {1, 0, -1, 0, 1, 0},
+        {UINT32_MAX, UINT32_MAX, INT32_MAX - 1, INT64_MAX, UINT32_MAX, UINT32_MAX},
+    };
+    size_t n = sizeof keys / sizeof keys[0];
+    unsigned char prev[DSQ_BLOCK_KEY_LEN], cur[DSQ_BLOCK_KEY_LEN];
+    for (size_t i = 0; i < n; i++) {
+        dsq_block_key_pack(&keys[i], cur);
+        dsq_block_key back;
+        dsq_block_key_unpack(cur, &back);
+        CHECK(key_is(&back, keys[i].run, keys[i].host, keys[i].rank, keys[i].t_us,
+                     keys[i].source, keys[i].seq));
+        if (i > 0)
+            CHECK(memcmp(prev, cur, DSQ_BLOCK_KEY_LEN) < 0); /* bytes sort like the tuple */
+        memcpy(prev, cur, sizeof prev);
+    }
+    dsq_block_key k = {0x01020304, 0, -1, 0, 0, 0};
+    dsq_block_key_pack(&k, cur);
+    CHECK(cur[0] == 1 && cur[1] == 2 && cur[2] == 3 && cur[3] == 4); /* big-endian */
+    CHECK(cur[8] == 0 && cur[11] == 0);                              /* rank -1 packs as 0 */
+}
+
+TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
+          T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
+          T(test_schema_mismatch), T(test_key_pack))
