@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     dsq_scan *sc = NULL;
     dsq_lines_params lp = {0, count_line, NULL};
     dsq_dict_new(&d);
-    dsq_scan_params sp = {d, count_event, NULL};
+    dsq_scan_params sp = {.dict = d, .emit = count_event};
     dsq_lines_new(&lp, &lb);
     dsq_scan_new(&sp, &sc);
     dsq_lines_params lp2 = {0, dsq_scan_line, sc};

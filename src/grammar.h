@@ -13,7 +13,9 @@
 
 #include "timeconv.h"
 
-/* Families count lines; a line belongs to the family of its logger header. */
+/* Families count lines; a line belongs to the family of its logger header. To add
+ * a family: an entry here (before DSQ_FAM_COUNT), its recognizer in
+ * grammar/<family>.re, and one row in src/families.c. */
 enum dsq_family {
     DSQ_FAM_OTHER = 0, /* recognized by nothing: a print, a traceback line, ... */
     DSQ_FAM_DEEPSPEED,
@@ -46,6 +48,20 @@ typedef struct dsq_span {
 } dsq_span;
 
 #define DSQ_MATCH_MAXV 8
+#define DSQ_MATCH_MAXF 16
+
+/* A named number a line carries, named as the log prints it ("loss", "lm loss"). */
+typedef struct dsq_mfield {
+    dsq_span name;
+    double v;
+    uint8_t unit; /* enum dsq_unit */
+} dsq_mfield;
+
+/* A timestamp's parts, for stamps without a year (glog "I0910 14:27:22.992898",
+ * mmengine "09/10 14:27:26"): y == 0 and the scanner supplies the year. */
+typedef struct dsq_civil {
+    int y, mo, d, h, mi, s, us;
+} dsq_civil;
 
 typedef struct dsq_match {
     int kind;        /* enum dsq_mkind */
@@ -59,7 +75,40 @@ typedef struct dsq_match {
     int nv;
     double v[DSQ_MATCH_MAXV];
     uint8_t unit[DSQ_MATCH_MAXV]; /* enum dsq_unit */
+    /* Generic single-line events: when ev != 0 (enum dsq_ev_kind) the scanner emits
+     * one event of that kind with these fields and label, at this line's time. */
+    int ev;
+    dsq_span label;
+    int nf;
+    dsq_mfield f[DSQ_MATCH_MAXF];
+    dsq_civil civil; /* a year-less stamp (t_us is DSQ_TIME_NONE then), mo == 0 if none */
 } dsq_match;
+
+/* Appends a field whose number (and optional unit word after blanks) starts at
+ * num; ignored when the number does not parse or the match is full. Returns the
+ * position after what was consumed (num itself when nothing was). */
+const char *dsq_match_field(dsq_match *m, const char *name, size_t name_n, const char *num,
+                            const char *end);
+
+/* Appends a field with a value already known. */
+void dsq_match_value(dsq_match *m, const char *name, size_t name_n, double v, int unit);
+
+/* One row of the family registry (src/families.c): recognizers run in this order
+ * on what is left after the prefix layers; the first that matches owns the line. */
+typedef struct dsq_family_def {
+    int family;           /* enum dsq_family */
+    const char *name;     /* "deepspeed": what `count by family` prints */
+    int (*recognize)(const char *line, size_t len, struct dsq_match *m);
+} dsq_family_def;
+
+extern const dsq_family_def dsq_families[];
+extern const size_t dsq_nfamilies;
+
+/* Name of a family ("other" for DSQ_FAM_OTHER, "?" out of range). */
+const char *dsq_family_name(int family);
+
+/* Name of a level ("none", "debug", "info", "warning", "error", "critical"). */
+const char *dsq_level_name(int level);
 
 /* Recognizes one line shape. Returns 1 and fills m (only the members it knows; the
  * caller clears m) when the line has this shape, 0 otherwise. */

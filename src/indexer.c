@@ -22,6 +22,7 @@
 #include "input.h"
 #include "lines.h"
 #include "scan.h"
+#include "timeconv.h"
 
 #define MAX_OPEN_BLOCKS 256
 #define BLOCK_EVENTS 1024
@@ -165,7 +166,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
         return dsq_error_set(err, DSQ_ENOMEM, "indexer");
     ix->p = *params;
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
-    dsq_scan_params sp = {dsq_store_dict(params->store), on_event, ix};
+    dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan))
         goto nomem;
     lp.ctx = ix->scan;
@@ -235,6 +236,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     dsq_error_clear(&e);
     dsq_lines_reset(ix->lines);
     dsq_scan_begin(ix->scan, 0, rank_from_name(mi->name[0] ? mi->name : ix->cur_path));
+    dsq_scan_set_year(ix->scan, dsq_time_year(mi->mtime_ns / 1000));
     dsq_member_rec mr = {.mtime_ns = mi->mtime_ns};
     int rc = 0;
     for (;;) {

@@ -37,6 +37,7 @@ struct dsq_scan {
     uint32_t default_host;
     int default_rank;
     int64_t last_t;
+    int year;           /* for year-less stamps */
     uint32_t lineno;
     /* last host prefix seen, to skip the dictionary for repeated prefixes */
     char host_cache[256];
@@ -70,6 +71,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->default_host = default_host;
     sc->default_rank = default_rank;
     sc->last_t = DSQ_TIME_NONE;
+    sc->year = 1970;
     sc->lineno = 0;
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
@@ -187,30 +189,97 @@ static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank
     }
 }
 
+void dsq_scan_set_year(dsq_scan *sc, int year) { sc->year = year; }
+
+/* Clears what recognizers read or fill; the field arrays are left as they are
+ * (nf / nv say how much is valid), which keeps this off the per-line profile. */
+static void match_init(dsq_match *m)
+{
+    m->kind = DSQ_MK_NONE;
+    m->family = DSQ_FAM_OTHER;
+    m->level = DSQ_LV_NONE;
+    m->rank = -1;
+    m->t_us = DSQ_TIME_NONE;
+    m->host = m->func = m->body = m->label = (dsq_span){NULL, 0};
+    m->nv = m->nf = m->ev = 0;
+    m->civil.mo = 0;
+}
+
+/* Resolves the line's time: its own stamp, a year-less stamp completed with the
+ * stream's year, or the last time seen in the stream. */
+static void line_time(dsq_scan *sc, dsq_match *m)
+{
+    if (m->t_us == DSQ_TIME_NONE && m->civil.mo) {
+        const dsq_civil *c = &m->civil;
+        m->t_us = dsq_time_from_civil(c->y ? c->y : sc->year, c->mo, c->d, c->h, c->mi, c->s, c->us);
+    } else if (m->t_us != DSQ_TIME_NONE) {
+        sc->year = dsq_time_year(m->t_us);
+    }
+    if (m->t_us != DSQ_TIME_NONE)
+        sc->last_t = m->t_us;
+}
+
+/* Emits the single-line event a recognizer described in m->ev / m->f. */
+static int emit_generic(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank)
+{
+    dsq_event ev = {.kind = (uint16_t)m->ev, .rank = rank, .host = host, .t_us = sc->last_t,
+                    .line = sc->lineno};
+    if (m->label.n)
+        ev.label = intern_trimmed(sc, m->label);
+    for (int i = 0; i < m->nf && ev.nf < DSQ_EV_MAXF; i++) {
+        uint32_t id = dsq_dict_intern(sc->p.dict, m->f[i].name.p, m->f[i].name.n);
+        if (!id)
+            return DSQ_ENOMEM;
+        ev.f[ev.nf++] = (dsq_field){id, m->f[i].unit, m->f[i].v};
+    }
+    return emit(sc, &ev);
+}
+
+/* Peels prefix layers (each may name the host or rank), leaving the rest in *line. */
+static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t *len,
+                          uint32_t *host)
+{
+    if (dsq_gram_pdsh(*line, *len, m)) {
+        *host = host_id(sc, m->host);
+        *line = m->body.p;
+        *len = m->body.n;
+    }
+}
+
+static void recognize(dsq_match *m, const char *line, size_t len)
+{
+    for (size_t i = 0; i < dsq_nfamilies; i++) {
+        if (dsq_families[i].recognize(line, len, m)) {
+            m->family = dsq_families[i].family;
+            return;
+        }
+    }
+}
+
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
 {
     dsq_scan *sc = scanner;
     dsq_match m;
     uint32_t host = sc->default_host;
+    const char *rest = line;
+    size_t rest_n = len;
+    int rc = 0;
     sc->lineno++;
     sc->st.lines++;
     if (flags & DSQ_LINE_CUT)
         sc->st.cut++;
-    memset(&m, 0, sizeof m);
-    m.rank = -1;
-    m.t_us = DSQ_TIME_NONE;
-    if (dsq_gram_pdsh(line, len, &m)) {
-        host = host_id(sc, m.host);
-        line = m.body.p;
-        len = m.body.n;
-    }
-    int rc = 0;
-    if (dsq_gram_deepspeed(line, len, &m)) {
-        sc->last_t = m.t_us;
-        int rank = m.rank >= 0 ? m.rank : sc->default_rank;
-        if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
-            rc = memory_line(sc, &m, host, rank);
-    }
+    match_init(&m);
+    peel_prefixes(sc, &m, &rest, &rest_n, &host);
+    int prefix_rank = m.rank;
+    recognize(&m, rest, rest_n);
+    line_time(sc, &m);
+    int rank = m.rank >= 0 ? m.rank : prefix_rank >= 0 ? prefix_rank : sc->default_rank;
+    if (sc->p.observe)
+        sc->p.observe(sc->p.observe_ctx, &m, line, len, flags);
+    if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
+        rc = memory_line(sc, &m, host, rank);
+    else if (m.ev)
+        rc = emit_generic(sc, &m, host, rank);
     sc->st.family_lines[m.family]++;
     sc->st.level_lines[m.level]++;
     return rc;

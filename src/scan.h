@@ -22,10 +22,17 @@ typedef struct dsq_scan dsq_scan;
 /* Receives each finished event; a non-zero return stops the scan. */
 typedef int (*dsq_emit_fn)(void *ctx, const dsq_event *ev);
 
+/* Sees every line as the scanner understood it (after prefix layers and
+ * recognizers, before events are built): for golden tests and `explain`. */
+typedef void (*dsq_observe_fn)(void *ctx, const dsq_match *m, const char *line, size_t len,
+                               unsigned flags);
+
 typedef struct dsq_scan_params {
     dsq_dict *dict;     /* borrowed: where host names, labels and field names go */
     dsq_emit_fn emit;
     void *ctx;
+    dsq_observe_fn observe; /* may be NULL */
+    void *observe_ctx;
 } dsq_scan_params;
 
 typedef struct dsq_scan_stats {
@@ -41,6 +48,10 @@ void dsq_scan_free(dsq_scan *sc);
 
 /* Starts a stream. Lines without a host/rank prefix get these (0 / -1: unknown). */
 void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank);
+
+/* Year for stamps that print none, until a stamp with a year is seen (the
+ * indexer passes the file's mtime year). Call after dsq_scan_begin. */
+void dsq_scan_set_year(dsq_scan *sc, int year);
 
 /* One line (a dsq_line_fn: ctx is the scanner). */
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags);

@@ -20,26 +20,42 @@ int64_t dsq_time_from_civil(int y, int mo, int d, int h, int mi, int s, int us)
     return ((days * 86400 + h * 3600 + mi * 60 + s) * 1000000) + us;
 }
 
-void dsq_time_format(int64_t t_us, char out[64])
+/* Days since the epoch to year, month, day (inverse of days_from_civil). */
+static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
 {
-    if (t_us == DSQ_TIME_NONE) {
-        snprintf(out, 64, "-");
-        return;
-    }
-    int64_t secs = t_us >= 0 ? t_us / 1000000 : -((-t_us + 999999) / 1000000);
-    int64_t z = (secs >= 0 ? secs : secs - 86399) / 86400;
-    int64_t sod = secs - z * 86400;
     z += 719468;
     const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
     const int64_t doe = z - era * 146097;
     const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     const int64_t mp = (5 * doy + 2) / 153;
-    const int64_t d = doy - (153 * mp + 2) / 5 + 1;
-    const int64_t m = mp < 10 ? mp + 3 : mp - 9;
-    const int64_t y = yoe + era * 400 + (m <= 2);
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+void dsq_time_format(int64_t t_us, char out[64])
+{
+    if (t_us == DSQ_TIME_NONE) {
+        snprintf(out, 64, "-");
+        return;
+    }
+    int64_t secs = floor_div(t_us, 1000000);
+    int64_t z = floor_div(secs, 86400), sod = secs - z * 86400, y, m, d;
+    civil_from_days(z, &y, &m, &d);
     snprintf(out, 64, "%04d-%02d-%02d %02d:%02d:%02d", (int)y, (int)m, (int)d, (int)(sod / 3600),
              (int)(sod / 60 % 60), (int)(sod % 60));
+}
+
+int dsq_time_year(int64_t t_us)
+{
+    int64_t y, m, d;
+    if (t_us == DSQ_TIME_NONE)
+        return 1970;
+    civil_from_days(floor_div(floor_div(t_us, 1000000), 86400), &y, &m, &d);
+    return (int)y;
 }
 
 int dsq_time_digits(const char *p, int n)
@@ -52,3 +68,4 @@ int dsq_time_digits(const char *p, int n)
     }
     return v;
 }
+

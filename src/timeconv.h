@@ -15,6 +15,9 @@ int64_t dsq_time_from_civil(int y, int mo, int d, int h, int mi, int s, int us);
 /* Inverse, for printing: writes "YYYY-MM-DD HH:MM:SS" (needs 64 bytes). */
 void dsq_time_format(int64_t t_us, char out[64]);
 
+/* The calendar year of a time (UTC). */
+int dsq_time_year(int64_t t_us);
+
 /* Parses fixed-width decimal digits; returns -1 if any is not a digit. */
 int dsq_time_digits(const char *p, int n);
 

@@ -165,9 +165,6 @@ static void text_time(text *t, int64_t t_us)
  * the cut path (head kept, rest skipped, next line intact) with a small file. */
 #define GOLDEN_MAX_LINE 4096
 
-static const char *const family_names[DSQ_FAM_COUNT] = {"other", "deepspeed"};
-static const char *const level_names[DSQ_LV_COUNT] = {"none",    "debug", "info",
-                                                      "warning", "error", "critical"};
 static const char *const kind_names[] = {"none",         "prefix",    "ds_log",
                                          "ds_mem_label", "ds_mem_ma", "ds_mem_cpu"};
 
@@ -216,13 +213,12 @@ static int on_event(void *ctx, const dsq_event *ev)
     return 0;
 }
 
-/* The recognizers' view of one line, peeled as scan.c peels it. A line nothing
+/* The scanner's view of one line (its observer callback). A line nothing
  * recognized is shown whole, so the golden file says what was rejected. */
-static void render_match(text *t, const dsq_match *m, int pdsh, const char *line, size_t len)
+static void render_match(text *t, const dsq_match *m, const char *line, size_t len)
 {
-    text_printf(t, " family=%s level=%s", name_of(family_names, DSQ_FAM_COUNT, m->family),
-                name_of(level_names, DSQ_LV_COUNT, m->level));
-    if (pdsh) {
+    text_printf(t, " family=%s level=%s", dsq_family_name(m->family), dsq_level_name(m->level));
+    if (m->host.n) {
         text_printf(t, " host=");
         text_escaped(t, m->host.p, m->host.n);
     }
@@ -238,13 +234,26 @@ static void render_match(text *t, const dsq_match *m, int pdsh, const char *line
     }
     size_t nkinds = sizeof kind_names / sizeof *kind_names;
     text_printf(t, " kind=%s", name_of(kind_names, nkinds, m->kind));
+    if (m->ev)
+        text_printf(t, " ev=%s", dsq_ev_kind_name(m->ev));
     for (int i = 0; i < m->nv; i++) {
         text_printf(t, i ? ", " : " v=[");
         text_value(t, m->v[i], m->unit[i]);
     }
     if (m->nv)
         text_printf(t, "]");
-    if (m->kind != DSQ_MK_NONE) {
+    if (m->label.n) {
+        text_printf(t, " label=\"");
+        text_escaped(t, m->label.p, m->label.n);
+        text_printf(t, "\"");
+    }
+    for (int i = 0; i < m->nf; i++) {
+        text_printf(t, " ");
+        text_escaped(t, m->f[i].name.p, m->f[i].name.n);
+        text_printf(t, "=");
+        text_value(t, m->f[i].v, m->f[i].unit);
+    }
+    if (m->kind != DSQ_MK_NONE || m->family != DSQ_FAM_OTHER) {
         text_printf(t, " body=\"");
         text_escaped(t, m->body.p, m->body.n);
     } else {
@@ -254,27 +263,19 @@ static void render_match(text *t, const dsq_match *m, int pdsh, const char *line
     text_printf(t, "\"\n");
 }
 
-/* dsq_line_fn: renders the line, then hands it to the scanner (whose events are
- * rendered by on_event, so they follow the line that completed them). */
-static int on_line(void *ctx, const char *line, size_t len, unsigned flags)
+/* dsq_observe_fn: renders the line as the scanner saw it; the events it completes
+ * are rendered by on_event right after, so they follow their line. */
+static void on_observe(void *ctx, const dsq_match *m, const char *line, size_t len,
+                       unsigned flags)
 {
     render *r = ctx;
-    dsq_match m;
-    memset(&m, 0, sizeof m);
-    m.rank = -1;
-    m.t_us = DSQ_TIME_NONE;
-    int pdsh = dsq_gram_pdsh(line, len, &m);
-    const char *rest = pdsh ? m.body.p : line;
-    size_t rest_n = pdsh ? m.body.n : len;
-    dsq_gram_deepspeed(rest, rest_n, &m);
     r->lineno++;
     text_printf(r->out, "L%u%s", (unsigned)r->lineno, (flags & DSQ_LINE_CUT) ? " cut" : "");
-    render_match(r->out, &m, pdsh, line, len);
-    if (m.family >= 0 && m.family < DSQ_FAM_COUNT)
-        r->fam[m.family]++;
-    if (m.level >= 0 && m.level < DSQ_LV_COUNT)
-        r->lv[m.level]++;
-    return dsq_scan_line(r->sc, line, len, flags);
+    render_match(r->out, m, line, len);
+    if (m->family >= 0 && m->family < DSQ_FAM_COUNT)
+        r->fam[m->family]++;
+    if (m->level >= 0 && m->level < DSQ_LV_COUNT)
+        r->lv[m->level]++;
 }
 
 static void render_totals(render *r, uint64_t split_lines)
@@ -285,11 +286,11 @@ static void render_totals(render *r, uint64_t split_lines)
                 (unsigned long long)st->cut, (unsigned long long)st->events);
     for (int i = 0; i < DSQ_FAM_COUNT; i++)
         if (st->family_lines[i])
-            text_printf(t, " family:%s=%llu", family_names[i],
+            text_printf(t, " family:%s=%llu", dsq_family_name(i),
                         (unsigned long long)st->family_lines[i]);
     for (int i = 0; i < DSQ_LV_COUNT; i++)
         if (st->level_lines[i])
-            text_printf(t, " level:%s=%llu", level_names[i],
+            text_printf(t, " level:%s=%llu", dsq_level_name(i),
                         (unsigned long long)st->level_lines[i]);
     text_printf(t, "\n");
     if (split_lines != st->lines || r->lineno != st->lines)
@@ -327,13 +328,16 @@ static int render_file(const char *data, size_t n, size_t chunk, text *out)
     int rc = -1;
     if (dsq_dict_new(&r.dict))
         goto done;
-    dsq_scan_params sp = {r.dict, on_event, &r};
+    dsq_scan_params sp = {.dict = r.dict, .emit = on_event, .ctx = &r, .observe = on_observe,
+                          .observe_ctx = &r};
     if (dsq_scan_new(&sp, &r.sc))
         goto done;
-    dsq_lines_params lp = {GOLDEN_MAX_LINE, on_line, &r};
+    dsq_lines_params lp = {GOLDEN_MAX_LINE, dsq_scan_line, NULL};
+    lp.ctx = r.sc;
     if (dsq_lines_new(&lp, &lb))
         goto done;
     dsq_scan_begin(r.sc, 0, -1);
+    dsq_scan_set_year(r.sc, 2024); /* year-less stamps in golden files are 2024 unless said */
     if ((rc = feed(lb, data, n, chunk)) != 0 || (rc = dsq_scan_end(r.sc)) != 0)
         goto done;
     render_totals(&r, dsq_lines_stats_get(lb)->lines);

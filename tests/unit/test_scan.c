@@ -39,7 +39,7 @@ static fixture *fx_new(size_t max_line)
 {
     fixture *f = calloc(1, sizeof *f);
     CHECK_INT(dsq_dict_new(&f->dict), 0);
-    dsq_scan_params sp = {f->dict, on_event, &f->out};
+    dsq_scan_params sp = {.dict = f->dict, .emit = on_event, .ctx = &f->out};
     CHECK_INT(dsq_scan_new(&sp, &f->sc), 0);
     dsq_lines_params lp = {max_line, dsq_scan_line, f->sc};
     CHECK_INT(dsq_lines_new(&lp, &f->lines), 0);

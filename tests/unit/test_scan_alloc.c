@@ -128,7 +128,7 @@ static void test_no_allocation_per_line(void)
     sink out;
     memset(&out, 0, sizeof out);
     CHECK_INT(dsq_dict_new(&dict), 0);
-    dsq_scan_params sp = {dict, on_event, &out};
+    dsq_scan_params sp = {.dict = dict, .emit = on_event, .ctx = &out};
     CHECK_INT(dsq_scan_new(&sp, &sc), 0);
     dsq_lines_params lp = {0, dsq_scan_line, sc};
     CHECK_INT(dsq_lines_new(&lp, &lb), 0);

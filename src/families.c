@@ -1,0 +1,61 @@
+/* The family registry: which recognizers run, in which order, under what name.
+ * Order matters only for speed and for shapes two families could both claim; a
+ * recognizer must reject anything that is not its own shape. Prefix layers
+ * (pdsh host, rank tags, ...) are not families: scan.c peels them first. */
+#include "grammar.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "num.h"
+
+const dsq_family_def dsq_families[] = {
+    {DSQ_FAM_DEEPSPEED, "deepspeed", dsq_gram_deepspeed},
+};
+const size_t dsq_nfamilies = sizeof dsq_families / sizeof dsq_families[0];
+
+const char *dsq_family_name(int family)
+{
+    if (family == DSQ_FAM_OTHER)
+        return "other";
+    for (size_t i = 0; i < dsq_nfamilies; i++)
+        if (dsq_families[i].family == family)
+            return dsq_families[i].name;
+    return "?";
+}
+
+const char *dsq_level_name(int level)
+{
+    static const char *const names[DSQ_LV_COUNT] = {"none",    "debug", "info",
+                                                    "warning", "error", "critical"};
+    return level >= 0 && level < DSQ_LV_COUNT ? names[level] : "?";
+}
+
+void dsq_match_value(dsq_match *m, const char *name, size_t name_n, double v, int unit)
+{
+    if (m->nf >= DSQ_MATCH_MAXF)
+        return;
+    dsq_mfield *f = &m->f[m->nf++];
+    f->name.p = name;
+    f->name.n = name_n;
+    f->v = v;
+    f->unit = (uint8_t)unit;
+}
+
+const char *dsq_match_field(dsq_match *m, const char *name, size_t name_n, const char *num,
+                            const char *end)
+{
+    double v;
+    const char *stop = NULL;
+    if (dsq_num_parse(num, end, &v, &stop) != 0)
+        return num;
+    const char *u = stop;
+    while (u < end && (*u == ' ' || *u == '\t'))
+        u++;
+    const char *ue = u;
+    while (ue < end && ((*ue >= 'A' && *ue <= 'Z') || (*ue >= 'a' && *ue <= 'z') || *ue == '%'))
+        ue++;
+    int unit = ue > u ? (int)dsq_unit_parse(u, (size_t)(ue - u)) : DSQ_U_NONE;
+    dsq_match_value(m, name, name_n, v, unit);
+    return unit != DSQ_U_NONE ? ue : stop;
+}
