@@ -10,7 +10,7 @@
 #include "num.h"
 
 const dsq_family_def dsq_families[] = {
-    {DSQ_FAM_DEEPSPEED, "deepspeed", dsq_gram_deepspeed},
+    {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed},
 };
 const size_t dsq_nfamilies = sizeof dsq_families / sizeof dsq_families[0];
 

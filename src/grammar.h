@@ -93,12 +93,44 @@ const char *dsq_match_field(dsq_match *m, const char *name, size_t name_n, const
 /* Appends a field with a value already known. */
 void dsq_match_value(dsq_match *m, const char *name, size_t name_n, double v, int unit);
 
+/* --- stateful families: multi-line events (tracebacks, tables, blocks) ------ */
+
+struct dsq_scan;
+
+/* Where the current line belongs, for a handler that emits events. */
+typedef struct dsq_line_ctx {
+    struct dsq_scan *sc;
+    uint32_t host;   /* dictionary id, 0 unknown */
+    int rank;        /* -1 unknown */
+    int64_t t_us;    /* the line's time (its own or inherited), DSQ_TIME_NONE if none yet */
+    uint32_t lineno;
+} dsq_line_ctx;
+
+/* Every handler state starts with this; while `active` is non-zero the handler
+ * also sees lines of other families (continuation lines are usually "other"). */
+typedef struct dsq_fam_state {
+    int active;
+} dsq_fam_state;
+
+/* Emits one event from a handler: kind (enum dsq_ev_kind), optional label, fields
+ * (names are spans; copy them into the state first if they outlive the line). The
+ * event takes lc's host, rank, time and line unless t_us / lineno are given (!= 0). */
+int dsq_scan_emit(const dsq_line_ctx *lc, int ev, dsq_span label, const dsq_mfield *f, int nf,
+                  int64_t t_us, uint32_t lineno);
+
 /* One row of the family registry (src/families.c): recognizers run in this order
- * on what is left after the prefix layers; the first that matches owns the line. */
+ * on what is left after the prefix layers; the first that matches owns the line.
+ * A family with a handler gets state_size bytes of zeroed state per stream (no
+ * allocation per line); handle() sees each line of its family, and every line
+ * while its state is active; finish() runs at the end of the stream. */
 typedef struct dsq_family_def {
     int family;           /* enum dsq_family */
     const char *name;     /* "deepspeed": what `count by family` prints */
     int (*recognize)(const char *line, size_t len, struct dsq_match *m);
+    size_t state_size;    /* 0: no handler */
+    int (*handle)(void *state, const dsq_line_ctx *lc, const struct dsq_match *m,
+                  const char *line, size_t len);
+    int (*finish)(void *state, const dsq_line_ctx *lc);
 } dsq_family_def;
 
 extern const dsq_family_def dsq_families[];

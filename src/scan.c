@@ -45,6 +45,9 @@ struct dsq_scan {
     uint32_t host_cache_id;
     pending pend[MAX_PENDING];
     dsq_scan_stats st;
+    unsigned char *fam_state;   /* all families' handler states, one allocation */
+    size_t fam_state_size;
+    size_t fam_off[64];         /* offset of each registry row's state */
 };
 
 int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
@@ -60,11 +63,25 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
             return DSQ_ENOMEM;
         }
     }
+    for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
+        sc->fam_off[i] = sc->fam_state_size;
+        sc->fam_state_size += (dsq_families[i].state_size + 15) & ~(size_t)15;
+    }
+    if (sc->fam_state_size && !(sc->fam_state = calloc(1, sc->fam_state_size))) {
+        free(sc);
+        return DSQ_ENOMEM;
+    }
     *out = sc;
     return 0;
 }
 
-void dsq_scan_free(dsq_scan *sc) { free(sc); }
+void dsq_scan_free(dsq_scan *sc)
+{
+    if (!sc)
+        return;
+    free(sc->fam_state);
+    free(sc);
+}
 
 void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
 {
@@ -77,6 +94,8 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->host_cache_id = 0;
     memset(sc->pend, 0, sizeof sc->pend);
     memset(&sc->st, 0, sizeof sc->st);
+    if (sc->fam_state)
+        memset(sc->fam_state, 0, sc->fam_state_size);
 }
 
 const dsq_scan_stats *dsq_scan_stats_get(const dsq_scan *sc) { return &sc->st; }
@@ -219,20 +238,39 @@ static void line_time(dsq_scan *sc, dsq_match *m)
         sc->last_t = m->t_us;
 }
 
-/* Emits the single-line event a recognizer described in m->ev / m->f. */
-static int emit_generic(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank)
+int dsq_scan_emit(const dsq_line_ctx *lc, int ev, dsq_span label, const dsq_mfield *f, int nf,
+                  int64_t t_us, uint32_t lineno)
 {
-    dsq_event ev = {.kind = (uint16_t)m->ev, .rank = rank, .host = host, .t_us = sc->last_t,
-                    .line = sc->lineno};
-    if (m->label.n)
-        ev.label = intern_trimmed(sc, m->label);
-    for (int i = 0; i < m->nf && ev.nf < DSQ_EV_MAXF; i++) {
-        uint32_t id = dsq_dict_intern(sc->p.dict, m->f[i].name.p, m->f[i].name.n);
+    dsq_scan *sc = lc->sc;
+    dsq_event e = {.kind = (uint16_t)ev, .rank = lc->rank, .host = lc->host,
+                   .t_us = t_us ? t_us : lc->t_us, .line = lineno ? lineno : lc->lineno};
+    if (label.n)
+        e.label = intern_trimmed(sc, label);
+    for (int i = 0; i < nf && e.nf < DSQ_EV_MAXF; i++) {
+        uint32_t id = dsq_dict_intern(sc->p.dict, f[i].name.p, f[i].name.n);
         if (!id)
             return DSQ_ENOMEM;
-        ev.f[ev.nf++] = (dsq_field){id, m->f[i].unit, m->f[i].v};
+        e.f[e.nf++] = (dsq_field){id, f[i].unit, f[i].v};
     }
-    return emit(sc, &ev);
+    return emit(sc, &e);
+}
+
+/* Offers the line to every stateful family that wants it. */
+static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, const dsq_match *m,
+                        const char *line, size_t len)
+{
+    for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
+        const dsq_family_def *d = &dsq_families[i];
+        if (!d->handle)
+            continue;
+        dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
+        if (d->family != m->family && !st->active)
+            continue;
+        int rc = d->handle(st, lc, m, line, len);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* Peels prefix layers (each may name the host or rank), leaving the rest in *line. */
@@ -276,10 +314,13 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     int rank = m.rank >= 0 ? m.rank : prefix_rank >= 0 ? prefix_rank : sc->default_rank;
     if (sc->p.observe)
         sc->p.observe(sc->p.observe_ctx, &m, line, len, flags);
+    dsq_line_ctx lc = {sc, host, rank, sc->last_t, sc->lineno};
     if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
         rc = memory_line(sc, &m, host, rank);
     else if (m.ev)
-        rc = emit_generic(sc, &m, host, rank);
+        rc = dsq_scan_emit(&lc, m.ev, m.label, m.f, m.nf, 0, 0);
+    if (!rc && sc->fam_state)
+        rc = run_handlers(sc, &lc, &m, rest, rest_n);
     sc->st.family_lines[m.family]++;
     sc->st.level_lines[m.level]++;
     return rc;
@@ -287,6 +328,15 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
 
 int dsq_scan_end(dsq_scan *sc)
 {
+    dsq_line_ctx lc = {sc, sc->default_host, sc->default_rank, sc->last_t, sc->lineno};
+    for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
+        const dsq_family_def *d = &dsq_families[i];
+        if (!d->finish)
+            continue;
+        int rc = d->finish(sc->fam_state + sc->fam_off[i], &lc);
+        if (rc)
+            return rc;
+    }
     for (int i = 0; i < MAX_PENDING; i++) {
         int rc = flush_pending(sc, &sc->pend[i]);
         if (rc)
