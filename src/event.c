@@ -1,7 +1,7 @@
 /* Block encoding of events.
  *
  * Layout: varint count, then per event: varint kind, zigzag varint time delta,
- * varint label, varint line delta (zigzag), byte nf, then nf times (varint name,
+ * varint label, varint text, varint line delta (zigzag), byte nf, then nf times (varint name,
  * byte unit, 8-byte little-endian double). The first time delta is relative to the
  * block key's time. Decoding checks every length against the end of the value, so
  * a damaged block is reported, never overrun.
@@ -16,6 +16,7 @@
 static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_NONE] = "none",
     [DSQ_EV_MEMORY] = "memory",
+    [DSQ_EV_ATTR] = "attr",
 };
 
 const char *dsq_ev_kind_name(int kind)
@@ -67,8 +68,8 @@ static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 
 
 int dsq_block_add(dsq_block *b, const dsq_event *ev)
 {
-    /* worst case: 4 varints of 10 + 1 + nf * (5 + 1 + 8) */
-    if (reserve(b, 48 + (size_t)ev->nf * 14) != 0)
+    /* worst case: 5 varints of 10 + 1 + nf * (5 + 1 + 8) */
+    if (reserve(b, 58 + (size_t)ev->nf * 14) != 0)
         return DSQ_ENOMEM;
     if (b->count == 0) {
         b->t_first = ev->t_us;
@@ -78,6 +79,7 @@ int dsq_block_add(dsq_block *b, const dsq_event *ev)
     put_varint(b, ev->kind);
     put_varint(b, zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
     put_varint(b, ev->label);
+    put_varint(b, ev->text);
     put_varint(b, zigzag((int64_t)ev->line - (int64_t)b->line_prev));
     b->buf[b->len++] = ev->nf;
     for (int i = 0; i < ev->nf; i++) {
@@ -125,13 +127,15 @@ int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
 {
     if (it->left == 0)
         return 0;
-    uint64_t kind, dt, label, dl;
+    uint64_t kind, dt, label, text, dl;
     if (get_varint(it, &kind) || get_varint(it, &dt) || get_varint(it, &label) ||
+        get_varint(it, &text) ||
         get_varint(it, &dl) || it->p >= it->end)
         return DSQ_EFORMAT;
     ev->kind = (uint16_t)kind;
     ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)unzigzag(dt));
     ev->label = (uint32_t)label;
+    ev->text = (uint32_t)text;
     ev->line = it->line_prev + (uint32_t)unzigzag(dl); /* mod 2^32: no signed overflow */
     ev->nf = *it->p++;
     if (ev->nf > DSQ_EV_MAXF)

@@ -17,9 +17,13 @@
 
 #define DSQ_EV_MAXF 8
 
+/* Event kinds. To add one: an entry before DSQ_EV_KIND_COUNT and its name in
+ * event.c. Numbers are stored in the index: never reorder, only append. */
 enum dsq_ev_kind {
     DSQ_EV_NONE = 0,
     DSQ_EV_MEMORY = 1, /* DeepSpeed see_memory_usage report: MA Max_MA CA Max_CA CPU_used CPU_percent */
+    DSQ_EV_ATTR = 2,   /* a run attribute: label = name ("zero_stage"), text = value as printed,
+                          and field "value" when the value is a number */
     DSQ_EV_KIND_COUNT
 };
 
@@ -35,7 +39,8 @@ typedef struct dsq_event {
     int32_t rank;   /* -1 when unknown */
     uint32_t host;  /* dictionary id, 0 when unknown */
     int64_t t_us;   /* microseconds since the epoch; DSQ_TIME_NONE when no time was seen */
-    uint32_t label; /* dictionary id or 0 */
+    uint32_t label; /* dictionary id or 0: what the event is about ("Stage 3 initialize beginning") */
+    uint32_t text;  /* dictionary id or 0: a string value (an attribute's value, an error message) */
     uint32_t line;  /* 1-based line number in its file or member */
     dsq_field f[DSQ_EV_MAXF];
 } dsq_event;

@@ -79,6 +79,7 @@ typedef struct dsq_match {
      * one event of that kind with these fields and label, at this line's time. */
     int ev;
     dsq_span label;
+    dsq_span text;   /* a string value (attribute value, message) */
     int nf;
     dsq_mfield f[DSQ_MATCH_MAXF];
     dsq_civil civil; /* a year-less stamp (t_us is DSQ_TIME_NONE then), mo == 0 if none */
@@ -112,11 +113,21 @@ typedef struct dsq_fam_state {
     int active;
 } dsq_fam_state;
 
-/* Emits one event from a handler: kind (enum dsq_ev_kind), optional label, fields
+/* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields
  * (names are spans; copy them into the state first if they outlive the line). The
- * event takes lc's host, rank, time and line unless t_us / lineno are given (!= 0). */
-int dsq_scan_emit(const dsq_line_ctx *lc, int ev, dsq_span label, const dsq_mfield *f, int nf,
-                  int64_t t_us, uint32_t lineno);
+ * event takes the line's host, rank, time and line number unless t_us / lineno are
+ * set (non-zero), e.g. for a block that ends lines after it began. */
+typedef struct dsq_emit_args {
+    int ev;
+    dsq_span label;
+    dsq_span text;
+    const dsq_mfield *f;
+    int nf;
+    int64_t t_us;
+    uint32_t lineno;
+} dsq_emit_args;
+
+int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a);
 
 /* One row of the family registry (src/families.c): recognizers run in this order
  * on what is left after the prefix layers; the first that matches owns the line.

@@ -219,7 +219,7 @@ static void match_init(dsq_match *m)
     m->level = DSQ_LV_NONE;
     m->rank = -1;
     m->t_us = DSQ_TIME_NONE;
-    m->host = m->func = m->body = m->label = (dsq_span){NULL, 0};
+    m->host = m->func = m->body = m->label = m->text = (dsq_span){NULL, 0};
     m->nv = m->nf = m->ev = 0;
     m->civil.mo = 0;
 }
@@ -238,19 +238,20 @@ static void line_time(dsq_scan *sc, dsq_match *m)
         sc->last_t = m->t_us;
 }
 
-int dsq_scan_emit(const dsq_line_ctx *lc, int ev, dsq_span label, const dsq_mfield *f, int nf,
-                  int64_t t_us, uint32_t lineno)
+int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
 {
     dsq_scan *sc = lc->sc;
-    dsq_event e = {.kind = (uint16_t)ev, .rank = lc->rank, .host = lc->host,
-                   .t_us = t_us ? t_us : lc->t_us, .line = lineno ? lineno : lc->lineno};
-    if (label.n)
-        e.label = intern_trimmed(sc, label);
-    for (int i = 0; i < nf && e.nf < DSQ_EV_MAXF; i++) {
-        uint32_t id = dsq_dict_intern(sc->p.dict, f[i].name.p, f[i].name.n);
+    dsq_event e = {.kind = (uint16_t)a->ev, .rank = lc->rank, .host = lc->host,
+                   .t_us = a->t_us ? a->t_us : lc->t_us, .line = a->lineno ? a->lineno : lc->lineno};
+    if (a->label.n)
+        e.label = intern_trimmed(sc, a->label);
+    if (a->text.n)
+        e.text = intern_trimmed(sc, a->text);
+    for (int i = 0; i < a->nf && e.nf < DSQ_EV_MAXF; i++) {
+        uint32_t id = dsq_dict_intern(sc->p.dict, a->f[i].name.p, a->f[i].name.n);
         if (!id)
             return DSQ_ENOMEM;
-        e.f[e.nf++] = (dsq_field){id, f[i].unit, f[i].v};
+        e.f[e.nf++] = (dsq_field){id, a->f[i].unit, a->f[i].v};
     }
     return emit(sc, &e);
 }
@@ -317,8 +318,10 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     dsq_line_ctx lc = {sc, host, rank, sc->last_t, sc->lineno};
     if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
         rc = memory_line(sc, &m, host, rank);
-    else if (m.ev)
-        rc = dsq_scan_emit(&lc, m.ev, m.label, m.f, m.nf, 0, 0);
+    else if (m.ev) {
+        dsq_emit_args a = {.ev = m.ev, .label = m.label, .text = m.text, .f = m.f, .nf = m.nf};
+        rc = dsq_scan_emit(&lc, &a);
+    }
     if (!rc && sc->fam_state)
         rc = run_handlers(sc, &lc, &m, rest, rest_n);
     sc->st.family_lines[m.family]++;

@@ -233,8 +233,8 @@ static void test_damaged(void)
     free(v);
     dsq_block_free_buf(&b);
 
-    /* hand-made: one event claiming 9 fields */
-    const unsigned char nine[] = {1, 1, 0, 0, 0, 9};
+    /* hand-made (count, kind, dt, label, text, line, nf, ...): one event claiming 9 fields */
+    const unsigned char nine[] = {1, 1, 0, 0, 0, 0, 9};
     CHECK_INT(decode_all(nine, sizeof nine, 0), DSQ_EFORMAT);
     /* a count varint that never ends */
     const unsigned char endless[] = {0x80, 0x80, 0x80};
@@ -243,17 +243,17 @@ static void test_damaged(void)
     const unsigned char huge[] = {0xff, 0xff, 0xff, 0xff, 0x7f};
     CHECK_INT(decode_all(huge, sizeof huge, 0), DSQ_EFORMAT);
     /* a line delta that would overflow a signed add: decoded without undefined behaviour */
-    const unsigned char wide[] = {2, 1, 0, 0, 0xc8, 0x01, 0,       /* line 100 */
-                                  1, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    const unsigned char wide[] = {2, 1, 0, 0, 0, 0xc8, 0x01, 0,    /* line 100 */
+                                  1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                                   0xff, 0x01, 0};                  /* + INT64_MAX */
     CHECK_INT(decode_all(wide, sizeof wide, 0), 2);
     /* an empty block is fine */
     const unsigned char empty[] = {0};
     CHECK_INT(decode_all(empty, sizeof empty, 0), 0);
     /* one event with one field whose double is cut short */
-    const unsigned char shortf[] = {1, 1, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0};
+    const unsigned char shortf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0};
     CHECK_INT(decode_all(shortf, sizeof shortf, 0), DSQ_EFORMAT);
-    const unsigned char okf[] = {1, 1, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    const unsigned char okf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     dsq_block_iter it;
     dsq_event ev;
     CHECK_INT(dsq_block_iter_init(&it, okf, sizeof okf, 1000), 0);
