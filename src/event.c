@@ -17,6 +17,7 @@ static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_NONE] = "none",
     [DSQ_EV_MEMORY] = "memory",
     [DSQ_EV_ATTR] = "attr",
+    [DSQ_EV_FAILURE] = "failure",
 };
 
 const char *dsq_ev_kind_name(int kind)

@@ -24,6 +24,8 @@ enum dsq_ev_kind {
     DSQ_EV_MEMORY = 1, /* DeepSpeed see_memory_usage report: MA Max_MA CA Max_CA CPU_used CPU_percent */
     DSQ_EV_ATTR = 2,   /* a run attribute: label = name ("zero_stage"), text = value as printed,
                           and field "value" when the value is a number */
+    DSQ_EV_FAILURE = 3, /* something failed: label = class (cuda_oom, nccl_timeout, nccl_error,
+                           cuda_error, signal, exception, launcher_exit), text = message */
     DSQ_EV_KIND_COUNT
 };
 

@@ -17,8 +17,18 @@
  * a family: an entry here (before DSQ_FAM_COUNT), its recognizer in
  * grammar/<family>.re, and one row in src/families.c. */
 enum dsq_family {
-    DSQ_FAM_OTHER = 0, /* recognized by nothing: a print, a traceback line, ... */
-    DSQ_FAM_DEEPSPEED,
+    DSQ_FAM_OTHER = 0, /* recognized by nothing: a bare print, ... */
+    DSQ_FAM_DEEPSPEED, /* DeepSpeed logger lines and DeepSpeed's bare prints */
+    DSQ_FAM_NCCL,      /* NCCL / RCCL: "host:pid:tid [dev] NCCL INFO|WARN ..." */
+    DSQ_FAM_HF,        /* HF transformers, LLaMA-Factory, accelerate, HF example logging, loss dicts */
+    DSQ_FAM_TORCHRUN,  /* torch.distributed.run / elastic launcher */
+    DSQ_FAM_GLOG,      /* glog / c10 (ProcessGroupNCCL, ...) */
+    DSQ_FAM_TRACEBACK, /* Python tracebacks and exception lines */
+    DSQ_FAM_PYWARN,    /* Python warnings: "file.py:56: UserWarning: ..." */
+    DSQ_FAM_MEGATRON,  /* Megatron iteration / memory / argument lines */
+    DSQ_FAM_MMENGINE,  /* mmengine / xtuner */
+    DSQ_FAM_TQDM,      /* tqdm progress bars */
+    DSQ_FAM_MISC,      /* MetricLogger, torchtitan, DS-Chat PPO, vLLM, TensorFlow headers */
     DSQ_FAM_COUNT
 };
 
