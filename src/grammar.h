@@ -170,6 +170,10 @@ typedef int (*dsq_grammar_fn)(const char *line, size_t len, dsq_match *m);
 /* grammar/pdsh.re: a pdsh / DeepSpeed-runner host prefix, "gpu009: ". */
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m);
 
+/* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,
+ * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, ANSI colour codes). */
+int dsq_gram_prefix(const char *line, size_t len, dsq_match *m);
+
 /* grammar/deepspeed.re: "[2024-07-20 21:30:05,202] [INFO] [file.py:96:func] [Rank 0] ..."
  * and, inside it, the three lines of the see_memory_usage report. */
 int dsq_gram_deepspeed(const char *line, size_t len, dsq_match *m);

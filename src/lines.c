@@ -22,6 +22,7 @@ struct dsq_lines {
     int carry_cut;      /* the carried line already exceeded max_line */
     int skipping;       /* inside the dropped tail of a cut line */
     int last_cr;        /* previous chunk ended with '\r': a leading '\n' belongs to it */
+    int after_cr;       /* the next line starts after a lone '\r' */
     const char *nl;     /* cached next '\n' in the current chunk (or chunk end) */
     dsq_lines_stats st;
 };
@@ -57,6 +58,7 @@ void dsq_lines_reset(dsq_lines *lb)
     lb->carry_cut = 0;
     lb->skipping = 0;
     lb->last_cr = 0;
+    lb->after_cr = 0;
     memset(&lb->st, 0, sizeof lb->st);
 }
 
@@ -81,7 +83,8 @@ static int emit_carry(dsq_lines *lb)
     char *c = lb->carry;
     c[lb->carry_len] = '\n';
     memset(c + lb->carry_len + 1, 0, DSQ_LINES_PAD);
-    unsigned flags = lb->carry_cut ? DSQ_LINE_CUT : 0;
+    unsigned flags = (lb->carry_cut ? DSQ_LINE_CUT : 0) | (lb->after_cr ? DSQ_LINE_AFTER_CR : 0);
+    lb->after_cr = 0;
     lb->st.lines++;
     if (lb->carry_cut)
         lb->st.cut++;
@@ -110,7 +113,9 @@ static const char *past_eol(dsq_lines *lb, const char *eol, const char *end)
         if (eol + 1 < end && eol[1] == '\n')
             return eol + 2;
         if (eol + 1 == end)
-            lb->last_cr = 1;
+            lb->last_cr = 1; /* decided by the next chunk's first byte */
+        else
+            lb->after_cr = 1;
     }
     return eol + 1;
 }
@@ -132,12 +137,13 @@ static int finish_carried(dsq_lines *lb, const char **pp, const char *end)
         }
         return 0;
     }
-    *pp = past_eol(lb, eol, end);
-    if (lb->skipping) {
+    int rc = 0;
+    if (lb->skipping) /* the head of this cut line was delivered already */
         lb->skipping = 0;
-        return 0;
-    }
-    return emit_carry(lb);
+    else
+        rc = emit_carry(lb); /* before past_eol: it may flag the next line */
+    *pp = past_eol(lb, eol, end);
+    return rc;
 }
 
 int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len)
@@ -150,6 +156,8 @@ int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len)
     lb->nl = NULL;
     if (lb->last_cr && p < end && *p == '\n')
         p++;
+    else if (lb->last_cr)
+        lb->after_cr = 1;
     lb->last_cr = 0;
     if ((lb->carry_len > 0 || lb->skipping || lb->carry_cut) && p < end) {
         rc = finish_carried(lb, &p, end);
@@ -163,8 +171,10 @@ int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len)
             break;
         size_t n = (size_t)(eol - p);
         if (n <= max) {
+            unsigned flags = lb->after_cr ? DSQ_LINE_AFTER_CR : 0;
+            lb->after_cr = 0;
             lb->st.lines++;
-            rc = lb->p.fn(lb->p.ctx, p, n, 0);
+            rc = lb->p.fn(lb->p.ctx, p, n, flags);
         } else {
             carry_append(lb, p, n);
             rc = emit_carry(lb);
@@ -192,5 +202,6 @@ int dsq_lines_finish(dsq_lines *lb)
     lb->carry_cut = 0;
     lb->skipping = 0;
     lb->last_cr = 0;
+    lb->after_cr = 0;
     return rc;
 }

@@ -17,6 +17,9 @@
 
 #define DSQ_LINES_PAD 64
 #define DSQ_LINE_CUT 1u
+/* The line began right after a lone '\r' (a tqdm rewrite): it is a segment of the
+ * same physical line as the one before, so it shares that line's prefixes. */
+#define DSQ_LINE_AFTER_CR 2u
 
 typedef struct dsq_lines dsq_lines;
 

@@ -38,6 +38,8 @@ struct dsq_scan {
     int default_rank;
     int64_t last_t;
     int year;           /* for year-less stamps */
+    uint32_t prev_host; /* host of the previous line: tqdm '\r' segments share it */
+    int prev_rank;
     uint32_t lineno;
     /* last host prefix seen, to skip the dictionary for repeated prefixes */
     char host_cache[256];
@@ -89,6 +91,8 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->default_rank = default_rank;
     sc->last_t = DSQ_TIME_NONE;
     sc->year = 1970;
+    sc->prev_host = default_host;
+    sc->prev_rank = default_rank;
     sc->lineno = 0;
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
@@ -274,12 +278,16 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, const dsq_match *m
     return 0;
 }
 
-/* Peels prefix layers (each may name the host or rank), leaving the rest in *line. */
+/* Peels prefix layers (each may name the host, rank or time), leaving the rest in
+ * *line. Layers nest in any order ("gpu009: [rank3]: ..."); at most 8 are peeled. */
 static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t *len,
                           uint32_t *host)
 {
-    if (dsq_gram_pdsh(*line, *len, m)) {
-        *host = host_id(sc, m->host);
+    for (int layer = 0; layer < 8; layer++) {
+        if (dsq_gram_pdsh(*line, *len, m))
+            *host = host_id(sc, m->host);
+        else if (!dsq_gram_prefix(*line, *len, m))
+            return;
         *line = m->body.p;
         *len = m->body.n;
     }
@@ -308,11 +316,24 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     if (flags & DSQ_LINE_CUT)
         sc->st.cut++;
     match_init(&m);
+    if (sc->lineno == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+        rest += 3; /* UTF-8 byte order mark */
+        rest_n -= 3;
+    }
     peel_prefixes(sc, &m, &rest, &rest_n, &host);
     int prefix_rank = m.rank;
+    if ((flags & DSQ_LINE_AFTER_CR) && rest == line) { /* a tqdm segment: same prefixes */
+        host = sc->prev_host;
+        prefix_rank = sc->prev_rank;
+        if (host)
+            m.host.p = dsq_dict_str(sc->p.dict, host, &m.host.n);
+    }
     recognize(&m, rest, rest_n);
     line_time(sc, &m);
     int rank = m.rank >= 0 ? m.rank : prefix_rank >= 0 ? prefix_rank : sc->default_rank;
+    m.rank = rank;
+    sc->prev_host = host;
+    sc->prev_rank = prefix_rank >= 0 ? prefix_rank : sc->default_rank;
     if (sc->p.observe)
         sc->p.observe(sc->p.observe_ctx, &m, line, len, flags);
     dsq_line_ctx lc = {sc, host, rank, sc->last_t, sc->lineno};
