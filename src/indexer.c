@@ -9,7 +9,6 @@
  */
 #include "indexer.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "lines.h"
 #include "scan.h"
 #include "timeconv.h"
+#include "walk.h"
 
 #define MAX_OPEN_BLOCKS 256
 #define BLOCK_EVENTS 1024
@@ -46,6 +46,8 @@ struct dsq_indexer {
     int last_ob;
     /* the file being indexed */
     const char *cur_path;
+    const char *cur_inner;  /* the file's path inside its run directory, or NULL */
+    dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
     dsq_index_stats pend;   /* this file's numbers until its commit succeeds */
@@ -227,6 +229,57 @@ static int rank_from_name(const char *path)
     return -1;
 }
 
+/* Whether a path component names a host: gpu009, node-3, worker-5, 10.0.0.7,
+ * rdma-gpu-train-worker-0. Words that name ranks, runs, jobs or streams do not. */
+static int looks_like_host(const char *s, size_t n)
+{
+    static const char *const not_hosts[] = {"rank", "local_rank", "run", "job", "slurm", "log",
+                                            "logs", "stdout", "stderr", "out", "err", "output",
+                                            "train", "step", "epoch", "events", "trace", "default"};
+    int digit = 0;
+    if (n == 0 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+                              (s[0] >= '0' && s[0] <= '9')))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.'))
+            return 0;
+        digit |= c >= '0' && c <= '9';
+    }
+    for (size_t i = 0; i < sizeof not_hosts / sizeof not_hosts[0]; i++) {
+        size_t k = strlen(not_hosts[i]);
+        if (n >= k && strncasecmp(s, not_hosts[i], k) == 0 &&
+            (n == k || s[k] == '-' || s[k] == '_' || s[k] == '.' || (s[k] >= '0' && s[k] <= '9')))
+            return 0;
+    }
+    return digit;
+}
+
+/* Host named by a path inside a run: the file name without extensions
+ * ("gpu009.log.zst"), else the nearest directory that looks like a host
+ * ("node-3/stdout.txt"). 0 when none does. */
+static uint32_t host_from_path(dsq_indexer *ix, const char *path)
+{
+    char base[256];
+    if (!path || !*path)
+        return 0;
+    const char *slash = strrchr(path, '/');
+    dsq_name_strip_ext(slash ? slash + 1 : path, base, sizeof base);
+    dsq_dict *d = dsq_store_dict(ix->p.store);
+    if (looks_like_host(base, strlen(base)))
+        return dsq_dict_intern(d, base, strlen(base));
+    while (slash && slash > path) {
+        const char *start = slash - 1;
+        while (start > path && start[-1] != '/')
+            start--;
+        if (looks_like_host(start, (size_t)(slash - start)))
+            return dsq_dict_intern(d, start, (size_t)(slash - start));
+        slash = start > path ? start - 1 : NULL;
+    }
+    return 0;
+}
+
 /* Streams one member through splitter and scanner. Returns a write error (stop);
  * a damaged member is reported and ends with what was read. */
 static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_rec *rec,
@@ -235,7 +288,9 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     dsq_error e;
     dsq_error_clear(&e);
     dsq_lines_reset(ix->lines);
-    dsq_scan_begin(ix->scan, 0, rank_from_name(mi->name[0] ? mi->name : ix->cur_path));
+    const char *inner = mi->name[0] ? mi->name : ix->cur_inner;
+    dsq_scan_begin(ix->scan, host_from_path(ix, inner),
+                   rank_from_name(mi->name[0] ? mi->name : ix->cur_path));
     dsq_scan_set_year(ix->scan, dsq_time_year(mi->mtime_ns / 1000));
     dsq_member_rec mr = {.mtime_ns = mi->mtime_ns};
     int rc = 0;
@@ -417,74 +472,45 @@ static void run_name(const dsq_indexer *ix, const char *rel, char *out, size_t c
     dsq_name_strip_ext(rel, out, cap);
 }
 
-static int walk(dsq_indexer *ix, const char *root, const char *dir, dsq_error *err)
+/* dsq_walk callback: names the run (and the path inside it) and indexes the file. */
+static int walk_file(void *ctx, const char *full, const char *rel)
 {
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort), status = 0;
-    if (n < 0) {
-        dsq_error e;
-        dsq_error_clear(&e);
-        dsq_error_set(&e, DSQ_EIO, "cannot read directory: %s", strerror(errno));
-        ix->cur_path = dir;
-        problem(ix, &e, NULL);
-        ix->st.files_failed++;
-        return 0;
-    }
-    for (int i = 0; i < n; i++) {
-        const char *nm = names[i]->d_name;
-        char full[PATH_MAX], real[PATH_MAX], run[256];
-        struct stat sb;
-        if (status || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        snprintf(full, sizeof full, "%s/%s", dir, nm);
-        if (lstat(full, &sb) != 0)
-            continue;
-        if (S_ISDIR(sb.st_mode)) { /* symlinked directories are not followed: no loops */
-            if (!(realpath(full, real) && strcmp(real, ix->db_real) == 0))
-                status = walk(ix, root, full, err);
-            continue;
-        }
-        if (S_ISLNK(sb.st_mode) && stat(full, &sb) != 0) { /* dangling: a log we cannot read */
-            dsq_error e;
-            dsq_error_clear(&e);
-            dsq_error_set(&e, DSQ_EIO, "broken symbolic link: %s", strerror(errno));
-            ix->cur_path = full;
-            ix->st.files_seen++;
-            ix->st.files_failed++;
-            problem(ix, &e, NULL);
-            continue;
-        }
-        if (!S_ISREG(sb.st_mode))
-            continue;
-        run_name(ix, full + strlen(root) + 1, run, sizeof run);
-        status = index_file(ix, full, run, err);
-    }
-    for (int i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return status;
-}
-
-int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
-{
-    struct stat sb;
-    char root[PATH_MAX], run[256];
-    snprintf(root, sizeof root, "%s", path);
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/')
-        root[--n] = 0;
-    int status;
-    if (stat(root, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        status = walk(ix, root, root, err);
-    } else {
-        const char *base = strrchr(root, '/');
-        base = base ? base + 1 : root;
+    dsq_indexer *ix = ctx;
+    char run[256];
+    if (!*rel) { /* the indexed path itself is a file: its own run */
+        const char *base = strrchr(full, '/');
+        base = base ? base + 1 : full;
         if (ix->p.run)
             snprintf(run, sizeof run, "%s", ix->p.run);
         else
             dsq_name_strip_ext(base, run, sizeof run);
-        status = index_file(ix, root, run, err);
+        ix->cur_inner = NULL;
+    } else {
+        const char *inner = strchr(rel, '/');
+        run_name(ix, rel, run, sizeof run);
+        ix->cur_inner = inner && !ix->p.run ? inner + 1 : NULL;
     }
+    int status = index_file(ix, full, run, ix->walk_err);
+    ix->cur_inner = NULL;
+    return status;
+}
+
+/* dsq_walk problem callback: a directory or link that could not be read. */
+static void walk_problem(void *ctx, const dsq_error *e)
+{
+    dsq_indexer *ix = ctx;
+    ix->st.files_seen++;
+    ix->st.files_failed++;
+    if (ix->p.problem)
+        ix->p.problem(ix->p.ctx, e);
+}
+
+int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
+{
+    dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .ctx = ix,
+                          .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
+    ix->walk_err = err;
+    int status = dsq_walk(&wp, path);
     ix->st.seconds = elapsed(&ix->t0);
     return status;
 }

@@ -1,0 +1,81 @@
+/* Input walking (see walk.h). Paths longer than PATH_MAX are skipped with a
+ * problem report rather than truncated. */
+#include "walk.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+
+typedef struct walker {
+    const dsq_walk_params *p;
+    size_t root_len;
+} walker;
+
+static void report(const walker *w, const char *path, const char *what, int e)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_error_set(&err, DSQ_EIO, "%s: %s", what, strerror(e));
+    dsq_error_where(&err, path, NULL);
+    if (w->p->problem)
+        w->p->problem(w->p->ctx, &err);
+}
+
+static int walk_dir(const walker *w, const char *dir)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort), status = 0;
+    if (n < 0) {
+        report(w, dir, "cannot read directory", errno);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *nm = names[i]->d_name;
+        char full[PATH_MAX], real[PATH_MAX];
+        struct stat sb;
+        if (status || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, nm) >= sizeof full) {
+            report(w, dir, "path too long", ENAMETOOLONG);
+            continue;
+        }
+        if (lstat(full, &sb) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            int skip = w->p->skip_dir && realpath(full, real) && strcmp(real, w->p->skip_dir) == 0;
+            if (!skip)
+                status = walk_dir(w, full);
+            continue;
+        }
+        if (S_ISLNK(sb.st_mode) && stat(full, &sb) != 0) {
+            report(w, full, "broken symbolic link", errno);
+            continue;
+        }
+        if (S_ISREG(sb.st_mode))
+            status = w->p->file(w->p->ctx, full, full + w->root_len + 1);
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return status;
+}
+
+int dsq_walk(const dsq_walk_params *p, const char *path)
+{
+    char root[PATH_MAX];
+    struct stat sb;
+    snprintf(root, sizeof root, "%s", path);
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        root[--n] = 0;
+    walker w = {p, n};
+    if (stat(root, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return walk_dir(&w, root);
+    return p->file(p->ctx, root, "");
+}

@@ -1,0 +1,26 @@
+/* Walking inputs: a file, or a directory tree in name order.
+ *
+ * Directories are read with scandir in byte order (so runs are indexed in a
+ * stable order), symlinked directories are not followed (no loops), symlinks to
+ * files are, and a directory that cannot be read or a dangling link is reported
+ * to `problem` without stopping the walk.
+ */
+#ifndef DSQ_WALK_H
+#define DSQ_WALK_H
+
+#include "dsq/dsq.h"
+
+typedef struct dsq_walk_params {
+    /* a regular file: full path and its path relative to the root ("" when the
+     * root itself is the file). A non-zero return stops the walk. */
+    int (*file)(void *ctx, const char *full, const char *rel);
+    /* something could not be walked; err names it (file filled). May be NULL. */
+    void (*problem)(void *ctx, const dsq_error *err);
+    void *ctx;
+    const char *skip_dir;  /* a directory never entered (realpath), e.g. the index. May be NULL. */
+} dsq_walk_params;
+
+/* Walks path. Returns 0 or what a callback returned. */
+int dsq_walk(const dsq_walk_params *p, const char *path);
+
+#endif
