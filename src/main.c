@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coverage.h"
 #include "dsq/dsq.h"
 #include "indexer.h"
 #include "query.h"
@@ -29,6 +30,8 @@ static const char usage_text[] =
     "  dsq index [--run NAME] PATH...   index files, directories and archives\n"
     "  dsq \"QUERY\"                      answer a query, e.g. dsq \"max Max_MA by run\"\n"
     "  dsq runs                         list indexed runs, one line each\n"
+    "  dsq explain --stats PATH...      what dsq recognizes in these logs: lines per\n"
+    "                                   family, events per kind, unrecognized shapes\n"
     "  dsq help                         this text\n"
     "\n"
     "Options (anywhere on the line):\n"
@@ -39,6 +42,7 @@ static const char usage_text[] =
     "  --csv        (query) comma-separated output, plain numbers\n"
     "  --json       (query) one JSON object per line, plain numbers, units as *_unit\n"
     "  -q, --quiet  (index) no progress line\n"
+    "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --version    print the version\n"
     "\n"
     "Query language:\n"
@@ -62,6 +66,8 @@ typedef struct cli {
     const char *run;
     int format;
     int quiet;
+    int stats;
+    int top;
     const char **args;
     int nargs;
     int problems;
@@ -106,6 +112,10 @@ static int parse_args(cli *c, int argc, char **argv)
             c->format = DSQ_FMT_JSON;
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
             c->quiet = 1;
+        else if (strcmp(a, "--stats") == 0)
+            c->stats = 1;
+        else if (strcmp(a, "--top") == 0 && i + 1 < argc)
+            c->top = atoi(argv[++i]);
         else if (strcmp(a, "--") == 0)
             while (++i < argc)
                 c->args[c->nargs++] = argv[i];
@@ -299,6 +309,38 @@ static int cmd_runs(cli *c)
     return code;
 }
 
+static int cmd_explain(cli *c)
+{
+    dsq_coverage cov;
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (!c->stats || c->nargs < 2) {
+        fprintf(stderr, "usage: dsq explain --stats PATH...   (the per-line explanation mode is "
+                        "planned; --stats gives the coverage report)\n");
+        return EXIT_USAGE;
+    }
+    dsq_coverage_params p = {.top = c->top, .problem = on_problem, .ctx = c};
+    if (dsq_coverage_run(&p, c->args + 1, c->nargs - 1, &cov, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        return EXIT_INDEX;
+    }
+    double share = cov.lines ? 100.0 * (double)cov.recognized / (double)cov.lines : 0;
+    printf("%llu files, %llu lines, %llu recognized by a family (%.1f%%), %llu events\n\n",
+           (unsigned long long)cov.files, (unsigned long long)cov.lines,
+           (unsigned long long)cov.recognized, share, (unsigned long long)cov.events);
+    dsq_result_print(cov.families, stdout, (enum dsq_format)c->format);
+    if (dsq_result_rows(cov.kinds)) {
+        printf("\n");
+        dsq_result_print(cov.kinds, stdout, (enum dsq_format)c->format);
+    }
+    if (dsq_result_rows(cov.shapes)) {
+        printf("\nmost frequent unrecognized shapes:\n");
+        dsq_result_print(cov.shapes, stdout, (enum dsq_format)c->format);
+    }
+    dsq_coverage_free(&cov);
+    return c->problems ? EXIT_SKIPPED : 0;
+}
+
 int main(int argc, char **argv)
 {
     cli c = {0};
@@ -325,6 +367,8 @@ int main(int argc, char **argv)
         code = 0;
     } else if (strcmp(c.args[0], "index") == 0) {
         code = cmd_index(&c);
+    } else if (strcmp(c.args[0], "explain") == 0) {
+        code = cmd_explain(&c);
     } else if (strcmp(c.args[0], "runs") == 0) {
         code = cmd_runs(&c);
     } else if (strcmp(c.args[0], "query") == 0 && c.nargs == 2) {
