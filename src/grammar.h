@@ -93,6 +93,11 @@ typedef struct dsq_match {
     int nf;
     dsq_mfield f[DSQ_MATCH_MAXF];
     dsq_civil civil; /* a year-less stamp (t_us is DSQ_TIME_NONE then), mo == 0 if none */
+    /* The process a line came from (NCCL's "host:pid:tid" pid). The scanner
+     * remembers (host, proc) -> rank from lines that name both (NCCL's
+     * "comm ... rank R nranks N") and gives that rank to the process's other lines.
+     * A recognizer may also set m->host (NCCL's host) when no pdsh prefix did. */
+    dsq_span proc;
 } dsq_match;
 
 /* Appends a field whose number (and optional unit word after blanks) starts at
@@ -177,5 +182,18 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m);
 /* grammar/deepspeed.re: "[2024-07-20 21:30:05,202] [INFO] [file.py:96:func] [Rank 0] ..."
  * and, inside it, the three lines of the see_memory_usage report. */
 int dsq_gram_deepspeed(const char *line, size_t len, dsq_match *m);
+
+/* grammar/hf.re: transformers "[INFO|trainer.py:2078] 2024-07-20 21:30:42,543 >> ...",
+ * LLaMA-Factory, accelerate's padded logger, HF example-script logging, and the
+ * Trainer's bare metric dicts {'loss': ...}. Handler in src/fam_hf.c. */
+int dsq_gram_hf(const char *line, size_t len, dsq_match *m);
+
+/* grammar/megatron.re: Megatron " iteration N/ M | ... |" lines, validation loss,
+ * "[Rank N] (after K iterations) memory (MB) | ...", and the arguments dump. */
+int dsq_gram_megatron(const char *line, size_t len, dsq_match *m);
+
+/* grammar/mmengine.re: "09/10 14:27:26 - mmengine - INFO - ..." (year-less stamp)
+ * and, inside it, the "Iter(train) [ 10/1000]  lr: ..." training line. */
+int dsq_gram_mmengine(const char *line, size_t len, dsq_match *m);
 
 #endif

@@ -17,6 +17,7 @@
 #include "num.h"
 
 #define MAX_PENDING 64
+#define PROC_SLOTS 256
 
 typedef struct pending {
     uint32_t host;
@@ -47,6 +48,7 @@ struct dsq_scan {
     uint32_t host_cache_id;
     pending pend[MAX_PENDING];
     dsq_scan_stats st;
+    struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
     unsigned char *fam_state;   /* all families' handler states, one allocation */
     size_t fam_state_size;
     size_t fam_off[64];         /* offset of each registry row's state */
@@ -97,6 +99,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
     memset(sc->pend, 0, sizeof sc->pend);
+    memset(sc->procs, 0, sizeof sc->procs);
     memset(&sc->st, 0, sizeof sc->st);
     if (sc->fam_state)
         memset(sc->fam_state, 0, sc->fam_state_size);
@@ -226,6 +229,7 @@ static void match_init(dsq_match *m)
     m->host = m->func = m->body = m->label = m->text = (dsq_span){NULL, 0};
     m->nv = m->nf = m->ev = 0;
     m->civil.mo = 0;
+    m->proc = (dsq_span){NULL, 0};
 }
 
 /* Resolves the line's time: its own stamp, a year-less stamp completed with the
@@ -293,6 +297,22 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
     }
 }
 
+/* Remembers or applies the rank of a process (host, pid): NCCL names a process's
+ * global rank once ("comm ... rank R nranks N") and prints its other lines with
+ * the pid only. Slots are direct-mapped by hash: a collision forgets the older. */
+static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
+{
+    uint64_t h = dsq_hash64(proc.p, proc.n, host) | 1;
+    size_t i = h & (PROC_SLOTS - 1);
+    if (rank >= 0) {
+        sc->procs[i].host = host;
+        sc->procs[i].proc = h;
+        sc->procs[i].rank = rank;
+        return rank;
+    }
+    return sc->procs[i].proc == h && sc->procs[i].host == host ? sc->procs[i].rank : -1;
+}
+
 static void recognize(dsq_match *m, const char *line, size_t len)
 {
     for (size_t i = 0; i < dsq_nfamilies; i++) {
@@ -322,6 +342,7 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     }
     peel_prefixes(sc, &m, &rest, &rest_n, &host);
     int prefix_rank = m.rank;
+    dsq_span prefix_host = m.host;
     if ((flags & DSQ_LINE_AFTER_CR) && rest == line) { /* a tqdm segment: same prefixes */
         host = sc->prev_host;
         prefix_rank = sc->prev_rank;
@@ -330,6 +351,10 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     }
     recognize(&m, rest, rest_n);
     line_time(sc, &m);
+    if (m.host.n && m.host.p != prefix_host.p && !prefix_host.n) /* e.g. NCCL's host: */
+        host = host_id(sc, m.host);
+    if (m.proc.n)
+        m.rank = proc_rank(sc, host, m.proc, m.rank);
     int rank = m.rank >= 0 ? m.rank : prefix_rank >= 0 ? prefix_rank : sc->default_rank;
     m.rank = rank;
     sc->prev_host = host;
