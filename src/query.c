@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "error.h"
+#include "grammar.h"
 #include "num.h"
+#include "timeconv.h"
 
 typedef struct acc {
     uint64_t count;
@@ -33,12 +35,24 @@ typedef struct group {
     acc *accs;
 } group;
 
+/* A run attribute's latest value (by log time) in one run. */
+typedef struct attr_entry {
+    uint32_t run, name, text;
+    int64_t t;
+    double num;
+    int is_num;
+} attr_entry;
+
 typedef struct exec {
     const dsq_query *q;
     dsq_store *st;
     dsq_dict *dict;
     uint32_t agg_field[DSQ_Q_MAX_AGGS];
     uint32_t node_field[DSQ_Q_MAX_NODES];
+    int node_key[DSQ_Q_MAX_NODES];     /* resolved key: DSQ_KEY_FIELD becomes DSQ_KEY_ATTR for attributes */
+    uint32_t by_attr[DSQ_Q_MAX_BY];    /* attribute name id for by keys that are attributes */
+    attr_entry *attrs;                 /* (run, name) -> latest value, open addressing */
+    size_t nattrs, attr_cap;
     signed char *str_match[DSQ_Q_MAX_NODES]; /* per dictionary id: -1 unknown, 0, 1 */
     uint32_t dict_n;
     char **source_paths;  /* by source id, when file is used */
@@ -91,10 +105,80 @@ static int unknown_field(exec *x, const char *name, int off, int len)
     if (best)
         dsq_error_set(x->err, DSQ_EQUERY, "unknown field `%s`; did you mean `%s`?", name, best);
     else
-        dsq_error_set(x->err, DSQ_EQUERY, "unknown field `%s` (no such name in this index)", name);
+        dsq_error_set(x->err, DSQ_EQUERY,
+                      "unknown field or attribute `%s` (no such name in this index)", name);
     x->err->offset = off;
     x->err->length = len;
     return DSQ_EQUERY;
+}
+
+/* --- run attributes -------------------------------------------------------- */
+
+static size_t attr_slot(const exec *x, uint32_t run, uint32_t name)
+{
+    uint64_t h = ((uint64_t)run << 32 | name) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 20) & (x->attr_cap - 1);
+    while (x->attrs[i].name && (x->attrs[i].run != run || x->attrs[i].name != name))
+        i = (i + 1) & (x->attr_cap - 1);
+    return i;
+}
+
+static int attr_grow(exec *x)
+{
+    size_t old = x->attr_cap, cap = old ? old * 2 : 1024;
+    attr_entry *prev = x->attrs;
+    if (!(x->attrs = calloc(cap, sizeof *x->attrs))) {
+        x->attrs = prev;
+        return DSQ_ENOMEM;
+    }
+    x->attr_cap = cap;
+    for (size_t i = 0; i < old; i++)
+        if (prev[i].name)
+            x->attrs[attr_slot(x, prev[i].run, prev[i].name)] = prev[i];
+    free(prev);
+    return 0;
+}
+
+static const attr_entry *attr_get(const exec *x, uint32_t run, uint32_t name)
+{
+    if (!x->attr_cap)
+        return NULL;
+    const attr_entry *a = &x->attrs[attr_slot(x, run, name)];
+    return a->name ? a : NULL;
+}
+
+/* Pre-pass: the latest value of every attribute of every run. */
+static int collect_attr(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    exec *x = ctx;
+    dsq_block_iter it;
+    dsq_event ev;
+    if (dsq_block_iter_init(&it, data, n, k->t_us) != 0)
+        return dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source);
+    int r;
+    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
+        if (ev.kind != DSQ_EV_ATTR || !ev.label)
+            continue;
+        if ((x->nattrs + 1) * 2 > x->attr_cap && attr_grow(x))
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading attributes");
+        attr_entry *a = &x->attrs[attr_slot(x, k->run, ev.label)];
+        if (a->name && ev.t_us < a->t)
+            continue;
+        if (!a->name)
+            x->nattrs++;
+        *a = (attr_entry){k->run, ev.label, ev.text, ev.t_us, 0, 0};
+        for (int i = 0; i < ev.nf; i++)
+            a->num = ev.f[i].v, a->is_num = 1;
+    }
+    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source) : 0;
+}
+
+static int is_attr_name(const exec *x, uint32_t name)
+{
+    for (size_t i = 0; name && i < x->attr_cap; i++)
+        if (x->attrs[i].name == name)
+            return 1;
+    return 0;
 }
 
 static int resolve(exec *x)
@@ -108,13 +192,33 @@ static int resolve(exec *x)
         if (!x->agg_field[i])
             return unknown_field(x, f, q->aggs[i].off, q->aggs[i].len);
     }
+    for (int i = 0; i < q->nby; i++) {
+        if (q->by[i] != DSQ_KEY_FIELD)
+            continue;
+        const char *name = q->by_name[i];
+        x->by_attr[i] = dsq_dict_find(x->dict, name, strlen(name));
+        if (!is_attr_name(x, x->by_attr[i]))
+            return unknown_field(x, name, q->by_off[i], q->by_len[i]);
+    }
     for (int i = 0; i < q->nnodes; i++) {
         const dsq_q_node *n = &q->nodes[i];
+        x->node_key[i] = n->key;
         if (n->type != DSQ_N_CMP || n->key != DSQ_KEY_FIELD)
             continue;
         x->node_field[i] = dsq_dict_find(x->dict, n->name, strlen(n->name));
+        if (is_attr_name(x, x->node_field[i])) {
+            x->node_key[i] = DSQ_KEY_ATTR;
+            continue;
+        }
         if (!x->node_field[i])
             return unknown_field(x, n->name, n->off, n->len);
+        if (!n->is_num) {
+            dsq_error_set(x->err, DSQ_EQUERY, "`%s` is a number field: compare it with a number",
+                          n->name);
+            x->err->offset = n->off;
+            x->err->length = n->len;
+            return DSQ_EQUERY;
+        }
     }
     return 0;
 }
@@ -181,7 +285,16 @@ static int eval(exec *x, int ni, const dsq_block_key *k, const dsq_event *ev)
     case DSQ_N_NOT: return !eval(x, n->a, k, ev);
     default: break;
     }
-    switch (n->key) {
+    switch (x->node_key[ni]) {
+    case DSQ_KEY_TIME: return ev->t_us != DSQ_TIME_NONE && cmp_op(n->op, (double)ev->t_us, n->num);
+    case DSQ_KEY_ATTR: {
+        const attr_entry *a = attr_get(x, k->run, x->node_field[ni]);
+        if (!a)
+            return n->op == DSQ_OP_NE;
+        if (a->is_num && n->is_num && n->op != DSQ_OP_GLOB)
+            return cmp_op(n->op, a->num, n->num);
+        return str_node(x, ni, a->text, dsq_dict_str(x->dict, a->text, NULL));
+    }
     case DSQ_KEY_RUN: return str_node(x, ni, k->run, dsq_dict_str(x->dict, k->run, NULL));
     case DSQ_KEY_HOST: return str_node(x, ni, k->host, dsq_dict_str(x->dict, k->host, NULL));
     case DSQ_KEY_LABEL: return str_node(x, ni, ev->label, dsq_dict_str(x->dict, ev->label, NULL));
@@ -198,16 +311,20 @@ static int eval(exec *x, int ni, const dsq_block_key *k, const dsq_event *ev)
 
 /* --- groups --------------------------------------------------------------- */
 
-static uint64_t key_part(const exec *x, int key, const dsq_block_key *k, const dsq_event *ev)
+static uint64_t key_part(const exec *x, int bi, const dsq_block_key *k, const dsq_event *ev)
 {
-    switch (key) {
+    switch (x->q->by[bi]) {
+    case DSQ_KEY_FIELD: {
+        const attr_entry *a = attr_get(x, k->run, x->by_attr[bi]);
+        return a ? a->text : 0;
+    }
     case DSQ_KEY_RUN: return k->run;
     case DSQ_KEY_HOST: return k->host;
     case DSQ_KEY_RANK: return (uint64_t)(int64_t)k->rank;
     case DSQ_KEY_KIND: return ev->kind;
     case DSQ_KEY_LABEL: return ev->label;
     case DSQ_KEY_FILE: return k->source;
-    default: (void)x; return 0;
+    default: return 0;
     }
 }
 
@@ -306,7 +423,7 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
         return 0;
     uint64_t key[DSQ_Q_MAX_BY] = {0};
     for (int i = 0; i < q->nby; i++)
-        key[i] = key_part(x, q->by[i], k, ev);
+        key[i] = key_part(x, i, k, ev);
     group *g = NULL;
     for (int i = 0; i < q->naggs; i++) {
         double v = 1;
@@ -386,6 +503,8 @@ static dsq_cell key_cell(const exec *x, int key, uint64_t v)
         break;
     case DSQ_KEY_KIND: c.s = dsq_ev_kind_name((int)v); break;
     case DSQ_KEY_FILE: c.s = source_path(x, (uint32_t)v); break;
+    case DSQ_KEY_FAMILY: c.s = dsq_family_name((int)v); break;
+    case DSQ_KEY_LEVEL: c.s = dsq_level_name((int)v); break;
     default:
         c.s = v ? dsq_dict_str(x->dict, (uint32_t)v, NULL) : "-";
         break;
@@ -400,7 +519,7 @@ static int build_result(exec *x, dsq_result **out)
     char agg_names[DSQ_Q_MAX_AGGS][DSQ_Q_NAME + 8];
     int nc = 0;
     for (int i = 0; i < q->nby; i++)
-        names[nc++] = dsq_key_name(q->by[i]);
+        names[nc++] = q->by[i] == DSQ_KEY_FIELD ? q->by_name[i] : dsq_key_name(q->by[i]);
     for (int i = 0; i < q->naggs; i++) {
         snprintf(agg_names[i], sizeof agg_names[i], "%s%s%s", dsq_agg_name(q->aggs[i].fn),
                  q->aggs[i].field[0] ? " " : "", q->aggs[i].field);
@@ -430,6 +549,68 @@ static int build_result(exec *x, dsq_result **out)
         dsq_result_truncate(r, (size_t)q->limit);
     *out = r;
     return 0;
+}
+
+static int uses_key(const dsq_query *q, int key);
+
+/* --- line counts: by family / level come from the source records ---------- */
+
+/* Adds one source's line counts (per family or per level) to the groups. */
+static int count_source_lines(void *ctx, const char *path, const dsq_source_rec *rec)
+{
+    exec *x = ctx;
+    const dsq_query *q = x->q;
+    dsq_block_key k = {.run = rec->run, .source = rec->id, .rank = -1};
+    dsq_event ev = {.t_us = DSQ_TIME_NONE};
+    (void)path;
+    if (q->where >= 0 && !eval(x, q->where, &k, &ev))
+        return 0;
+    int by_fam = uses_key(q, DSQ_KEY_FAMILY);
+    int n = by_fam ? DSQ_REC_FAMILIES : DSQ_REC_LEVELS;
+    for (int f = 0; f < n; f++) {
+        uint64_t count = by_fam ? rec->family_lines[f] : rec->level_lines[f];
+        uint64_t key[DSQ_Q_MAX_BY] = {0};
+        if (!count)
+            continue;
+        for (int i = 0; i < q->nby; i++)
+            key[i] = q->by[i] == DSQ_KEY_RUN ? rec->run : q->by[i] == DSQ_KEY_FILE ? rec->id : (uint64_t)f;
+        group *g = group_for(x, key);
+        if (!g)
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
+        for (int i = 0; i < q->naggs; i++)
+            g->accs[i].count += count;
+    }
+    return 0;
+}
+
+/* family and level group lines, which only the source records count. */
+static int check_line_query(exec *x)
+{
+    const dsq_query *q = x->q;
+    const char *why = NULL;
+    int off = 0, len = 0;
+    if (uses_key(q, DSQ_KEY_FAMILY) && uses_key(q, DSQ_KEY_LEVEL))
+        why = "lines are counted by family and by level separately: group by one of them";
+    for (int i = 0; i < q->naggs && !why; i++)
+        if (q->aggs[i].fn != DSQ_AGG_COUNT || q->aggs[i].field[0])
+            why = "family and level group lines: only `count` applies", off = q->aggs[i].off,
+            len = q->aggs[i].len;
+    for (int i = 0; i < q->nby && !why; i++)
+        if (q->by[i] != DSQ_KEY_RUN && q->by[i] != DSQ_KEY_FILE && q->by[i] != DSQ_KEY_FAMILY &&
+            q->by[i] != DSQ_KEY_LEVEL)
+            why = "lines are counted per file: group them by run, file, family or level",
+            off = q->by_off[i], len = q->by_len[i];
+    for (int i = 0; i < q->nnodes && !why; i++)
+        if (q->nodes[i].type == DSQ_N_CMP && q->nodes[i].key != DSQ_KEY_RUN &&
+            q->nodes[i].key != DSQ_KEY_FILE)
+            why = "line counts can be filtered by run and file only", off = q->nodes[i].off,
+            len = q->nodes[i].len;
+    if (!why)
+        return 0;
+    dsq_error_set(x->err, DSQ_EQUERY, "%s", why);
+    x->err->offset = off;
+    x->err->length = len;
+    return DSQ_EQUERY;
 }
 
 /* --- setup and teardown --------------------------------------------------- */
@@ -494,14 +675,19 @@ static void exec_free(exec *x)
     for (uint32_t i = 0; i < x->nsources; i++)
         free(x->source_paths[i]);
     free(x->source_paths);
+    free(x->attrs);
 }
 
 int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error *err)
 {
     exec x = {.q = q, .st = st, .dict = dsq_store_dict(st), .err = err};
     x.dict_n = dsq_dict_count(x.dict);
-    int status = resolve(&x);
-    if (status)
+    int lines_query = uses_key(q, DSQ_KEY_FAMILY) || uses_key(q, DSQ_KEY_LEVEL);
+    int status = lines_query ? check_line_query(&x) : 0;
+    if (!status && (uses_key(q, DSQ_KEY_FIELD)) &&
+        (status = dsq_store_scan_blocks(st, 0, collect_attr, &x, err)))
+        goto done;
+    if (status || (status = resolve(&x)))
         goto done;
     for (int i = 0; i < q->nnodes; i++) {
         if (q->nodes[i].type != DSQ_N_CMP || q->nodes[i].key == DSQ_KEY_FIELD)
@@ -516,6 +702,11 @@ int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error
         goto done;
     if (grow_groups(&x)) {
         status = dsq_error_set(err, DSQ_ENOMEM, "query");
+        goto done;
+    }
+    if (lines_query) {
+        if (!(status = dsq_store_scan_sources(st, count_source_lines, &x, err)))
+            status = build_result(&x, out);
         goto done;
     }
     uint32_t run = pinned_run(&x, q->where);

@@ -4,9 +4,11 @@
  *   count, avg Max_MA, p95 Max_MA by run, host where run ~ 'llama*' and rank = 0
  *
  * Aggregates: count min max sum avg p50 p90 p95 p99 first last (several per query,
- * comma-separated); `by` any of run, host, rank, kind, label, file; `where` with
- * = != < <= > >= and ~ (glob), and/or/not and parentheses, over those keys and
- * over numeric fields; `limit N`. Keywords are case-insensitive; field names are
+ * comma-separated); `by` any of run, host, rank, kind, label, file, a run attribute
+ * (zero_stage, nccl_version ...), or family / level (line counts, `count` only);
+ * `where` with = != < <= > >= and ~ (glob), and/or/not and parentheses, over those
+ * keys, numeric fields, run attributes and time (`time >= '2024-07-01 12:00'`,
+ * `since 2024-07-01`, `until ...`); `limit N`, `top N`. Keywords are case-insensitive; field names are
  * exact, quoted when they hold spaces ("lm loss"). Errors carry the byte offset
  * and length of the offending word (dsq_error.offset/.length) for a caret.
  */
@@ -24,7 +26,9 @@ enum dsq_agg_fn {
 
 enum dsq_key {
     DSQ_KEY_NONE = 0, DSQ_KEY_RUN, DSQ_KEY_HOST, DSQ_KEY_RANK, DSQ_KEY_KIND, DSQ_KEY_LABEL,
-    DSQ_KEY_FILE, DSQ_KEY_FIELD /* a numeric field, in where */
+    DSQ_KEY_FILE, DSQ_KEY_FAMILY, DSQ_KEY_LEVEL, DSQ_KEY_TIME,
+    DSQ_KEY_FIELD, /* any other name: a numeric field or a run attribute, decided by the index */
+    DSQ_KEY_ATTR   /* a run attribute (zero_stage, nccl_version ...): resolved from DSQ_KEY_FIELD */
 };
 
 enum dsq_op { DSQ_OP_EQ, DSQ_OP_NE, DSQ_OP_LT, DSQ_OP_LE, DSQ_OP_GT, DSQ_OP_GE, DSQ_OP_GLOB };
@@ -56,7 +60,9 @@ typedef struct dsq_q_node {
 typedef struct dsq_query {
     dsq_q_agg aggs[DSQ_Q_MAX_AGGS];
     int naggs;
-    int by[DSQ_Q_MAX_BY];      /* enum dsq_key */
+    int by[DSQ_Q_MAX_BY];      /* enum dsq_key; DSQ_KEY_FIELD: a run attribute named in by_name */
+    char by_name[DSQ_Q_MAX_BY][DSQ_Q_NAME];
+    int by_off[DSQ_Q_MAX_BY], by_len[DSQ_Q_MAX_BY];
     int nby;
     dsq_q_node nodes[DSQ_Q_MAX_NODES];
     int nnodes;
@@ -71,6 +77,10 @@ int dsq_query_parse(const char *text, dsq_query *q, dsq_error *err);
 /* Runs q over the index and returns a result table (caller frees). Unknown field
  * names are errors with a "did you mean" hint from the names in this index. */
 int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error *err);
+
+/* A time literal ("2024-07-20", "2024-07-20 21:30", "2024-07-20 21:30:05", 'T'
+ * allowed) as microseconds since the epoch. 0 or -1. */
+int dsq_query_time(const char *s, double *out);
 
 /* Name of an aggregate function ("max") and of a key ("run"). */
 const char *dsq_agg_name(int fn);

@@ -17,6 +17,7 @@
 #include "error.h"
 #include "num.h"
 #include "query.h"
+#include "timeconv.h"
 
 enum tok_type { T_END, T_IDENT, T_NUM, T_STR, T_COMMA, T_LP, T_RP, T_OP, T_BAD };
 
@@ -38,10 +39,33 @@ typedef struct parser {
 
 static const char *const agg_names[DSQ_AGG_COUNT_FNS] = {
     "count", "min", "max", "sum", "avg", "p50", "p90", "p95", "p99", "first", "last"};
-static const char *const key_names[] = {"", "run", "host", "rank", "kind", "label", "file", ""};
+static const char *const key_names[] = {"",       "run",   "host",  "rank", "kind", "label",
+                                        "file",   "family", "level", "time", ""};
+
+int dsq_query_time(const char *s, double *out)
+{
+    int y, mo, d, h = 0, mi = 0, sec = 0;
+    size_t n = strlen(s);
+    if (n < 10 || s[4] != '-' || s[7] != '-')
+        return -1;
+    if ((y = dsq_time_digits(s, 4)) < 0 || (mo = dsq_time_digits(s + 5, 2)) < 1 || mo > 12 ||
+        (d = dsq_time_digits(s + 8, 2)) < 1 || d > 31)
+        return -1;
+    if (n > 10) {
+        if ((s[10] != ' ' && s[10] != 'T') || n < 16 || s[13] != ':' ||
+            (h = dsq_time_digits(s + 11, 2)) < 0 || h > 23 || (mi = dsq_time_digits(s + 14, 2)) < 0 ||
+            mi > 59)
+            return -1;
+        if (n > 16 && (n != 19 || s[16] != ':' || (sec = dsq_time_digits(s + 17, 2)) < 0 || sec > 60))
+            return -1;
+    }
+    *out = (double)dsq_time_from_civil(y, mo, d, h, mi, sec, 0);
+    return 0;
+}
 
 const char *dsq_agg_name(int fn) { return fn >= 0 && fn < DSQ_AGG_COUNT_FNS ? agg_names[fn] : "?"; }
 const char *dsq_key_name(int key) { return key > 0 && key < DSQ_KEY_FIELD ? key_names[key] : "?"; }
+
 
 static int is_ident_start(char c)
 {
@@ -169,7 +193,8 @@ static int key_of(const char *s)
 
 static int is_clause_kw(const tok *t)
 {
-    return is_kw(t, "by") || is_kw(t, "where") || is_kw(t, "limit") || is_kw(t, "top");
+    return is_kw(t, "by") || is_kw(t, "where") || is_kw(t, "limit") || is_kw(t, "top") ||
+           is_kw(t, "since") || is_kw(t, "until");
 }
 
 static int parse_agg(parser *p)
@@ -204,13 +229,22 @@ static int parse_by(parser *p)
         int rc = next(p);
         if (rc)
             return rc;
-        int k = p->t.type == T_IDENT ? key_of(p->t.text) : DSQ_KEY_NONE;
-        if (k == DSQ_KEY_NONE)
-            return fail(p, &p->t, "cannot group by '%s': use run, host, rank, kind, label or file",
+        if ((p->t.type != T_IDENT && p->t.type != T_STR) || is_clause_kw(&p->t))
+            return fail(p, &p->t,
+                        "expected what to group by (run, host, rank, kind, label, file, family, "
+                        "level or a run attribute), found '%s'",
                         p->t.type == T_END ? "end of query" : p->t.text);
+        int k = p->t.type == T_IDENT ? key_of(p->t.text) : DSQ_KEY_NONE;
+        if (k == DSQ_KEY_TIME)
+            return fail(p, &p->t, "cannot group by '%s' (time buckets are planned: `every 1h`)",
+                        p->t.text);
         if (p->q->nby == DSQ_Q_MAX_BY)
             return fail(p, &p->t, "too many group keys (at most 4)%s", "");
-        p->q->by[p->q->nby++] = k;
+        int i = p->q->nby++;
+        p->q->by[i] = k == DSQ_KEY_NONE ? DSQ_KEY_FIELD : k; /* an attribute, checked at run time */
+        snprintf(p->q->by_name[i], DSQ_Q_NAME, "%s", p->t.text);
+        p->q->by_off[i] = p->t.off;
+        p->q->by_len[i] = p->t.len;
         if ((rc = next(p)))
             return rc;
         if (p->t.type != T_COMMA)
@@ -260,8 +294,9 @@ static int parse_cmp(parser *p, int *out)
     n->is_num = dsq_num_parse(n->value, n->value + strlen(n->value), &n->num, &stop) == 0 && !*stop;
     n->off = name.off;
     n->len = name.len;
-    if (n->key == DSQ_KEY_FIELD && !n->is_num)
-        return fail(p, &p->t, "'%s' is compared as a number: give a number", name.text);
+    if (n->key == DSQ_KEY_TIME && dsq_query_time(n->value, &n->num) != 0)
+        return fail(p, &p->t, "'%s' is not a time: write 2024-07-20, '2024-07-20 21:30' or "
+                              "'2024-07-20 21:30:05'", p->t.text);
     return next(p);
 }
 
@@ -324,6 +359,42 @@ static int parse_limit(parser *p)
     return next(p);
 }
 
+/* `since T` / `until T`: and-ed onto the where clause as time >= T / time < T. */
+static int parse_since(parser *p)
+{
+    int op = is_kw(&p->t, "since") ? DSQ_OP_GE : DSQ_OP_LT, rc, cmp, node;
+    tok kw = p->t;
+    if ((rc = next(p)))
+        return rc;
+    double t;
+    if ((p->t.type != T_NUM && p->t.type != T_STR) || dsq_query_time(p->t.text, &t) != 0)
+        return fail(p, &p->t, "expected a time after since/until (2024-07-20 or '2024-07-20 21:30'), found '%s'",
+                    p->t.type == T_END ? "end of query" : p->t.text);
+    if ((rc = new_node(p, &cmp)))
+        return rc;
+    dsq_q_node *n = &p->q->nodes[cmp];
+    n->type = DSQ_N_CMP;
+    n->key = DSQ_KEY_TIME;
+    n->op = op;
+    n->num = t;
+    n->is_num = 1;
+    snprintf(n->name, sizeof n->name, "time");
+    snprintf(n->value, sizeof n->value, "%s", p->t.text);
+    n->off = kw.off;
+    n->len = kw.len;
+    if (p->q->where >= 0) {
+        if ((rc = new_node(p, &node)))
+            return rc;
+        p->q->nodes[node].type = DSQ_N_AND;
+        p->q->nodes[node].a = p->q->where;
+        p->q->nodes[node].b = cmp;
+        p->q->where = node;
+    } else {
+        p->q->where = cmp;
+    }
+    return next(p);
+}
+
 static int parse_clauses(parser *p)
 {
     int rc = 0;
@@ -333,10 +404,13 @@ static int parse_clauses(parser *p)
         else if (is_kw(&p->t, "where")) {
             if (p->q->where >= 0)
                 return fail(p, &p->t, "only one '%s' clause; join conditions with and/or", "where");
-            if (!(rc = next(p)))
-                rc = parse_or(p, &p->q->where);
+            int w;
+            if (!(rc = next(p)) && !(rc = parse_or(p, &w)))
+                p->q->where = w;
         } else if (is_kw(&p->t, "limit") || is_kw(&p->t, "top"))
             rc = parse_limit(p);
+        else if (is_kw(&p->t, "since") || is_kw(&p->t, "until"))
+            rc = parse_since(p);
         else
             return fail(p, &p->t, "unexpected '%s': expected by, where, limit, or a comma",
                         p->t.text);
