@@ -48,6 +48,22 @@ static void put(uint32_t src, uint32_t seq, const char *run, const char *host, i
     dsq_block_free_buf(&b);
 }
 
+/* Writes one run attribute event (kind attr, label = name, text = value). */
+static void put_attr(uint32_t src, uint32_t seq, const char *run, const char *name,
+                     const char *text, double value, int64_t t)
+{
+    dsq_block b;
+    dsq_error err;
+    memset(&b, 0, sizeof b);
+    dsq_error_clear(&err);
+    dsq_event ev = {.kind = DSQ_EV_ATTR, .t_us = t, .label = id(name), .text = id(text), .nf = 1};
+    ev.f[0] = (dsq_field){id("value"), 0, value};
+    CHECK_INT(dsq_block_add(&b, &ev), 0);
+    dsq_block_key k = {id(run), 0, -1, b.t_first, src, seq};
+    CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
+    dsq_block_free_buf(&b);
+}
+
 static void source(uint32_t sid, const char *path, const char *run)
 {
     dsq_source_rec r;
@@ -56,6 +72,10 @@ static void source(uint32_t sid, const char *path, const char *run)
     dsq_error_clear(&err);
     r.id = sid;
     r.run = id(run);
+    r.family_lines[0] = 5 * sid; /* other */
+    r.family_lines[1] = 10;      /* deepspeed */
+    r.level_lines[2] = 10;       /* info */
+    r.level_lines[0] = 5 * sid;  /* none */
     CHECK_INT(dsq_store_source_put(st, path, &r, &err), 0);
 }
 
@@ -224,6 +244,55 @@ static void expect_error(const char *text, long long off, long long len, const c
     CHECK(r == NULL);
 }
 
+/* Reopens the index for writing and adds run attributes (after the tests above,
+ * whose counts they would change). */
+static void test_add_attributes(void)
+{
+    dsq_store_params p = {tmp, 0};
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store_close(st);
+    st = NULL;
+    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    put_attr(1, 9, "llama", "zero_stage", "3", 3, 100);
+    put_attr(3, 9, "bert", "zero_stage", "2", 2, 5);
+    put_attr(3, 10, "bert", "zero_stage", "1", 1, 30); /* later: wins */
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+    p.readonly = 1;
+    st = NULL;
+    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
+}
+
+static void test_attributes(void)
+{
+    expect("max Max_MA by zero_stage", "zero_stage,max Max_MA\n1,1.5\n3,6\n");
+    expect("count Max_MA by run where zero_stage = 3", "run,count Max_MA\nllama,5\n");
+    expect("count Max_MA by run where zero_stage < 3", "run,count Max_MA\nbert,2\n");
+    expect("count Max_MA by run where zero_stage ~ '[13]'",
+           "run,count Max_MA\nbert,2\nllama,5\n");
+    expect("count by kind where kind = attr", "kind,count\nattr,3\n");
+}
+
+static void test_line_counts(void)
+{
+    /* sources 1..3: other 5*id lines, deepspeed 10 lines each; llama = sources 1, 2 */
+    expect("count by family", "family,count\ndeepspeed,30\nother,30\n");
+    expect("count by run, family",
+           "run,family,count\nbert,deepspeed,10\nbert,other,15\nllama,deepspeed,20\nllama,other,15\n");
+    expect("count by level where run = 'bert'", "level,count\ninfo,10\nnone,15\n");
+}
+
+static void test_time_conditions(void)
+{
+    /* all times are a few microseconds after the epoch; bert has one event without a time */
+    expect("count Max_MA by run since 1970-01-01", "run,count Max_MA\nbert,1\nllama,5\n");
+    expect("count Max_MA by run until 1970-01-01", "run,count Max_MA\n");
+    expect("count Max_MA by run where time >= '1970-01-01 00:00'",
+           "run,count Max_MA\nbert,1\nllama,5\n");
+}
+
 static void test_unknown_names(void)
 {
     expect_error("max Max_Ma by run", 4, 6, "did you mean `Max_MA`");
@@ -234,4 +303,5 @@ static void test_unknown_names(void)
 }
 
 TEST_MAIN(T(test_setup), T(test_aggregates), T(test_group_keys), T(test_where),
-          T(test_top_and_limit), T(test_unknown_names), T(test_teardown))
+          T(test_top_and_limit), T(test_unknown_names), T(test_add_attributes),
+          T(test_attributes), T(test_line_counts), T(test_time_conditions), T(test_teardown))
