@@ -117,11 +117,12 @@ static const struct {
     [DSQ_U_US] = {"us", 1e-6, 3},
     [DSQ_U_MS] = {"ms", 1e-3, 3},
     [DSQ_U_S] = {"s", 1, 3},
+    [DSQ_U_TIME] = {"", 1, 4}, /* never parsed from text: only the `time` pseudo-field */
 };
 
 enum dsq_unit dsq_unit_parse(const char *p, size_t n)
 {
-    for (int u = 1; u < DSQ_U_COUNT; u++)
+    for (int u = 1; n && u < DSQ_U_COUNT; u++)
         if (strlen(unit_tab[u].name) == n && memcmp(unit_tab[u].name, p, n) == 0)
             return (enum dsq_unit)u;
     return DSQ_U_NONE;

@@ -12,6 +12,7 @@ enum dsq_unit {
     DSQ_U_B, DSQ_U_KB, DSQ_U_MB, DSQ_U_GB, DSQ_U_TB,
     DSQ_U_KIB, DSQ_U_MIB, DSQ_U_GIB, DSQ_U_TIB,
     DSQ_U_PCT, DSQ_U_US, DSQ_U_MS, DSQ_U_S,
+    DSQ_U_TIME, /* a point in time: microseconds since the epoch, shown as a timestamp */
     DSQ_U_COUNT
 };
 

@@ -20,6 +20,10 @@
 #include "num.h"
 #include "timeconv.h"
 
+/* `time` as an aggregate's field: the event's own time ("min time by run where
+ * kind = failure" is when each run first failed). */
+#define TIME_FIELD UINT32_MAX
+
 typedef struct acc {
     uint64_t count;
     double sum, min, max, first_v, last_v;
@@ -188,7 +192,7 @@ static int resolve(exec *x)
         if (!q->aggs[i].field[0])
             continue;
         const char *f = q->aggs[i].field;
-        x->agg_field[i] = dsq_dict_find(x->dict, f, strlen(f));
+        x->agg_field[i] = strcmp(f, "time") == 0 ? TIME_FIELD : dsq_dict_find(x->dict, f, strlen(f));
         if (!x->agg_field[i])
             return unknown_field(x, f, q->aggs[i].off, q->aggs[i].len);
     }
@@ -428,8 +432,14 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
     for (int i = 0; i < q->naggs; i++) {
         double v = 1;
         uint8_t unit = 0;
-        if (x->agg_field[i] && !field_value(ev, x->agg_field[i], &v, &unit))
+        if (x->agg_field[i] == TIME_FIELD) {
+            if (ev->t_us == DSQ_TIME_NONE)
+                continue;
+            v = (double)ev->t_us;
+            unit = DSQ_U_TIME;
+        } else if (x->agg_field[i] && !field_value(ev, x->agg_field[i], &v, &unit)) {
             continue;
+        }
         if (!g && !(g = group_for(x, key)))
             return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
         if (add_value(&g->accs[i], q->aggs[i].fn, v, unit, ev->t_us))

@@ -8,6 +8,7 @@
 
 #include "dsq/dsq.h"
 #include "num.h"
+#include "timeconv.h"
 
 typedef struct text_chunk {
     struct text_chunk *next;
@@ -172,6 +173,16 @@ void dsq_format_number(double v, int is_int, char *out, size_t cap)
     }
 }
 
+/* "2024-07-20 21:30:05.202" for a time in microseconds. */
+static void time_text(double v, char *out, size_t cap)
+{
+    char buf[64];
+    int64_t t = (int64_t)v;
+    dsq_time_format(t, buf);
+    long long ms = ((t % 1000000) + 1000000) % 1000000 / 1000;
+    snprintf(out, cap, "%s.%03lld", buf, ms);
+}
+
 /* The text a table shows for a cell. */
 static void cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
 {
@@ -181,6 +192,10 @@ static void cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
     }
     if (c->s) {
         snprintf(out, cap, "%s", c->s);
+        return;
+    }
+    if (c->unit == DSQ_U_TIME) {
+        time_text(c->v, out, cap);
         return;
     }
     dsq_format_number(c->v, c->is_int, out, cap);
@@ -260,6 +275,11 @@ static void json_string(FILE *f, const char *s)
 static void plain_number(FILE *f, const dsq_cell *c)
 {
     char buf[64];
+    if (c->unit == DSQ_U_TIME) { /* times stay readable in CSV / JSON too */
+        time_text(c->v, buf, sizeof buf);
+        fprintf(f, "\"%s\"", buf);
+        return;
+    }
     if (c->is_int) {
         fprintf(f, "%.0f", c->v);
         return;
@@ -285,8 +305,11 @@ static void print_csv(const dsq_result *r, FILE *f)
                 fputc(',', f);
             if (cell->is_null)
                 continue;
+            char tbuf[64];
             if (cell->s)
                 csv_field(f, cell->s);
+            else if (cell->unit == DSQ_U_TIME)
+                time_text(cell->v, tbuf, sizeof tbuf), fputs(tbuf, f);
             else
                 plain_number(f, cell);
         }
@@ -311,7 +334,7 @@ static void print_json(const dsq_result *r, FILE *f)
                 fputs("null", f);
             else
                 plain_number(f, cell);
-            if (number && cell->unit) {
+            if (number && *dsq_unit_name(cell->unit)) {
                 fputc(',', f);
                 char key[300];
                 snprintf(key, sizeof key, "%s_unit", r->names[c]);

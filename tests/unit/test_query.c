@@ -291,6 +291,10 @@ static void test_time_conditions(void)
     expect("count Max_MA by run until 1970-01-01", "run,count Max_MA\n");
     expect("count Max_MA by run where time >= '1970-01-01 00:00'",
            "run,count Max_MA\nbert,1\nllama,5\n");
+    /* `time` as an aggregate: when (microseconds after the epoch here) */
+    expect("min time, max time by run where kind = memory",
+           "run,min time,max time\nbert,1970-01-01 00:00:00.000,1970-01-01 00:00:00.000\n"
+           "llama,1970-01-01 00:00:00.000,1970-01-01 00:00:00.000\n");
 }
 
 static void test_unknown_names(void)
