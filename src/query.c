@@ -34,7 +34,7 @@ typedef struct acc {
 } acc;
 
 typedef struct group {
-    uint64_t k[DSQ_Q_MAX_BY];
+    uint64_t k[DSQ_Q_MAX_BY + 1]; /* by keys, then the time bucket with `every` */
     int used;
     acc *accs;
 } group;
@@ -342,6 +342,9 @@ static uint64_t hash_key(const uint64_t *k, int n)
     return h ^ (h >> 33);
 }
 
+/* Group keys: the by keys, plus the time bucket with `every`. */
+static int nkeys(const dsq_query *q) { return q->nby + (q->every_us ? 1 : 0); }
+
 static int grow_groups(exec *x)
 {
     size_t cap = x->cap ? x->cap * 2 : 256;
@@ -351,7 +354,7 @@ static int grow_groups(exec *x)
     for (size_t i = 0; i < x->cap; i++) {
         if (!x->groups[i].used)
             continue;
-        size_t j = hash_key(x->groups[i].k, x->q->nby) & (cap - 1);
+        size_t j = hash_key(x->groups[i].k, nkeys(x->q)) & (cap - 1);
         while (g[j].used)
             j = (j + 1) & (cap - 1);
         g[j] = x->groups[i];
@@ -366,7 +369,7 @@ static group *group_for(exec *x, const uint64_t *k)
 {
     if ((x->ngroups + 1) * 2 > x->cap && grow_groups(x) != 0)
         return NULL;
-    int n = x->q->nby;
+    int n = nkeys(x->q);
     size_t j = hash_key(k, n) & (x->cap - 1);
     for (; x->groups[j].used; j = (j + 1) & (x->cap - 1))
         if (memcmp(x->groups[j].k, k, (size_t)n * sizeof *k) == 0)
@@ -425,9 +428,13 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
     const dsq_query *q = x->q;
     if (q->where >= 0 && !eval(x, q->where, k, ev))
         return 0;
-    uint64_t key[DSQ_Q_MAX_BY] = {0};
+    uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
     for (int i = 0; i < q->nby; i++)
         key[i] = key_part(x, i, k, ev);
+    if (q->every_us) /* the bucket's start; events without a time share INT64_MIN */
+        key[q->nby] = ev->t_us == DSQ_TIME_NONE
+                          ? (uint64_t)INT64_MIN
+                          : (uint64_t)(ev->t_us - ((ev->t_us % q->every_us) + q->every_us) % q->every_us);
     group *g = NULL;
     for (int i = 0; i < q->naggs; i++) {
         double v = 1;
@@ -525,11 +532,13 @@ static dsq_cell key_cell(const exec *x, int key, uint64_t v)
 static int build_result(exec *x, dsq_result **out)
 {
     const dsq_query *q = x->q;
-    const char *names[DSQ_Q_MAX_BY + DSQ_Q_MAX_AGGS];
+    const char *names[DSQ_Q_MAX_BY + 1 + DSQ_Q_MAX_AGGS];
     char agg_names[DSQ_Q_MAX_AGGS][DSQ_Q_NAME + 8];
     int nc = 0;
     for (int i = 0; i < q->nby; i++)
         names[nc++] = q->by[i] == DSQ_KEY_FIELD ? q->by_name[i] : dsq_key_name(q->by[i]);
+    if (q->every_us)
+        names[nc++] = "time";
     for (int i = 0; i < q->naggs; i++) {
         snprintf(agg_names[i], sizeof agg_names[i], "%s%s%s", dsq_agg_name(q->aggs[i].fn),
                  q->aggs[i].field[0] ? " " : "", q->aggs[i].field);
@@ -538,23 +547,28 @@ static int build_result(exec *x, dsq_result **out)
     dsq_result *r = dsq_result_new(nc, names);
     if (!r)
         return dsq_error_set(x->err, DSQ_ENOMEM, "result");
-    dsq_cell cells[DSQ_Q_MAX_BY + DSQ_Q_MAX_AGGS];
+    dsq_cell cells[DSQ_Q_MAX_BY + 1 + DSQ_Q_MAX_AGGS];
+    int nk = nkeys(q);
     for (size_t gi = 0; gi < x->cap; gi++) {
         group *g = &x->groups[gi];
         if (!g->used)
             continue;
         for (int i = 0; i < q->nby; i++)
             cells[i] = key_cell(x, q->by[i], g->k[i]);
+        if (q->every_us)
+            cells[q->nby] = (int64_t)g->k[q->nby] == INT64_MIN
+                                ? (dsq_cell){.is_null = 1}
+                                : (dsq_cell){.v = (double)(int64_t)g->k[q->nby], .unit = DSQ_U_TIME};
         for (int i = 0; i < q->naggs; i++)
-            cells[q->nby + i] = agg_cell(&g->accs[i], q->aggs[i].fn);
+            cells[nk + i] = agg_cell(&g->accs[i], q->aggs[i].fn);
         if (dsq_result_add_row(r, cells)) {
             dsq_result_free(r);
             return dsq_error_set(x->err, DSQ_ENOMEM, "result");
         }
     }
-    dsq_result_sort(r, q->nby);
+    dsq_result_sort(r, nk);
     if (q->top)
-        dsq_result_sort_desc(r, q->nby);
+        dsq_result_sort_desc(r, nk);
     if (q->limit > 0)
         dsq_result_truncate(r, (size_t)q->limit);
     *out = r;
@@ -601,6 +615,8 @@ static int check_line_query(exec *x)
     int off = 0, len = 0;
     if (uses_key(q, DSQ_KEY_FAMILY) && uses_key(q, DSQ_KEY_LEVEL))
         why = "lines are counted by family and by level separately: group by one of them";
+    if (q->every_us)
+        why = "line counts are per file, not per time: drop `every`";
     for (int i = 0; i < q->naggs && !why; i++)
         if (q->aggs[i].fn != DSQ_AGG_COUNT || q->aggs[i].field[0])
             why = "family and level group lines: only `count` applies", off = q->aggs[i].off,

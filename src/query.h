@@ -8,7 +8,7 @@
  * (zero_stage, nccl_version ...), or family / level (line counts, `count` only);
  * `where` with = != < <= > >= and ~ (glob), and/or/not and parentheses, over those
  * keys, numeric fields, run attributes and time (`time >= '2024-07-01 12:00'`,
- * `since 2024-07-01`, `until ...`); `limit N`, `top N`. Keywords are case-insensitive; field names are
+ * `since 2024-07-01`, `until ...`); `every 10m` time buckets (s m h d); `limit N`, `top N`. Keywords are case-insensitive; field names are
  * exact, quoted when they hold spaces ("lm loss"). Errors carry the byte offset
  * and length of the offending word (dsq_error.offset/.length) for a caret.
  */
@@ -68,6 +68,7 @@ typedef struct dsq_query {
     int nnodes;
     int where;                 /* root node, -1 when there is no where */
     long limit;                /* 0 = no limit */
+    int64_t every_us;          /* `every 1h`: time bucket width (a last group key), 0 = none */
     int top;                   /* `top N`: order by the first aggregate, largest first */
 } dsq_query;
 

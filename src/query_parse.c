@@ -194,7 +194,7 @@ static int key_of(const char *s)
 static int is_clause_kw(const tok *t)
 {
     return is_kw(t, "by") || is_kw(t, "where") || is_kw(t, "limit") || is_kw(t, "top") ||
-           is_kw(t, "since") || is_kw(t, "until");
+           is_kw(t, "since") || is_kw(t, "until") || is_kw(t, "every");
 }
 
 static int parse_agg(parser *p)
@@ -395,6 +395,36 @@ static int parse_since(parser *p)
     return next(p);
 }
 
+/* `every 1h`: a number and a unit (s, m, h, d), written together or apart. */
+static int parse_every(parser *p)
+{
+    int rc = next(p);
+    if (rc)
+        return rc;
+    tok t = p->t;
+    char unit = 0;
+    double n = t.num;
+    if (t.type == T_NUM) {
+        const char *u = t.text;
+        while ((*u >= '0' && *u <= '9') || *u == '.')
+            u++;
+        unit = *u && !u[1] ? *u : 0;
+        if (!*u) { /* "every 1 h" */
+            if ((rc = next(p)))
+                return rc;
+            unit = p->t.type == T_IDENT && !p->t.text[1] ? p->t.text[0] : 0;
+        }
+    }
+    static const struct { char u; double us; } units[] = {{'s', 1e6}, {'m', 6e7}, {'h', 3.6e9}, {'d', 8.64e10}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (unit == units[i].u && n > 0 && n * units[i].us >= 1e6 && n * units[i].us < 3.2e16) {
+            p->q->every_us = (int64_t)(n * units[i].us);
+            return next(p);
+        }
+    return fail(p, &t, "expected a bucket width like 30s, 10m, 1h or 1d after every, found '%s'",
+                t.type == T_END ? "end of query" : t.text);
+}
+
 static int parse_clauses(parser *p)
 {
     int rc = 0;
@@ -411,6 +441,8 @@ static int parse_clauses(parser *p)
             rc = parse_limit(p);
         else if (is_kw(&p->t, "since") || is_kw(&p->t, "until"))
             rc = parse_since(p);
+        else if (is_kw(&p->t, "every"))
+            rc = parse_every(p);
         else
             return fail(p, &p->t, "unexpected '%s': expected by, where, limit, or a comma",
                         p->t.text);

@@ -291,6 +291,7 @@ static void test_time_conditions(void)
     expect("count Max_MA by run until 1970-01-01", "run,count Max_MA\n");
     expect("count Max_MA by run where time >= '1970-01-01 00:00'",
            "run,count Max_MA\nbert,1\nllama,5\n");
+    expect("count Max_MA every 1d", "time,count Max_MA\n1970-01-01 00:00:00.000,6\n,1\n");
     /* `time` as an aggregate: when (microseconds after the epoch here) */
     expect("min time, max time by run where kind = memory",
            "run,min time,max time\nbert,1970-01-01 00:00:00.000,1970-01-01 00:00:00.000\n"

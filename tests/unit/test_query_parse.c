@@ -238,6 +238,8 @@ static void test_errors(void)
     bad("count by time", 9, 4, "cannot group by 'time'");
     bad("count where time > yesterday", 19, 9, "is not a time");
     bad("count since 07/20", 12, 5, "expected a time after since/until");
+    bad("count every 5x", 12, 2, "expected a bucket width");
+    bad("count every", 11, 1, "expected a bucket width");
     bad("max Max_MA where", 16, 1, "expected a key or field name");
     bad("count where (rank = 0", 12, 1, "never closed");
     bad("count where rank 1", 17, 1, "expected an operator");
