@@ -593,7 +593,7 @@ static int count_source_lines(void *ctx, const char *path, const dsq_source_rec 
     int n = by_fam ? DSQ_REC_FAMILIES : DSQ_REC_LEVELS;
     for (int f = 0; f < n; f++) {
         uint64_t count = by_fam ? rec->family_lines[f] : rec->level_lines[f];
-        uint64_t key[DSQ_Q_MAX_BY] = {0};
+        uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
         if (!count)
             continue;
         for (int i = 0; i < q->nby; i++)
