@@ -123,7 +123,8 @@ typedef struct dsq_line_ctx {
 } dsq_line_ctx;
 
 /* Every handler state starts with this; while `active` is non-zero the handler
- * also sees lines of other families (continuation lines are usually "other"). */
+ * also sees lines of other families (continuation lines are usually "other").
+ * handle() returns < 0 on error, 0, or 1 to claim the line for its family. */
 typedef struct dsq_fam_state {
     int active;
 } dsq_fam_state;
@@ -140,6 +141,9 @@ typedef struct dsq_emit_args {
     int nf;
     int64_t t_us;
     uint32_t lineno;
+    dsq_span host;   /* a host the event names itself (a failure table's `host :`), else the line's */
+    int set_rank;    /* 1: use `rank` below instead of the line's rank */
+    int rank;
 } dsq_emit_args;
 
 int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a);
@@ -195,5 +199,26 @@ int dsq_gram_megatron(const char *line, size_t len, dsq_match *m);
 /* grammar/mmengine.re: "09/10 14:27:26 - mmengine - INFO - ..." (year-less stamp)
  * and, inside it, the "Iter(train) [ 10/1000]  lr: ..." training line. */
 int dsq_gram_mmengine(const char *line, size_t len, dsq_match *m);
+
+/* grammar/glog.re: glog / c10 "I0910 14:27:22.992898 134 ProcessGroupNCCL.cpp:686] ...",
+ * "[E901 05:20:04.798433587 file.cpp:1899] ...", "[E file.cpp:737] ...", and the bare
+ * option lines of ProcessGroupNCCL's init block. Handler in src/fam_torch.c. */
+int dsq_gram_glog(const char *line, size_t len, dsq_match *m);
+
+/* grammar/torch.re: torch.distributed.run / elastic launcher lines and the
+ * ChildFailedError report. Handler in src/fam_torch.c. */
+int dsq_gram_torchrun(const char *line, size_t len, dsq_match *m);
+
+/* grammar/traceback.re: Python traceback lines, exception lines, C++ terminate /
+ * c10 stack traces. Handler in src/fam_traceback.c. */
+int dsq_gram_traceback(const char *line, size_t len, dsq_match *m);
+
+/* grammar/traceback.re: "path/file.py:56: UserWarning: message". */
+int dsq_gram_pywarn(const char *line, size_t len, dsq_match *m);
+
+/* grammar/nccl.re: NCCL / RCCL "host:pid:tid [dev] NCCL INFO|WARN ...", the bare
+ * "NCCL version ..." / "RCCL version ..." lines and RCCL's version block. Line
+ * parser and handler in src/fam_nccl.h / src/fam_nccl.c. */
+int dsq_gram_nccl(const char *line, size_t len, dsq_match *m);
 
 #endif

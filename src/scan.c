@@ -18,6 +18,7 @@
 
 #define MAX_PENDING 64
 #define PROC_SLOTS 256
+#define LINE_EVENTS 16 /* events one line may complete before they go out */
 
 typedef struct pending {
     uint32_t host;
@@ -50,6 +51,12 @@ struct dsq_scan {
     dsq_scan_stats st;
     struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
     unsigned char *fam_state;   /* all families' handler states, one allocation */
+    /* Events completed by the current line wait here until the observer has seen
+     * the line (so the line comes first in `explain` and golden output, and a
+     * handler can claim the line for its family before anyone looks at it). */
+    int deferring;
+    int nqueued;
+    dsq_event queue[LINE_EVENTS];
     size_t fam_state_size;
     size_t fam_off[64];         /* offset of each registry row's state */
 };
@@ -100,6 +107,8 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->host_cache_id = 0;
     memset(sc->pend, 0, sizeof sc->pend);
     memset(sc->procs, 0, sizeof sc->procs);
+    sc->deferring = 0;
+    sc->nqueued = 0;
     memset(&sc->st, 0, sizeof sc->st);
     if (sc->fam_state)
         memset(sc->fam_state, 0, sc->fam_state_size);
@@ -124,7 +133,22 @@ static uint32_t host_id(dsq_scan *sc, dsq_span h)
 static int emit(dsq_scan *sc, const dsq_event *ev)
 {
     sc->st.events++;
+    if (sc->deferring && sc->nqueued < LINE_EVENTS) {
+        sc->queue[sc->nqueued++] = *ev;
+        return 0;
+    }
     return sc->p.emit(sc->p.ctx, ev);
+}
+
+/* Hands the current line's queued events to the sink, in the order they came. */
+static int release_events(dsq_scan *sc)
+{
+    int rc = 0;
+    for (int i = 0; i < sc->nqueued && !rc; i++)
+        rc = sc->p.emit(sc->p.ctx, &sc->queue[i]);
+    sc->nqueued = 0;
+    sc->deferring = 0;
+    return rc;
 }
 
 /* The pending report of (host, rank), creating it; when the table is full the
@@ -249,7 +273,8 @@ static void line_time(dsq_scan *sc, dsq_match *m)
 int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
 {
     dsq_scan *sc = lc->sc;
-    dsq_event e = {.kind = (uint16_t)a->ev, .rank = lc->rank, .host = lc->host,
+    dsq_event e = {.kind = (uint16_t)a->ev, .rank = a->set_rank ? a->rank : lc->rank,
+                   .host = a->host.n ? dsq_dict_intern(sc->p.dict, a->host.p, a->host.n) : lc->host,
                    .t_us = a->t_us ? a->t_us : lc->t_us, .line = a->lineno ? a->lineno : lc->lineno};
     if (a->label.n)
         e.label = intern_trimmed(sc, a->label);
@@ -264,9 +289,10 @@ int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
     return emit(sc, &e);
 }
 
-/* Offers the line to every stateful family that wants it. */
-static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, const dsq_match *m,
-                        const char *line, size_t len)
+/* Offers the line to every stateful family that wants it. A handler returning 1
+ * claims the line for its family (continuation lines of a traceback, a table). */
+static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, const char *line,
+                        size_t len)
 {
     for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
         const dsq_family_def *d = &dsq_families[i];
@@ -276,8 +302,10 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, const dsq_match *m
         if (d->family != m->family && !st->active)
             continue;
         int rc = d->handle(st, lc, m, line, len);
-        if (rc)
+        if (rc < 0)
             return rc;
+        if (rc > 0 && m->family == DSQ_FAM_OTHER)
+            m->family = d->family;
     }
     return 0;
 }
@@ -359,9 +387,8 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     m.rank = rank;
     sc->prev_host = host;
     sc->prev_rank = prefix_rank >= 0 ? prefix_rank : sc->default_rank;
-    if (sc->p.observe)
-        sc->p.observe(sc->p.observe_ctx, &m, line, len, flags);
     dsq_line_ctx lc = {sc, host, rank, sc->last_t, sc->lineno};
+    sc->deferring = 1;
     if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
         rc = memory_line(sc, &m, host, rank);
     else if (m.ev) {
@@ -370,6 +397,10 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     }
     if (!rc && sc->fam_state)
         rc = run_handlers(sc, &lc, &m, rest, rest_n);
+    if (sc->p.observe)
+        sc->p.observe(sc->p.observe_ctx, &m, line, len, flags);
+    int rrc = release_events(sc);
+    rc = rc ? rc : rrc;
     sc->st.family_lines[m.family]++;
     sc->st.level_lines[m.level]++;
     return rc;
