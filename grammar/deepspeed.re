@@ -10,9 +10,26 @@
  * Spacing varies by version (runs of spaces, a trailing space) and pastes collapse
  * it, so separators are "one or more blanks". Numbers are parsed as printed and
  * keep their printed unit ("GB", although DeepSpeed divides by 1024^3).
+ *
+ * Other messages become single-line events (ds_message): wall-clock timers
+ * "time (ms) | name: v | ..." (ds_timer, unit ms), timer.py throughput in its new
+ * "epoch=E/micro_step=M/global_step=G, ..." and old "E/M, ..." forms
+ * (ds_throughput), "step=10, skipped=0, lr=[...]" (ds_step), the loss scaler's
+ * overflow and scale messages (ds_overflow, ds_loss_scale), allocator cache
+ * flushes (ds_cache_flush), the launcher's "exits with return code = N" (failure
+ * launcher_exit), and run attributes (deepspeed_version, zero_stage, bucket sizes,
+ * optimizer, num_elems, nodes, world_size, the engine config dump's keys). What
+ * spans lines or carries a second attribute is src/fam_deepspeed.c's handler.
+ * dsq_gram_deepspeed_bare, registered after every header family, takes
+ * DeepSpeed's bare prints (op load times, CPU Adam config, memory estimates).
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "event.h"
+#include "fam_deepspeed.h"
+#include "fam_pairs.h"
 #include "grammar.h"
 #include "num.h"
 
@@ -73,6 +90,255 @@ static int memory_body(const char *body, const char *end, dsq_match *m)
             m->kind = DSQ_MK_DS_MEM_LABEL;
             return 1;
         }
+    */
+}
+
+/* "name=value" fields separated by ',', '/' and blanks (timer.py throughput,
+ * log_dist "step=10, skipped=0, lr=[1e-05], mom=[...]"): a value may open with
+ * one '[' (its first element is taken); values that are not numbers are skipped. */
+static void kv_fields(dsq_match *m, const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ',' || *p == '/'))
+            p++;
+        const char *n0 = p;
+        while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+            p++;
+        if (p < end && *p == '=' && p > n0) {
+            const char *v = p + 1 + (p + 1 < end && p[1] == '[');
+            p = dsq_match_field(m, n0, (size_t)(p - n0), v, end);
+        }
+        while (p < end && *p != ',' && *p != '/')
+            p++;
+    }
+}
+
+/* The number after the first occurrence of what in p..end, as field name. */
+static void field_after(dsq_match *m, const char *p, const char *end, const char *what,
+                        const char *name)
+{
+    size_t k = strlen(what);
+    for (; p + k <= end; p++)
+        if (*p == *what && memcmp(p, what, k) == 0) {
+            dsq_match_field(m, name, strlen(name), p + k, end);
+            return;
+        }
+}
+
+/* Fields of a loss-scaler overflow message, named as printed. */
+static void overflow_fields(dsq_match *m, const char *p, const char *end)
+{
+    m->ev = DSQ_EV_DS_OVERFLOW;
+    field_after(m, p, end, "Attempted loss scale: ", "Attempted loss scale");
+    field_after(m, p, end, "reducing to ", "reducing to");
+    field_after(m, p, end, "but hysteresis is ", "hysteresis");
+    field_after(m, p, end, "Reducing hysteresis to ", "Reducing hysteresis to");
+}
+
+static void attr_span(dsq_match *m, dsq_span label, const char *v0, const char *v1)
+{
+    m->ev = DSQ_EV_ATTR;
+    m->label = label;
+    m->text = (dsq_span){v0, (size_t)(v1 - v0)};
+    double x;
+    const char *stop = NULL;
+    if (dsq_num_parse(v0, v1, &x, &stop) == 0 && stop == v1)
+        dsq_match_value(m, "value", 5, x, DSQ_U_NONE);
+}
+
+static void attr(dsq_match *m, const char *label, const char *v0, const char *v1)
+{
+    attr_span(m, (dsq_span){label, strlen(label)}, v0, v1);
+}
+
+static const char *trim_end(const char *p, const char *end)
+{
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    return end;
+}
+
+/* The common attribute name of an engine config key, or the key itself. */
+static dsq_span config_label(const char *k, size_t n)
+{
+    static const char *const same[] = {"train_batch_size", "train_micro_batch_size_per_gpu",
+                                       "gradient_accumulation_steps"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+        if (strlen(same[i]) == n && memcmp(k, same[i], n) == 0)
+            return (dsq_span){same[i], n};
+    if (n == 23 && memcmp(k, "zero_optimization_stage", 23) == 0)
+        return (dsq_span){"zero_stage", 10};
+    if (n == 14 && memcmp(k, "optimizer_name", 14) == 0)
+        return (dsq_span){"optimizer", 9};
+    return (dsq_span){k, n};
+}
+
+/* Whether the logger function is the engine config printer. */
+static int config_printer(const dsq_match *m)
+{
+    return m->func.n == 5 && memcmp(m->func.p, "print", 5) == 0;
+}
+
+/* launch.py sigkill_handler: "['python', '-u', ...] exits with return code = 1". */
+static int launcher_exit(dsq_match *m, const char *body, const char *end)
+{
+    static const char what[] = " exits with return code = ";
+    const size_t k = sizeof what - 1;
+    if (m->func.n && !(m->func.n == 15 && memcmp(m->func.p, "sigkill_handler", 15) == 0))
+        return 0;
+    for (const char *p = body; p + k <= end; p++)
+        if (*p == ' ' && memcmp(p, what, k) == 0) {
+            m->ev = DSQ_EV_FAILURE;
+            m->label = (dsq_span){"launcher_exit", 13};
+            m->text = (dsq_span){body, (size_t)(trim_end(body, end) - body)};
+            dsq_match_field(m, "return code", 11, p + k, end);
+            return 1;
+        }
+    return 0;
+}
+
+/* Classifies the message of a DeepSpeed logger line (or a line that continues
+ * one): sets m->ev and fields when it is a known message. Returns 1 if known. */
+static int ds_message(const char *body, const char *end, dsq_match *m)
+{
+    const unsigned char *cur = (const unsigned char *)body, *mar;
+    const unsigned char *a, *b, *k0, *k1, *v0;
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur;
+        re2c:define:YYMARKER = mar;
+        re2c:yyfill:enable = 0;
+        re2c:flags:tags = 1;
+        re2c:sentinel = 10;
+
+        dd   = [0-9];
+        nm   = "-"? dd+ ("." dd*)? ([eE] [-+]? dd+)?;
+        any  = [^\n\r]*;
+
+        "time (ms)" " "* "|" {
+            dsq_pair pr[DSQ_MATCH_MAXF];
+            int n = dsq_pairs_pipe((const char *)cur, end, pr, DSQ_MATCH_MAXF);
+            if (n == 0)
+                return 0;
+            m->ev = DSQ_EV_DS_TIMER;
+            for (int i = 0; i < n; i++) {
+                int before = m->nf;
+                dsq_match_field(m, pr[i].name.p, pr[i].name.n, pr[i].val, end);
+                if (m->nf > before)
+                    m->f[m->nf - 1].unit = DSQ_U_MS;
+            }
+            return 1;
+        }
+        "epoch=" dd+ "/micro_step=" dd+ "/global_step=" dd+ "," {
+            m->ev = DSQ_EV_DS_THROUGHPUT;
+            kv_fields(m, body, end);
+            return 1;
+        }
+        @a dd+ "/" @b dd+ ", RunningAvgSamplesPerSec=" {
+            m->ev = DSQ_EV_DS_THROUGHPUT;
+            dsq_match_field(m, "epoch", 5, (const char *)a, end);
+            dsq_match_field(m, "micro_step", 10, (const char *)b, end);
+            kv_fields(m, (const char *)cur - 24, end);
+            return 1;
+        }
+        "step=" dd+ ", skipped=" dd+ "," {
+            m->ev = DSQ_EV_DS_STEP;
+            kv_fields(m, body, end);
+            return 1;
+        }
+        "[deepspeed] OVERFLOW! Rank " @a dd+ " " {
+            m->rank = (int)strtol((const char *)a, NULL, 10);
+            overflow_fields(m, body, end);
+            return 1;
+        }
+        ("[deepspeed] fp16 dynamic loss scale overflow!" | "Overflow detected.") {
+            overflow_fields(m, body, end);
+            return 1;
+        }
+        "Grad overflow on iteration" ":"? " "+ @a dd+ {
+            m->ev = DSQ_EV_DS_OVERFLOW;
+            dsq_match_field(m, "iteration", 9, (const char *)a, end);
+            return 1;
+        }
+        @k0 ("Reducing" | "Increasing") @k1 " dynamic loss scale from " @a nm " to " @b nm {
+            m->ev = DSQ_EV_DS_LOSS_SCALE;
+            m->label = (dsq_span){(const char *)k0, (size_t)(k1 - k0)};
+            dsq_match_field(m, "from", 4, (const char *)a, end);
+            dsq_match_field(m, "to", 2, (const char *)b, end);
+            return 1;
+        }
+        @a dd+ " pytorch allocator cache flushes since last step" {
+            m->ev = DSQ_EV_DS_CACHE_FLUSH;
+            dsq_match_field(m, "flushes", 7, (const char *)a, end);
+            return 1;
+        }
+        "DeepSpeed info: version=" @a [^,\n\r]+ @b {
+            attr(m, "deepspeed_version", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "Creating " [^ \n\r]+ " ZeRO stage " @a dd+ @b {
+            attr(m, "zero_stage", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "Reduce bucket size " @a [0-9,]+ @b {
+            attr(m, "reduce_bucket_size", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "Prefetch bucket size " @a [0-9,]+ @b {
+            attr(m, "prefetch_bucket_size", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "Allgather bucket size " @a [0-9,]+ @b {
+            attr(m, "allgather_bucket_size", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "DeepSpeed Basic Optimizer = " @a [^ \n\r]+ @b {
+            attr(m, "optimizer", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "DeepSpeed Final Optimizer = " @a [^ \n\r]+ @b {
+            attr(m, "final_optimizer", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "finished initializing model - num_params = " dd+ ", num_elems = " @a nm "B"? @b {
+            attr(m, "num_elems", (const char *)a, (const char *)b);
+            if (m->nf == 0 && b[-1] == 'B') { /* "8.03B": billions */
+                double x;
+                if (dsq_num_parse((const char *)a, (const char *)b - 1, &x, NULL) == 0)
+                    dsq_match_value(m, "value", 5, (double)llround(x * 1e9), DSQ_U_NONE);
+            }
+            return 1;
+        }
+        "dist_world_size=" @a dd+ @b {
+            attr(m, "world_size", (const char *)a, (const char *)b);
+            return 1;
+        }
+        "nnodes=" @a dd+ @b "," {
+            attr(m, "nodes", (const char *)a, (const char *)b);
+            return 1;
+        }
+        " "* @k0 [a-z_] [a-z0-9_]* @k1 (" " "."+ " " | "  ") @v0 [^ \n\r] any {
+            const char *v1 = trim_end((const char *)v0, end);
+            size_t kn = (size_t)(k1 - k0);
+            if (!config_printer(m))
+                return 0;
+            if (v1 - (const char *)v0 == 1 && *v0 == '{')
+                return 1; /* a JSON block follows: the handler reads it */
+            if ((kn == 16 && memcmp(k0, "bfloat16_enabled", 16) == 0) ||
+                (kn == 12 && memcmp(k0, "fp16_enabled", 12) == 0) ||
+                (kn == 12 && memcmp(k0, "bf16_enabled", 12) == 0)) {
+                if (v1 - (const char *)v0 == 4 && memcmp(v0, "True", 4) == 0) {
+                    const char *dt = dsq_ds_dtype_name((const char *)k0, kn - 8);
+                    attr(m, "dtype", dt, dt + strlen(dt));
+                    return 1;
+                }
+            }
+            attr_span(m, config_label((const char *)k0, kn), (const char *)v0, v1);
+            return 1;
+        }
+        * { return launcher_exit(m, body, end); }
     */
 }
 
@@ -156,5 +422,106 @@ header:;
     m->kind = DSQ_MK_DS_LOG;
     if (m->func.n == 16 && memcmp(m->func.p, "see_memory_usage", 16) == 0)
         memory_body(m->body.p, end, m);
+    else
+        ds_message(m->body.p, end, m);
+    return 1;
+}
+
+int dsq_gram_deepspeed_message(const char *line, size_t len, dsq_match *m)
+{
+    return ds_message(line, line + len, m);
+}
+
+
+/* runtime/utils.py memory_status: "RANK=0 MEMSTATS <msg> device=cuda:0 current
+ * alloc=1.2GB (delta=0.1GB max=2.0GB) current cache=3.0GB (delta=0.0GB max=3.5GB)":
+ * a memory event labelled msg with current alloc, max alloc, current cache and
+ * max cache (each "max" named after the figure it qualifies). */
+static void memstats(dsq_match *m, const char *p, const char *end)
+{
+    const char *dev = p, *cache = end;
+    static const char dv[] = " device=", cc[] = "current cache=";
+    for (; dev + sizeof dv - 1 <= end && memcmp(dev, dv, sizeof dv - 1) != 0; dev++)
+        ;
+    for (const char *q = p; q + sizeof cc - 1 <= end; q++)
+        if (memcmp(q, cc, sizeof cc - 1) == 0) {
+            cache = q;
+            break;
+        }
+    m->ev = DSQ_EV_MEMORY;
+    m->label = (dsq_span){p, (size_t)((dev < end ? dev : end) - p)};
+    field_after(m, p, cache, "current alloc=", "current alloc");
+    field_after(m, p, cache, "max=", "max alloc");
+    field_after(m, cache, end, "current cache=", "current cache");
+    field_after(m, cache, end, "max=", "max cache");
+}
+
+/* DeepSpeed's bare prints, which carry no logger header: the op builder's load
+ * time, the CPU Adam banner and its "Config:" line, ZeRO-Offload's persistent
+ * parameters, ZeRO memory estimate tables, and the overflow message that
+ * fused_optimizer logs on the line after its header. Most lines start with none
+ * of these words, and the DFA rejects them on the first bytes. */
+int dsq_gram_deepspeed_bare(const char *line, size_t len, dsq_match *m)
+{
+    const unsigned char *cur = (const unsigned char *)line, *mar;
+    const unsigned char *a, *b, *c, *n1;
+    const char *end = line + len;
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur;
+        re2c:define:YYMARKER = mar;
+        re2c:yyfill:enable = 0;
+        re2c:flags:tags = 1;
+        re2c:sentinel = 10;
+
+        "Time to load " @a [A-Za-z0-9_]+ @b " op" @n1 ": " @c nm " seconds" {
+            m->ev = DSQ_EV_DS_OP_LOAD;
+            m->label = (dsq_span){(const char *)a, (size_t)(b - a)};
+            dsq_match_field(m, line, (size_t)((const char *)n1 - line), (const char *)c, end);
+            if (m->nf)
+                m->f[m->nf - 1].unit = DSQ_U_S;
+            goto found;
+        }
+        [A-Z][a-z]+ " Optimizer #" dd+ " is created with " any { goto found; }
+        "Config: alpha=" @a nm @b "," {
+            attr(m, "lr", (const char *)a, (const char *)b);
+            goto found;
+        }
+        "Parameter Offload: Total persistent parameters: " @a dd+ @b " in " dd+ " params" {
+            attr(m, "persistent_parameters", (const char *)a, (const char *)b);
+            goto found;
+        }
+        "RANK=" @a dd+ " MEMSTATS " @b any {
+            m->rank = (int)strtol((const char *)a, NULL, 10);
+            memstats(m, (const char *)b, end);
+            goto found;
+        }
+        "Estimated memory needed for params, optim states and gradients for a:" { goto found; }
+        "HW: Setup with " dd+ " node" any { goto found; }
+        "SW: Model with " dd+ "M total params" any { goto found; }
+        " "+ "per CPU" " "+ "|" " "+ "per GPU" " "+ "|" " "+ "Options" { goto found; }
+        " "* @a nm "GB" " "+ "|" " "* @b nm "GB" " "+ "|" " "* @c any {
+            m->ev = DSQ_EV_DS_MEM_ESTIMATE;
+            m->label = (dsq_span){(const char *)c, (size_t)(trim_end((const char *)c, end) - (const char *)c)};
+            dsq_match_field(m, "per CPU", 7, (const char *)a, end);
+            dsq_match_field(m, "per GPU", 7, (const char *)b, end);
+            goto found;
+        }
+        "Grad overflow on iteration" ":"? " "+ @a dd+ {
+            m->ev = DSQ_EV_DS_OVERFLOW;
+            dsq_match_field(m, "iteration", 9, (const char *)a, end);
+            goto found;
+        }
+        ("Loading" | "Building") " extension module " [A-Za-z0-9_]+ "..." { goto found; }
+        "Using " [^ \n\r]+ " as PyTorch extensions root..." { goto found; }
+        "Emitting ninja build file " any { goto found; }
+        * { return 0; }
+    */
+found:
+    m->family = DSQ_FAM_DEEPSPEED;
+    m->body.p = line;
+    m->body.n = len;
     return 1;
 }

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DSQ_EV_MAXF 8
+#define DSQ_EV_MAXF 16
 
 /* Event kinds. To add one: an entry before DSQ_EV_KIND_COUNT and its name in
  * event.c. Numbers are stored in the index: never reorder, only append. */
@@ -26,6 +26,34 @@ enum dsq_ev_kind {
                           and field "value" when the value is a number */
     DSQ_EV_FAILURE = 3, /* something failed: label = class (cuda_oom, nccl_timeout, nccl_error,
                            cuda_error, signal, exception, launcher_exit), text = message */
+    DSQ_EV_HF_LOSS,       /* HF Trainer loss dict: fields named as its keys (loss, grad_norm, ...) */
+    DSQ_EV_HF_EVAL,       /* HF Trainer eval dict: eval_loss, eval_runtime, ... */
+    DSQ_EV_HF_TRAIN_END,  /* HF Trainer final dict: train_runtime, train_loss, ... */
+    DSQ_EV_HF_TRAIN_SETUP, /* "***** Running training *****" block: Num examples, Num Epochs, ... */
+    DSQ_EV_HF_CHECKPOINT, /* "Saving model checkpoint to PATH": text = PATH, field checkpoint */
+    DSQ_EV_DS_TIMER,      /* DeepSpeed "time (ms) | name: v | ...": one field per timer, unit ms */
+    DSQ_EV_DS_THROUGHPUT, /* DeepSpeed timer.py: epoch micro_step global_step RunningAvgSamplesPerSec ... */
+    DSQ_EV_DS_STEP,       /* DeepSpeed "step=10, skipped=0, lr=[...]": step skipped lr */
+    DSQ_EV_DS_OVERFLOW,   /* DeepSpeed fp16 overflow: Attempted loss scale, reducing to / iteration */
+    DSQ_EV_DS_CACHE_FLUSH, /* DeepSpeed "N pytorch allocator cache flushes since last step": flushes */
+    DSQ_EV_DS_OP_LOAD,    /* DeepSpeed "Time to load cpu_adam op: 2.6 seconds": label = op */
+    DSQ_EV_DS_LOSS_SCALE, /* DeepSpeed "Reducing/Increasing dynamic loss scale from A to B": from, to */
+    DSQ_EV_DS_MEM_ESTIMATE, /* ZeRO memory estimate row: per CPU, per GPU (GB); label = options */
+    DSQ_EV_MEGATRON_ITER, /* Megatron " iteration N/ M | name: v | ...": fields as printed */
+    DSQ_EV_MEGATRON_VALIDATION, /* Megatron "validation loss at iteration N | lm loss value: ..." */
+    DSQ_EV_MEGATRON_MEMORY, /* Megatron "[Rank N] (after K iterations) memory (MB) | ...", unit MB */
+    DSQ_EV_MMENGINE_ITER, /* mmengine "Iter(train) [ 10/1000]  lr: ...": label = mode */
+    DSQ_EV_NCCL_INIT,     /* NCCL "comm 0x.. rank R nranks N cudaDev D ... - Init COMPLETE": rank nranks
+                             cudaDev nvmlDev used (B); label = init function, text = commId */
+    DSQ_EV_NCCL_TOPOLOGY, /* NCCL channels/rings/trees summarized per communicator: nranks nNodes
+                             channels "coll channels" "p2p channels" P2P SHM NET; label = transports */
+    DSQ_EV_NCCL_WARN,     /* NCCL "file.cc:123 NCCL WARN msg": label = file:line, text = msg */
+    DSQ_EV_NCCL_DESTROY,  /* NCCL "comm .. - Destroy|Abort COMPLETE": label = Destroy|Abort, rank nranks cudaDev */
+    DSQ_EV_TRACEBACK,     /* a Python traceback: label = exception type, text = message (none if cut) */
+    DSQ_EV_PYWARN,        /* "file.py:56: UserWarning: msg": label = warning class, text = msg */
+    DSQ_EV_TORCHRUN_CLOSING_SIGNAL, /* elastic "Sending process P closing signal SIGTERM": label, pid */
+    DSQ_EV_TORCHRUN_OMP,  /* torchrun "Setting OMP_NUM_THREADS ... to be 1": OMP_NUM_THREADS */
+    DSQ_EV_GLOG_DESYNC,   /* ProcessGroupNCCL desync report finding: label = what, text = ranks, collective */
     DSQ_EV_KIND_COUNT
 };
 

@@ -7,10 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fam_deepspeed.h"
+#include "fam_hf.h"
+#include "fam_nccl.h"
+#include "fam_torch.h"
+#include "fam_traceback.h"
 #include "num.h"
 
 const dsq_family_def dsq_families[] = {
-    {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed},
+    {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed,
+     .state_size = sizeof(dsq_ds_state), .handle = dsq_ds_handle, .finish = dsq_ds_finish},
+    {.family = DSQ_FAM_HF, .name = "hf", .recognize = dsq_gram_hf,
+     .state_size = sizeof(dsq_hf_state), .handle = dsq_hf_handle, .finish = dsq_hf_finish},
+    {.family = DSQ_FAM_MEGATRON, .name = "megatron", .recognize = dsq_gram_megatron},
+    {.family = DSQ_FAM_MMENGINE, .name = "mmengine", .recognize = dsq_gram_mmengine},
+    {.family = DSQ_FAM_GLOG, .name = "glog", .recognize = dsq_gram_glog,
+     .state_size = sizeof(dsq_glog_state), .handle = dsq_glog_handle},
+    {.family = DSQ_FAM_TORCHRUN, .name = "torchrun", .recognize = dsq_gram_torchrun,
+     .state_size = sizeof(dsq_torchrun_state), .handle = dsq_torchrun_handle},
+    {.family = DSQ_FAM_NCCL, .name = "nccl", .recognize = dsq_gram_nccl,
+     .state_size = sizeof(dsq_nccl_state), .handle = dsq_nccl_handle, .finish = dsq_nccl_finish},
+    /* DeepSpeed's bare prints: after every family with a logger header */
+    {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed_bare},
+    /* tracebacks and warnings: shapes no logger header has, after all of them */
+    {.family = DSQ_FAM_TRACEBACK, .name = "traceback", .recognize = dsq_gram_traceback,
+     .state_size = sizeof(dsq_tb_state), .handle = dsq_tb_handle, .finish = dsq_tb_finish},
+    {.family = DSQ_FAM_PYWARN, .name = "pywarn", .recognize = dsq_gram_pywarn},
 };
 const size_t dsq_nfamilies = sizeof dsq_families / sizeof dsq_families[0];
 

@@ -202,6 +202,12 @@ static int on_event(void *ctx, const dsq_event *ev)
     s = dsq_dict_str(r->dict, ev->label, &n);
     text_escaped(t, s, n);
     text_printf(t, "\"");
+    if (ev->text) {
+        s = dsq_dict_str(r->dict, ev->text, &n);
+        text_printf(t, " text=\"");
+        text_escaped(t, s, n);
+        text_printf(t, "\"");
+    }
     for (int i = 0; i < ev->nf; i++) {
         s = dsq_dict_str(r->dict, ev->f[i].name, &n);
         text_printf(t, " ");

@@ -233,8 +233,8 @@ static void test_damaged(void)
     free(v);
     dsq_block_free_buf(&b);
 
-    /* hand-made (count, kind, dt, label, text, line, nf, ...): one event claiming 9 fields */
-    const unsigned char nine[] = {1, 1, 0, 0, 0, 0, 9};
+    /* hand-made (count, kind, dt, label, text, line, nf, ...): one event claiming 17 fields */
+    const unsigned char nine[] = {1, 1, 0, 0, 0, 0, 17};
     CHECK_INT(decode_all(nine, sizeof nine, 0), DSQ_EFORMAT);
     /* a count varint that never ends */
     const unsigned char endless[] = {0x80, 0x80, 0x80};

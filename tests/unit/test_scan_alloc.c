@@ -53,7 +53,7 @@ static int on_event(void *ctx, const dsq_event *ev)
 
 /* Writes `nlines` lines of a mixed log (memory reports of 8 hosts via pdsh, other
  * DeepSpeed lines, prints, tqdm bars) to buf; returns the length and, in *reports,
- * how many memory reports it holds. */
+ * how many events it holds (memory reports and log_dist step lines). */
 static size_t make_log(char *buf, size_t cap, int nlines, uint64_t *reports)
 {
     static const char *const labels[] = {"Before initializing optimizer states",
@@ -88,6 +88,7 @@ static size_t make_log(char *buf, size_t cap, int nlines, uint64_t *reports)
                                   "lr=[0.0001], mom=[(0.9, 0.999)]\n",
                                   h, s, ms, h, i);
             line++;
+            ++*reports; /* a ds_step event */
         } else if (k == 3) {
             n += (size_t)snprintf(buf + n, cap - n, " %d%%|#####     | %d/1000 [00:10<00:12]\r",
                                   i % 100, i % 1000);

@@ -1,0 +1,207 @@
+/* Megatron-LM / Megatron-DeepSpeed / NeMo training-loop lines (bare prints, no
+ * logger header).
+ *
+ * training.py training_log():
+ *    iteration       10/    1000 | consumed samples:          640 | elapsed time per
+ *    iteration (ms): 1234.5 | learning rate: 1.000E-04 | global batch size:    64 |
+ *    lm loss: 7.123456E+00 | loss scale: 65536.0 | grad norm: 2.345 | ... |
+ * (megatron-core puts " [2024-04-06 03:02:12]" before "iteration"); event
+ * megatron_iter with fields iteration, train_iters and every "name: value" pair,
+ * named as printed. An event holds DSQ_EV_MAXF fields, which a long line (MoE,
+ * throughput) can exceed, so losses, grad norm, learning rate and the iteration
+ * time come first.
+ *    validation loss at iteration 2400 | lm loss value: 9.0E+00 | lm loss PPL: 8.1E+03 |
+ * event megatron_validation;
+ *   [Rank 0] (after 10 iterations) memory (MB) | allocated: 1234.5 | max allocated: ...
+ * event megatron_memory (unit MB from the header);
+ *   micro_batch_size ................................ 4
+ * (the arguments dump) a run attribute: label is the argument name, or the common
+ * attribute name when there is one (micro_batch_size -> train_micro_batch_size_per_gpu,
+ * global_batch_size -> train_batch_size, "fp16/bf16 ... True" -> dtype).
+ * argonne-lcf's ezpz logger header "[2024-06-16 18:24:28][INFO][training:1634] - "
+ * is taken as Megatron's too (its time and level), with the shapes above after it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "event.h"
+#include "fam_pairs.h"
+#include "grammar.h"
+#include "num.h"
+
+#define MAX_PAIRS 24
+
+/* Which pairs an event keeps first when it cannot keep them all. */
+static int pair_rank(dsq_span n)
+{
+    static const char *const first[] = {"loss", "grad norm", "learning rate", "elapsed time"};
+    for (size_t i = 0; i < sizeof first / sizeof *first; i++) {
+        size_t k = strlen(first[i]);
+        for (size_t j = 0; j + k <= n.n; j++)
+            if (memcmp(n.p + j, first[i], k) == 0)
+                return i == 0 ? 0 : 1;
+    }
+    return 2;
+}
+
+/* Appends the pipe-separated pairs of p..end, most wanted first. */
+static void add_pairs(dsq_match *m, const char *p, const char *end, int unit)
+{
+    dsq_pair pr[MAX_PAIRS];
+    int n = dsq_pairs_pipe(p, end, pr, MAX_PAIRS);
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < n; i++) {
+            if (pair_rank(pr[i].name) != pass)
+                continue;
+            int u = dsq_pairs_name_unit(pr[i].name);
+            size_t before = (size_t)m->nf;
+            dsq_match_field(m, pr[i].name.p, pr[i].name.n, pr[i].val, end);
+            if ((size_t)m->nf > before && m->f[m->nf - 1].unit == DSQ_U_NONE)
+                m->f[m->nf - 1].unit = (uint8_t)(u != DSQ_U_NONE ? u : unit);
+        }
+}
+
+static int is_word(const char *p, size_t n, const char *w)
+{
+    return strlen(w) == n && memcmp(p, w, n) == 0;
+}
+
+/* An argument of the dump: a common attribute name when one applies. */
+static void argument(dsq_match *m, const char *k0, const char *k1, const char *v0,
+                     const char *end)
+{
+    size_t kn = (size_t)(k1 - k0);
+    const char *v1 = end;
+    while (v1 > v0 && (v1[-1] == ' ' || v1[-1] == '\t'))
+        v1--;
+    size_t vn = (size_t)(v1 - v0);
+    m->ev = DSQ_EV_ATTR;
+    m->label = (dsq_span){k0, kn};
+    m->text = (dsq_span){v0, vn};
+    if (is_word(k0, kn, "micro_batch_size"))
+        m->label = (dsq_span){"train_micro_batch_size_per_gpu", 30};
+    else if (is_word(k0, kn, "global_batch_size"))
+        m->label = (dsq_span){"train_batch_size", 16};
+    else if ((is_word(k0, kn, "fp16") || is_word(k0, kn, "bf16")) && is_word(v0, vn, "True")) {
+        m->label = (dsq_span){"dtype", 5};
+        m->text = (dsq_span){k0, kn};
+        return;
+    }
+    double x;
+    const char *stop = NULL;
+    if (dsq_num_parse(v0, v1, &x, &stop) == 0 && stop == v1)
+        dsq_match_value(m, "value", 5, x, DSQ_U_NONE);
+}
+
+/* The training-loop shapes, on a bare line or after an ezpz header. Returns 1
+ * when the text is one of them. */
+static int megatron_body(const char *line, size_t len, dsq_match *m)
+{
+    const unsigned char *cur = (const unsigned char *)line, *mar;
+    const unsigned char *ts, *it, *tot, *r0, *k0, *k1, *v0;
+    const char *end = line + len;
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur;
+        re2c:define:YYMARKER = mar;
+        re2c:yyfill:enable = 0;
+        re2c:flags:tags = 1;
+        re2c:sentinel = 10;
+
+        d     = [0-9];
+        sp    = " "+;
+        stamp = "[" d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} "]";
+
+        " "* (@ts stamp sp)? "iteration" sp @it d+ "/" " "* @tot d+ " "* "|" {
+            m->ev = DSQ_EV_MEGATRON_ITER;
+            dsq_match_field(m, "iteration", 9, (const char *)it, end);
+            add_pairs(m, (const char *)cur, end, DSQ_U_NONE);
+            dsq_match_field(m, "train_iters", 11, (const char *)tot, end);
+            goto found;
+        }
+        " "* (@ts stamp sp)? "validation loss at iteration" sp @it d+ [^|\n\r]* "|" {
+            ts = NULL;
+            m->ev = DSQ_EV_MEGATRON_VALIDATION;
+            dsq_match_field(m, "iteration", 9, (const char *)it, end);
+            add_pairs(m, (const char *)cur, end, DSQ_U_NONE);
+            goto found;
+        }
+        "[Rank " @r0 d+ "] (after " @it d+ " iterations) memory (MB)" " "* "|" {
+            ts = NULL;
+            m->ev = DSQ_EV_MEGATRON_MEMORY;
+            m->rank = (int)strtol((const char *)r0, NULL, 10);
+            dsq_match_field(m, "iteration", 9, (const char *)it, end);
+            add_pairs(m, (const char *)cur, end, DSQ_U_MB);
+            goto found;
+        }
+        "  " @k0 [a-z_] [a-z0-9_]* @k1 " " "."{2,} " " @v0 [^\n\r]* {
+            ts = NULL;
+            argument(m, (const char *)k0, (const char *)k1, (const char *)v0, end);
+            goto found;
+        }
+        * { return 0; }
+    */
+found:
+    if (ts) {
+        const char *t = (const char *)ts + 1;
+        m->t_us = dsq_time_from_civil(dsq_time_digits(t, 4), dsq_time_digits(t + 5, 2),
+                                      dsq_time_digits(t + 8, 2), dsq_time_digits(t + 11, 2),
+                                      dsq_time_digits(t + 14, 2), dsq_time_digits(t + 17, 2), 0);
+    }
+    return 1;
+}
+
+static int level_word(const unsigned char *p)
+{
+    switch (p[0]) {
+    case 'D': return DSQ_LV_DEBUG;
+    case 'I': return DSQ_LV_INFO;
+    case 'W': return DSQ_LV_WARNING;
+    case 'E': return DSQ_LV_ERROR;
+    case 'C': return DSQ_LV_CRITICAL;
+    default: return DSQ_LV_NONE;
+    }
+}
+
+/* argonne-lcf Megatron-DeepSpeed's ezpz logger: "[2024-06-16 18:24:28][INFO][training:1634] - ". */
+static const char *ezpz_header(const char *line, dsq_match *m)
+{
+    const unsigned char *cur = (const unsigned char *)line, *mar;
+    const unsigned char *ts, *lv;
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    /*!re2c
+        " "* "[" @ts d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} "]["
+        @lv ("DEBUG" | "INFO" | "WARNING" | "ERROR" | "CRITICAL") "]["
+        [A-Za-z0-9_.]+ ":" d+ "] - " {
+            const char *t = (const char *)ts;
+            m->level = level_word(lv);
+            m->t_us = dsq_time_from_civil(dsq_time_digits(t, 4), dsq_time_digits(t + 5, 2),
+                                          dsq_time_digits(t + 8, 2), dsq_time_digits(t + 11, 2),
+                                          dsq_time_digits(t + 14, 2), dsq_time_digits(t + 17, 2), 0);
+            return (const char *)cur;
+        }
+        * { return NULL; }
+    */
+}
+
+int dsq_gram_megatron(const char *line, size_t len, dsq_match *m)
+{
+    if (line[0] != ' ' && line[0] != '[') /* every shape starts with one of these */
+        return 0;
+    const char *end = line + len, *body = ezpz_header(line, m);
+    if (body) {
+        int64_t t = m->t_us;
+        megatron_body(body, (size_t)(end - body), m);
+        if (m->t_us == DSQ_TIME_NONE)
+            m->t_us = t;
+    } else if (!megatron_body(line, len, m)) {
+        return 0;
+    }
+    m->family = DSQ_FAM_MEGATRON;
+    m->body.p = body ? body : line;
+    m->body.n = (size_t)(end - m->body.p);
+    return 1;
+}

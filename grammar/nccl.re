@@ -1,0 +1,639 @@
+/* NCCL / RCCL debug lines (NCCL_DEBUG=INFO|WARN).
+ *
+ * Header (nccl src/debug.cc): an optional timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT,
+ * default "[%F %T] ", by default on WARN lines only), then
+ *   host:pid:tid [cudaDev] NCCL INFO message
+ *   host:pid:tid [cudaDev] file.cc:123 NCCL WARN message      (newer: "file.cc:123 (func)")
+ *   host:pid:tid [cudaDev] 12.345 func:123 NCCL TRACE message
+ * Version-level lines have no header: "NCCL version 2.4.8+cuda10.1", and RCCL's
+ * "RCCL version 2.13.4+hip5.7 HEAD:2890a73". Seen in the wild as well: redacted
+ * hosts ("<cluster_name>", "<2nd node server>"), a host with no pid or tid
+ * ("node [0] NCCL INFO"), an MPI-style "[155] " rank before the host, and code
+ * blocks indented by blanks. RCCL continues its "RCCL version :" line with
+ * unprefixed "HIP version  : ..." lines, which belong to this family too.
+ *
+ * dsq_nccl_parse slices a line into a dsq_nccl_line; dsq_gram_nccl turns that into
+ * the generic match (attributes, nccl_init, nccl_warn, nccl_destroy). Topology
+ * lines only fill the slices: src/fam_nccl.c summarizes them per communicator.
+ */
+#include <string.h>
+
+#include "event.h"
+#include "fam_nccl.h"
+#include "num.h"
+
+static long digits_val(const unsigned char *p, const unsigned char *e)
+{
+    long v = 0;
+    for (; p < e && *p >= '0' && *p <= '9' && v < 100000000000L; p++)
+        v = v * 10 + (*p - '0');
+    return v;
+}
+
+static dsq_span span(const void *p, const void *e)
+{
+    return (dsq_span){(const char *)p, (size_t)((const char *)e - (const char *)p)};
+}
+
+static int span_is(dsq_span s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* A decimal number filling [p, e), or -1. */
+static long whole_number(const char *p, const char *e)
+{
+    if (p >= e || e - p > 15)
+        return -1;
+    for (const char *q = p; q < e; q++)
+        if (!is_digit(*q))
+            return -1;
+    return digits_val((const unsigned char *)p, (const unsigned char *)e);
+}
+
+/* "key value" pairs of the comm lines: "ncclCommInitRank comm 0x.. rank 0 nranks 8
+ * cudaDev 0 nvmlDev 0 busId 1000 commId 0x.. - Init COMPLETE". Unknown keys (and
+ * typos) are skipped; the first word names the function when it is not "comm". */
+static void kv_scan(dsq_nccl_line *o, const char *p, const char *end)
+{
+    dsq_span prev = {NULL, 0};
+    int first = 1;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *w = p;
+        while (p < end && *p != ' ' && *p != '\t' && *p != ',')
+            p++;
+        if (p == w)
+            break;
+        dsq_span cur = span(w, p);
+        if (first && !span_is(cur, "comm"))
+            o->a = cur;
+        first = 0;
+        long v = whole_number(w, p);
+        if (prev.n && v >= 0) {
+            if (span_is(prev, "rank"))
+                o->rank = v;
+            else if (span_is(prev, "nranks") || span_is(prev, "nRanks"))
+                o->nranks = v;
+            else if (span_is(prev, "cudaDev"))
+                o->cuda_dev = v;
+            else if (span_is(prev, "nvmlDev"))
+                o->nvml_dev = v;
+            else if (span_is(prev, "nNodes"))
+                o->nnodes = v;
+            else if (span_is(prev, "used"))
+                o->used = v;
+        }
+        if (span_is(prev, "commId"))
+            o->b = cur;
+        if (span_is(cur, "parent"))
+            o->split = 1;
+        prev = cur;
+    }
+}
+
+/* RCCL "comm:0x2bc1f840, nRanks:2, nNodes:1, coll channels:2 collnet channels:2, ..." */
+static void colon_scan(dsq_nccl_line *o, const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *n0 = p;
+        while (p < end && *p != ':' && *p != ',')
+            p++;
+        if (p >= end || *p != ':')
+            break;
+        dsq_span name = span(n0, p);
+        while (name.n && name.p[name.n - 1] == ' ')
+            name.n--;
+        const char *v0 = ++p;
+        while (p < end && *p != ',' && *p != ' ')
+            p++;
+        long v = whole_number(v0, p);
+        if (v < 0)
+            continue;
+        if (span_is(name, "nRanks"))
+            o->nranks = v;
+        else if (span_is(name, "nNodes"))
+            o->nnodes = v;
+        else if (span_is(name, "rank"))
+            o->rank = v;
+        else if (span_is(name, "coll channels"))
+            o->n1 = v;
+        else if (span_is(name, "p2p channels"))
+            o->n2 = v;
+    }
+}
+
+/* "4 coll channels, 4 collnet channels, 0 nvls channels, 4 p2p channels, 1 p2p channels per peer" */
+static void counts_scan(dsq_nccl_line *o, const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *v0 = p;
+        while (p < end && is_digit(*p))
+            p++;
+        long v = whole_number(v0, p);
+        while (p < end && *p == ' ')
+            p++;
+        const char *n0 = p;
+        while (p < end && *p != ',')
+            p++;
+        dsq_span name = span(n0, p);
+        while (name.n && name.p[name.n - 1] == ' ')
+            name.n--;
+        if (v < 0)
+            break;
+        if (span_is(name, "coll channels"))
+            o->n1 = v;
+        else if (span_is(name, "p2p channels"))
+            o->n2 = v;
+    }
+}
+
+/* Device list of "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ..." or
+ * "NET/Socket : Using [0]eth0:10.0.0.9<0> [1]...": counts "[N]" entries and, for IB,
+ * their link layers. */
+static void devices_scan(dsq_nccl_line *o, const char *p, const char *end, int ib)
+{
+    int nib = 0, nroce = 0;
+    long n = 0;
+    while (p < end && *p != ';') {
+        if (*p == '[' && p + 1 < end && is_digit(p[1])) {
+            n++;
+            const char *q = p + 1;
+            while (q < end && *q != ' ' && *q != '/' && *q != ';')
+                q++;
+            if (q + 3 <= end && memcmp(q, "/IB", 3) == 0)
+                nib++;
+            else if (q + 5 <= end && memcmp(q, "/RoCE", 5) == 0)
+                nroce++;
+            p = q;
+            continue;
+        }
+        p++;
+    }
+    o->n1 = n;
+    static const char ib_s[] = "IB", roce_s[] = "RoCE", both_s[] = "IB+RoCE", sock_s[] = "Socket";
+    if (!ib)
+        o->a = n ? (dsq_span){sock_s, 6} : (dsq_span){NULL, 0};
+    else if (nib && nroce)
+        o->a = (dsq_span){both_s, 7};
+    else if (nib)
+        o->a = (dsq_span){ib_s, 2};
+    else if (nroce)
+        o->a = (dsq_span){roce_s, 4};
+}
+
+/* After "Channel NN/MM :" or "Ring NN :": a connection ("... via P2P/IPC"), the
+ * ring's rank list (digits only), or another graph line. */
+static void channel_rest(dsq_nccl_line *o, const char *p, const char *end, long count)
+{
+    const char *via = memmem(p, (size_t)(end - p), " via ", 5);
+    if (via) {
+        const char *t = via + 5, *te = t;
+        while (te < end && *te != ' ')
+            te++;
+        o->kind = DSQ_NCCL_CONNECT;
+        o->a = span(t, te);
+        return;
+    }
+    const char *q = p;
+    while (q < end && (*q == ' ' || is_digit(*q)))
+        q++;
+    if (q == end && count >= 0) {
+        o->kind = DSQ_NCCL_RING_LIST;
+        o->n2 = count;
+    } else {
+        o->kind = DSQ_NCCL_GRAPH;
+    }
+}
+
+static dsq_span rest_of(const unsigned char *p, const char *end)
+{
+    dsq_span s = span(p, end);
+    return s;
+}
+
+static int ends_with(dsq_span s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.n >= n && memcmp(s.p + s.n - n, lit, n) == 0;
+}
+
+/* Lines that end in "Init COMPLETE", "Init START", "Destroy COMPLETE", "Abort COMPLETE". */
+static int comm_state(dsq_nccl_line *o)
+{
+    dsq_span m = o->msg;
+    static const char destroy_s[] = "Destroy", abort_s[] = "Abort";
+    if (!m.n || (m.p[m.n - 1] != 'E' && m.p[m.n - 1] != 'T'))
+        return 0;
+    if (ends_with(m, "- Init COMPLETE"))
+        o->kind = DSQ_NCCL_INIT;
+    else if (ends_with(m, "- Init START"))
+        o->kind = DSQ_NCCL_INIT_START;
+    else if (ends_with(m, "- Destroy COMPLETE"))
+        o->kind = DSQ_NCCL_DESTROY;
+    else if (ends_with(m, "- Abort COMPLETE"))
+        o->kind = DSQ_NCCL_DESTROY;
+    else
+        return 0;
+    kv_scan(o, m.p, m.p + m.n);
+    if (o->kind == DSQ_NCCL_DESTROY)
+        o->a = ends_with(m, "Abort COMPLETE") ? (dsq_span){abort_s, 5} : (dsq_span){destroy_s, 7};
+    return 1;
+}
+
+/* Sorts the message of a headed line into a kind and slices what that kind carries. */
+static void classify(dsq_nccl_line *o)
+{
+    const char *end = o->msg.p + o->msg.n;
+    const unsigned char *cur = (const unsigned char *)o->msg.p, *mar;
+    const unsigned char *v, *v0, *v1, *c0, *c1, *s0, *s1, *e0;
+    static const char internal_s[] = "internal";
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    if (comm_state(o))
+        return;
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur;
+        re2c:define:YYMARKER = mar;
+        re2c:yyfill:enable = 0;
+        re2c:flags:tags = 1;
+        re2c:sentinel = 10;
+
+        d = [0-9];
+
+        "NCCL version " @v {
+            o->kind = DSQ_NCCL_VERSION;
+            o->a = rest_of(v, end);
+            return;
+        }
+        "RCCL version" " "* (":" " "*)? @v [^ \t\n\r] {
+            o->kind = DSQ_NCCL_VERSION;
+            o->a = rest_of(v, end);
+            return;
+        }
+        "Bootstrap" " "? ":" " "? "Using" " "* @v [^ \t\n\r] {
+            o->kind = DSQ_NCCL_BOOTSTRAP;
+            o->a = rest_of(v, end);
+            return;
+        }
+        "NET/Plugin" {
+            const char *p = (const char *)cur;
+            size_t n = (size_t)(end - p);
+            const char *ld = memmem(p, n, "Loaded net plugin ", 18);
+            o->kind = DSQ_NCCL_PLUGIN;
+            if (ld) {
+                const char *w = ld + 18, *we = w;
+                while (we < end && *we != ' ')
+                    we++;
+                o->a = span(w, we);
+            } else if (memmem(p, n, "No plugin found", 15) || memmem(p, n, "Could not find", 14) ||
+                       memmem(p, n, "internal", 8)) {
+                o->a = (dsq_span){internal_s, 8};
+            }
+            return;
+        }
+        "P2P plugin " @v [^ \t\n\r] {
+            const char *we = (const char *)v;
+            while (we < end && *we != ' ')
+                we++;
+            o->kind = DSQ_NCCL_PLUGIN;
+            o->a = span(v, we);
+            return;
+        }
+        "NET/IB" [A-Za-z0-9_]* " : Using" {
+            o->kind = DSQ_NCCL_NET_IB;
+            devices_scan(o, (const char *)cur, end, 1);
+            return;
+        }
+        "NET/Socket : Using" {
+            o->kind = DSQ_NCCL_NET_SOCKET;
+            devices_scan(o, (const char *)cur, end, 0);
+            return;
+        }
+        "Using network " @v [^ \t\n\r] {
+            o->kind = DSQ_NCCL_USING_NET;
+            o->a = rest_of(v, end);
+            return;
+        }
+        @v0 [A-Z] [A-Z0-9_]+ @v1 " set by environment to " @v [^\n\r] {
+            o->kind = DSQ_NCCL_ENV;
+            o->a = span(v0, v1);
+            o->b = rest_of(v, end);
+            if (o->b.n > 1 && o->b.p[o->b.n - 1] == '.')
+                o->b.n--; /* param.cc prints "%s set by environment to %lld." */
+            return;
+        }
+        "comm " [0-9a-fA-Fx(] {
+            o->kind = DSQ_NCCL_COMM;
+            kv_scan(o, o->msg.p, end);
+            o->a = (dsq_span){NULL, 0};
+            return;
+        }
+        "comm:" {
+            o->kind = DSQ_NCCL_COMM;
+            colon_scan(o, o->msg.p, end);
+            return;
+        }
+        d+ " coll channels" {
+            o->kind = DSQ_NCCL_CHAN_COUNTS;
+            counts_scan(o, o->msg.p, end);
+            return;
+        }
+        "Channel " @c0 d+ ("/" @c1 d+)? " :" {
+            o->n1 = digits_val(c0, (const unsigned char *)end);
+            channel_rest(o, (const char *)cur, end, c1 ? digits_val(c1, (const unsigned char *)end) : -1);
+            return;
+        }
+        "Ring " @c0 d+ " :" {
+            o->n1 = digits_val(c0, (const unsigned char *)end);
+            channel_rest(o, (const char *)cur, end, -1);
+            if (o->kind == DSQ_NCCL_RING_LIST)
+                o->kind = DSQ_NCCL_GRAPH;
+            return;
+        }
+        "Tree " @c0 d+ " :" {
+            o->kind = DSQ_NCCL_GRAPH;
+            o->n1 = digits_val(c0, (const unsigned char *)end);
+            return;
+        }
+        "Trees" {
+            o->kind = DSQ_NCCL_GRAPH;
+            o->b = rest_of(cur, end); /* "[0] 1/-1/-1->0->-1 [1] ...": one group per channel */
+            return;
+        }
+        "[RINGS]" {
+            o->kind = DSQ_NCCL_GRAPH;
+            return;
+        }
+        @s0 [^ \t\n\r]+ ":" d+ @s1 (" (" [^)\n\r]* ")")? " -> " @e0 "-"? d+ {
+            o->kind = DSQ_NCCL_ERRTRACE;
+            o->src = span(s0, s1);
+            o->n1 = *e0 == '-' ? -digits_val(e0 + 1, (const unsigned char *)end)
+                               : digits_val(e0, (const unsigned char *)end);
+            return;
+        }
+        "Setting affinity for GPU " {
+            o->kind = DSQ_NCCL_AFFINITY;
+            return;
+        }
+        * { return; }
+    */
+}
+
+static void line_init(dsq_nccl_line *o)
+{
+    memset(o, 0, sizeof *o);
+    o->rank_prefix = -1;
+    o->t_us = DSQ_TIME_NONE;
+    o->pid = o->tid = -1;
+    o->dev = -1;
+    o->rank = o->nranks = o->cuda_dev = o->nvml_dev = o->nnodes = o->used = -1;
+    o->n1 = o->n2 = -1;
+}
+
+static int64_t stamp_time(const unsigned char *ts)
+{
+    const char *t = (const char *)ts + 1;
+    int us = 0;
+    if (t[19] == '.') {
+        int k = 0;
+        for (const char *q = t + 20; is_digit(*q) && k < 6; q++, k++)
+            us = us * 10 + (*q - '0');
+        for (; k < 6; k++)
+            us *= 10;
+    }
+    return dsq_time_from_civil(dsq_time_digits(t, 4), dsq_time_digits(t + 5, 2),
+                               dsq_time_digits(t + 8, 2), dsq_time_digits(t + 11, 2),
+                               dsq_time_digits(t + 14, 2), dsq_time_digits(t + 17, 2), us);
+}
+
+/* The message from cur to the end of the line, right blanks trimmed. */
+static void set_msg(dsq_nccl_line *o, const unsigned char *cur, const char *end)
+{
+    const char *e = end;
+    while (e > (const char *)cur && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    o->msg = span(cur, e);
+}
+
+int dsq_nccl_parse(const char *line, size_t len, dsq_nccl_line *o)
+{
+    const unsigned char *cur = (const unsigned char *)line, *mar;
+    const unsigned char *rk0, *ts0, *h0, *h1, *n0, *n2, *d0, *s0, *s1;
+    const char *end = line + len;
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    line_init(o);
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur;
+        re2c:define:YYMARKER = mar;
+        re2c:yyfill:enable = 0;
+        re2c:flags:tags = 1;
+        re2c:sentinel = 10;
+
+        ws    = [ \t];
+        host  = [^ \t:[\]<\n\r] [^ \t:[\]\n\r]* | "<" [^>\n\r]+ ">";
+        stamp = "[" d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} ("." d+)? "]" " "+;
+        pre   = ws* ("[" @rk0 d{1,7} "] ")? (@ts0 stamp)?;
+        ids   = (":" @n0 d{1,10} (":" @n2 d{1,10})?)?;
+        hdr   = pre @h0 host @h1 ids " [" @d0 "-"? d{1,4} "] ";
+
+        hdr "NCCL INFO" " "? {
+            o->level = DSQ_LV_INFO;
+            goto headed;
+        }
+        hdr @s0 [^ \t\n\r]+ ":" d+ @s1 (" (" [^)\n\r]* ")")? " NCCL WARN" " "? {
+            o->level = DSQ_LV_WARNING;
+            o->src = span(s0, s1);
+            goto headed;
+        }
+        hdr d+ "." d+ " " [^ \t\n\r]+ ":" d+ " NCCL TRACE" " "? {
+            o->level = DSQ_LV_DEBUG;
+            goto headed;
+        }
+        pre @h0 host @h1 ":" @n0 d{1,10} ":" @n2 d{1,10} " NCCL CALL " {
+            d0 = NULL;
+            o->level = DSQ_LV_DEBUG;
+            goto headed;
+        }
+        pre "NCCL version " @s0 [^ \t\n\r] {
+            o->level = DSQ_LV_INFO;
+            o->kind = DSQ_NCCL_VERSION;
+            goto bare;
+        }
+        ws* "RCCL version " @s0 [^ \t\n\r] {
+            o->level = DSQ_LV_INFO;
+            o->kind = DSQ_NCCL_VERSION;
+            ts0 = NULL;
+            goto bare;
+        }
+        ("HIP version  " | "ROCm version " | "Hostname     " | "Librccl path ") ": " {
+            o->level = DSQ_LV_INFO;
+            o->kind = DSQ_NCCL_RCCL_BLOCK;
+            set_msg(o, (const unsigned char *)line, end);
+            return 1;
+        }
+        * { return 0; }
+    */
+bare:
+    if (ts0)
+        o->t_us = stamp_time(ts0);
+    set_msg(o, s0, end);
+    o->a = o->msg;
+    return 1;
+headed:
+    o->headed = 1;
+    if (rk0)
+        o->rank_prefix = (int)digits_val(rk0, (const unsigned char *)end);
+    if (ts0)
+        o->t_us = stamp_time(ts0);
+    o->host = span(h0, h1);
+    if (n0 && n2) {
+        o->pid = digits_val(n0, (const unsigned char *)end);
+        o->pid_s = span(n0, n2 - 1);
+        o->tid = digits_val(n2, (const unsigned char *)end);
+    } else if (n0) {
+        o->tid = digits_val(n0, (const unsigned char *)end); /* "host:tid" */
+    }
+    if (d0)
+        o->dev = *d0 == '-' ? -1 : (int)digits_val(d0, (const unsigned char *)end);
+    set_msg(o, cur, end);
+    if (o->level == DSQ_LV_WARNING)
+        o->kind = DSQ_NCCL_WARN;
+    else
+        classify(o);
+    return 1;
+}
+
+uint64_t dsq_nccl_proc_key(const dsq_nccl_line *l)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < l->host.n; i++)
+        h = (h ^ (unsigned char)l->host.p[i]) * 1099511628211ULL;
+    h = (h ^ (uint64_t)(l->pid + 1)) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+/* --- the generic match ---------------------------------------------------------- */
+
+static void set_attr(dsq_match *m, const char *name, dsq_span value)
+{
+    m->ev = DSQ_EV_ATTR;
+    m->label = (dsq_span){name, strlen(name)};
+    m->text = value;
+}
+
+static void add_num(dsq_match *m, const char *name, long v, int unit)
+{
+    if (v >= 0)
+        dsq_match_value(m, name, strlen(name), (double)v, unit);
+}
+
+/* "misc/nvmlwrap.cc:181" -> "nvmlwrap.cc:181": where a warning comes from, without
+ * the build directory (RCCL prints absolute paths). */
+static dsq_span basename_of(dsq_span s)
+{
+    for (size_t i = s.n; i > 0; i--)
+        if (s.p[i - 1] == '/')
+            return (dsq_span){s.p + i, s.n - i};
+    return s;
+}
+
+static void comm_fields(dsq_match *m, const dsq_nccl_line *o)
+{
+    add_num(m, "rank", o->rank, DSQ_U_NONE);
+    add_num(m, "nranks", o->nranks, DSQ_U_NONE);
+    add_num(m, "cudaDev", o->cuda_dev, DSQ_U_NONE);
+    add_num(m, "nvmlDev", o->nvml_dev, DSQ_U_NONE);
+    if (o->rank >= 0 && o->rank <= 0x7fffffffL && !o->split)
+        m->rank = (int)o->rank; /* a split communicator's rank is not the process's */
+}
+
+/* The generic event a line carries, if any. */
+static void match_event(dsq_match *m, const dsq_nccl_line *o)
+{
+    static const char warn_s[] = "warn";
+    switch (o->kind) {
+    case DSQ_NCCL_VERSION:
+        set_attr(m, "nccl_version", o->a);
+        break;
+    case DSQ_NCCL_BOOTSTRAP:
+        set_attr(m, "nccl_bootstrap", o->a);
+        break;
+    case DSQ_NCCL_PLUGIN:
+        if (o->a.n)
+            set_attr(m, "nccl_net_plugin", o->a);
+        break;
+    case DSQ_NCCL_NET_IB:
+    case DSQ_NCCL_NET_SOCKET:
+        if (o->a.n)
+            set_attr(m, "nccl_net", o->a);
+        break;
+    case DSQ_NCCL_USING_NET:
+        /* IB-type networks are named with their link layer by the NET/IB line */
+        if (!(o->a.n >= 2 && o->a.p[0] == 'I' && o->a.p[1] == 'B'))
+            set_attr(m, "nccl_net", o->a);
+        break;
+    case DSQ_NCCL_INIT:
+        m->ev = DSQ_EV_NCCL_INIT;
+        m->label = o->a;
+        m->text = o->b;
+        comm_fields(m, o);
+        add_num(m, "used", o->used, DSQ_U_B);
+        break;
+    case DSQ_NCCL_DESTROY:
+        m->ev = DSQ_EV_NCCL_DESTROY;
+        m->label = o->a;
+        comm_fields(m, o);
+        break;
+    case DSQ_NCCL_INIT_START:
+    case DSQ_NCCL_COMM:
+        if (o->rank >= 0 && o->rank <= 0x7fffffffL && !o->split)
+            m->rank = (int)o->rank;
+        break;
+    case DSQ_NCCL_WARN:
+        m->ev = DSQ_EV_NCCL_WARN;
+        m->label = o->src.n ? basename_of(o->src) : (dsq_span){warn_s, 4};
+        m->text = o->msg;
+        break;
+    default:
+        break;
+    }
+    if (o->headed && o->msg.n >= 10 && memmem(o->msg.p, o->msg.n, "NCCL error", 10)) {
+        static const char cls[] = "nccl_error";
+        m->ev = DSQ_EV_FAILURE;
+        m->label = (dsq_span){cls, 10};
+        m->text = o->msg;
+        m->nf = 0;
+    }
+}
+
+int dsq_gram_nccl(const char *line, size_t len, dsq_match *m)
+{
+    dsq_nccl_line o;
+    if (!dsq_nccl_parse(line, len, &o))
+        return 0;
+    m->family = DSQ_FAM_NCCL;
+    m->level = o.level;
+    if (o.headed)
+        m->host = o.host;
+    m->proc = o.pid_s;
+    if (o.rank_prefix >= 0)
+        m->rank = o.rank_prefix;
+    if (o.t_us != DSQ_TIME_NONE)
+        m->t_us = o.t_us;
+    m->func = o.src;
+    m->body = o.msg;
+    match_event(m, &o);
+    return 1;
+}

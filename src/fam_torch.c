@@ -1,0 +1,223 @@
+/* Handlers of the glog and torchrun families (recognizers: grammar/glog.re and
+ * grammar/torch.re).
+ *
+ * glog: ProcessGroupNCCL prints its options either as a block (a header line, then
+ * bare "NCCL_ASYNC_ERROR_HANDLING: 1" lines, which glog.re claims on their own
+ * shape) or, since torch 2.0, on one line "ProcessGroupNCCL initialization options:
+ * K: v, K: v, ...". Each option becomes a run attribute: TIMEOUT(ms) is
+ * pg_nccl_timeout_ms, "NCCL version" is nccl_version, an upper-case KEY is
+ * pg_nccl.KEY; other pairs (size, global rank, PG Name) are left out.
+ *
+ * torchrun: a ChildFailedError report lists failures as entries of key : value
+ * lines; the entry under "Root Cause (first observed failure):" ends with its
+ * traceback line, where one failure event is emitted with the entry's time and
+ * rank. Its host is not applied: an event takes the host of its line (see the
+ * report of this change).
+ */
+#include "fam_torch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "event.h"
+#include "num.h"
+
+#define LIT(s) s, sizeof s - 1
+
+static int starts(const char *p, const char *end, const char *lit, size_t n)
+{
+    return (size_t)(end - p) >= n && memcmp(p, lit, n) == 0;
+}
+
+static dsq_span trim(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    return (dsq_span){p, (size_t)(e - p)};
+}
+
+/* Emits one option as an attribute (see the file comment for the names). */
+static int pg_option(const dsq_line_ctx *lc, dsq_span key, dsq_span val)
+{
+    char label[96];
+    dsq_emit_args a = {.ev = DSQ_EV_ATTR, .text = val};
+    if (key.n == 11 && memcmp(key.p, "TIMEOUT(ms)", 11) == 0) {
+        a.label = (dsq_span){"pg_nccl_timeout_ms", 18};
+    } else if (key.n == 12 && memcmp(key.p, "NCCL version", 12) == 0) {
+        a.label = (dsq_span){"nccl_version", 12};
+    } else {
+        if (key.n == 0 || key.n > sizeof label - 9 || key.p[0] < 'A' || key.p[0] > 'Z')
+            return 0;
+        for (size_t i = 0; i < key.n; i++) {
+            char c = key.p[i];
+            if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+                return 0;
+        }
+        memcpy(label, "pg_nccl.", 8);
+        memcpy(label + 8, key.p, key.n);
+        a.label = (dsq_span){label, 8 + key.n};
+    }
+    if (val.n == 0)
+        return 0;
+    dsq_mfield f;
+    double x;
+    const char *stop = NULL;
+    if (dsq_num_parse(val.p, val.p + val.n, &x, &stop) == 0 && stop == val.p + val.n) {
+        f = (dsq_mfield){{"value", 5}, x, DSQ_U_NONE};
+        a.f = &f;
+        a.nf = 1;
+    }
+    return dsq_scan_emit(lc, &a);
+}
+
+/* "K: v, K: v, ..." after the one-line header. */
+static int pg_option_list(const dsq_line_ctx *lc, const char *p, const char *end)
+{
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma ? comma : end;
+        const char *colon = memchr(p, ':', (size_t)(e - p));
+        if (colon) {
+            int rc = pg_option(lc, trim(p, colon), trim(colon + 1, e));
+            if (rc)
+                return rc;
+        }
+        p = comma ? comma + 1 : end;
+    }
+    return 0;
+}
+
+int dsq_glog_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
+                    size_t len)
+{
+    dsq_glog_state *s = state;
+    const char *end = line + len, *b = m->body.p;
+    if (s->base.active) { /* inside an options block: its bare "KEY: value" lines */
+        if (m->family == DSQ_FAM_OTHER && dsq_glog_is_option(line, len)) {
+            const char *colon = memchr(line, ':', len);
+            dsq_line_ctx at = *lc;
+            if (at.rank < 0 && s->host == lc->host)
+                at.rank = s->rank;
+            int rc = pg_option(&at, trim(line, colon), trim(colon + 1, end));
+            return rc < 0 ? rc : 1; /* the line belongs to the block */
+        }
+        s->base.active = 0;
+    }
+    if (m->family != DSQ_FAM_GLOG || !b)
+        return 0;
+    if (starts(b, end, LIT("ProcessGroupNCCL initialized with following options:"))) {
+        s->have = 1;
+        s->base.active = 1;
+        s->host = lc->host;
+        s->rank = lc->rank;
+        return 0;
+    }
+    if (starts(b, end, LIT("ProcessGroupNCCL initialization options:")))
+        return pg_option_list(lc, b + 40, end);
+    if (starts(b, end, LIT("ProcessGroupNCCL environments:")))
+        return pg_option_list(lc, b + 30, end);
+    return 0;
+}
+
+/* --- torchrun: the ChildFailedError report -------------------------------- */
+
+static void entry_reset(dsq_torchrun_state *s)
+{
+    s->t_us = DSQ_TIME_NONE;
+    s->nf = 0;
+    s->exitcode[0] = 0;
+}
+
+static void entry_field(dsq_torchrun_state *s, const char *name, size_t n, double v)
+{
+    if (s->nf < (int)(sizeof s->f / sizeof s->f[0]))
+        s->f[s->nf++] = (dsq_mfield){{name, n}, v, DSQ_U_NONE};
+}
+
+/* "2024-09-10_14:30:01" (isoformat with '_'; ' ' and 'T' accepted too). */
+static int64_t entry_time(dsq_span v)
+{
+    const char *t = v.p;
+    if (v.n < 19 || t[4] != '-' || t[7] != '-' || t[13] != ':' || t[16] != ':')
+        return DSQ_TIME_NONE;
+    int y = dsq_time_digits(t, 4), mo = dsq_time_digits(t + 5, 2), d = dsq_time_digits(t + 8, 2);
+    int h = dsq_time_digits(t + 11, 2), mi = dsq_time_digits(t + 14, 2);
+    int s = dsq_time_digits(t + 17, 2);
+    if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || mi < 0 || s < 0)
+        return DSQ_TIME_NONE;
+    return dsq_time_from_civil(y, mo, d, h, mi, s, 0);
+}
+
+/* Reads "N" or "N (local_rank: M)" / "N (pid: P)" values into fields. */
+static void entry_numbers(dsq_torchrun_state *s, dsq_span v, const char *name, size_t n,
+                          const char *inner, size_t inner_n)
+{
+    const char *end = v.p + v.n, *stop = NULL;
+    double x;
+    if (dsq_num_parse(v.p, end, &x, &stop) != 0)
+        return;
+    entry_field(s, name, n, x);
+    const char *q = memmem(stop, (size_t)(end - stop), inner, inner_n);
+    if (q && dsq_num_parse(q + inner_n, end, &x, NULL) == 0)
+        entry_field(s, inner + 1, inner_n - 3, x); /* "(pid: " -> "pid" */
+}
+
+static int entry_emit(dsq_torchrun_state *s, const dsq_line_ctx *lc, dsq_span tb)
+{
+    char text[96];
+    dsq_line_ctx at = *lc;
+    int is_signal = starts(tb.p, tb.p + tb.n, LIT("Signal ")) ||
+                    starts(tb.p, tb.p + tb.n, LIT("signal "));
+    dsq_emit_args a = {.ev = DSQ_EV_FAILURE, .f = s->f, .nf = s->nf};
+    a.label = is_signal ? (dsq_span){"signal", 6} : (dsq_span){"launcher_exit", 13};
+    a.text = tb;
+    if (!is_signal && (tb.n == 0 || starts(tb.p, tb.p + tb.n, LIT("<N/A>")) ||
+                       starts(tb.p, tb.p + tb.n, LIT("Traceback (")))) {
+        int k = snprintf(text, sizeof text, "exitcode: %s", s->exitcode);
+        a.text = (dsq_span){text, k > 0 ? (size_t)k : 0};
+    }
+    for (int i = 0; i < s->nf; i++)
+        if (s->f[i].name.n == 4 && memcmp(s->f[i].name.p, "rank", 4) == 0)
+            at.rank = (int)s->f[i].v;
+    if (s->t_us != DSQ_TIME_NONE)
+        a.t_us = s->t_us;
+    s->section = 0;
+    return dsq_scan_emit(&at, &a);
+}
+
+int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
+                        const char *line, size_t len)
+{
+    dsq_torchrun_state *s = state;
+    (void)line;
+    (void)len;
+    if (m->family != DSQ_FAM_TORCHRUN || m->func.n == 0 || m->func.n > 10)
+        return 0;
+    dsq_span k = m->func, v = trim(m->body.p, m->body.p + m->body.n);
+#define KEY(lit) (k.n == sizeof lit - 1 && memcmp(k.p, lit, k.n) == 0)
+    if (KEY("root")) {
+        s->section = 2;
+        entry_reset(s);
+    } else if (KEY("failures")) {
+        s->section = 1;
+    } else if (KEY("entry")) {
+        entry_reset(s);
+    } else if (s->section != 2) {
+        return 0;
+    } else if (KEY("time")) {
+        s->t_us = entry_time(v);
+    } else if (KEY("rank")) {
+        entry_numbers(s, v, "rank", 4, "(local_rank: ", 13);
+    } else if (KEY("exitcode")) {
+        size_t n = v.n < sizeof s->exitcode - 1 ? v.n : sizeof s->exitcode - 1;
+        memcpy(s->exitcode, v.p, n);
+        s->exitcode[n] = 0;
+        entry_numbers(s, v, "exitcode", 8, "(pid: ", 6);
+    } else if (KEY("traceback")) {
+        return entry_emit(s, lc, v);
+    }
+#undef KEY
+    return 0;
+}
