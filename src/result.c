@@ -180,7 +180,7 @@ static void time_text(double v, char *out, size_t cap)
     int64_t t = (int64_t)v;
     dsq_time_format(t, buf);
     long long ms = ((t % 1000000) + 1000000) % 1000000 / 1000;
-    snprintf(out, cap, "%s.%03lld", buf, ms);
+    snprintf(out, cap, "%.40s.%03lld", buf, ms);
 }
 
 /* The text a table shows for a cell. */
