@@ -209,9 +209,10 @@ static void push(dsq_ds_state *st, const char *k, size_t kn)
     if (st->depth < 15) {
         if (at && at + 1 < sizeof st->path)
             st->path[at++] = '.';
-        if (at + kn >= sizeof st->path)
+        if (kn > sizeof st->path - 1 - at)
             kn = sizeof st->path - 1 - at;
-        memcpy(st->path + at, k, kn);
+        if (kn) /* an array level pushes "" */
+            memcpy(st->path + at, k, kn);
         at += kn;
         st->path[at] = 0;
         st->plen[st->depth + 1] = at;

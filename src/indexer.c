@@ -291,7 +291,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     const char *inner = mi->name[0] ? mi->name : ix->cur_inner;
     dsq_scan_begin(ix->scan, host_from_path(ix, inner),
                    rank_from_name(mi->name[0] ? mi->name : ix->cur_path));
-    dsq_scan_set_year(ix->scan, dsq_time_year(mi->mtime_ns / 1000));
+    dsq_scan_set_written(ix->scan, mi->mtime_ns / 1000);
     dsq_member_rec mr = {.mtime_ns = mi->mtime_ns};
     int rc = 0;
     for (;;) {

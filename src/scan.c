@@ -40,6 +40,7 @@ struct dsq_scan {
     int default_rank;
     int64_t last_t;
     int year;           /* for year-less stamps */
+    int64_t written_us; /* the file's mtime while the year still comes from it, else 0 */
     uint32_t prev_host; /* host of the previous line: tqdm '\r' segments share it */
     int prev_rank;
     uint32_t lineno;
@@ -100,6 +101,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->default_rank = default_rank;
     sc->last_t = DSQ_TIME_NONE;
     sc->year = 1970;
+    sc->written_us = 0;
     sc->prev_host = default_host;
     sc->prev_rank = default_rank;
     sc->lineno = 0;
@@ -241,6 +243,12 @@ static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank
 
 void dsq_scan_set_year(dsq_scan *sc, int year) { sc->year = year; }
 
+void dsq_scan_set_written(dsq_scan *sc, int64_t t_us)
+{
+    sc->year = dsq_time_year(t_us);
+    sc->written_us = t_us;
+}
+
 /* Clears what recognizers read or fill; the field arrays are left as they are
  * (nf / nv say how much is valid), which keeps this off the per-line profile. */
 static void match_init(dsq_match *m)
@@ -263,8 +271,13 @@ static void line_time(dsq_scan *sc, dsq_match *m)
     if (m->t_us == DSQ_TIME_NONE && m->civil.mo) {
         const dsq_civil *c = &m->civil;
         m->t_us = dsq_time_from_civil(c->y ? c->y : sc->year, c->mo, c->d, c->h, c->mi, c->s, c->us);
+        /* the year came from the file's mtime: a stamp after the file was written
+         * was printed the year before (a December log written in January) */
+        if (!c->y && sc->written_us && m->t_us > sc->written_us + 86400000000LL)
+            m->t_us = dsq_time_from_civil(sc->year - 1, c->mo, c->d, c->h, c->mi, c->s, c->us);
     } else if (m->t_us != DSQ_TIME_NONE) {
         sc->year = dsq_time_year(m->t_us);
+        sc->written_us = 0; /* a printed year is better evidence than the mtime */
     }
     if (m->t_us != DSQ_TIME_NONE)
         sc->last_t = m->t_us;

@@ -53,6 +53,10 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank);
  * indexer passes the file's mtime year). Call after dsq_scan_begin. */
 void dsq_scan_set_year(dsq_scan *sc, int year);
 
+/* Like dsq_scan_set_year with the year of t_us (the file's mtime), and a stamp
+ * that would fall after t_us is taken to be from the year before. */
+void dsq_scan_set_written(dsq_scan *sc, int64_t t_us);
+
 /* One line (a dsq_line_fn: ctx is the scanner). */
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags);
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Facts about the real-log corpus, each checked by eye against the file named (see
+# ../shared/corpus/MANIFEST.tsv): watchdog timeouts (OpType via SeqNum, timeout),
+# CUDA OOM sizes, launcher exit codes, NCCL world sizes, hosts and ranks, the
+# year of year-less glog stamps, and how much of the corpus the families cover.
+# Skipped (77) when the corpus is not there.
+source "$(dirname "$0")/lib.sh"
+[ -d "${DSQ_CORPUS:-}" ] || skip "corpus not found at ${DSQ_CORPUS:-<DSQ_CORPUS unset>}"
+e2e_init
+DB="$DSQ_TMP/db"
+index_ok "corpus" "$DB" "$DSQ_CORPUS"
+
+# fact QUERY EXPECTED-CSV: the query's CSV output must be exactly EXPECTED.
+fact() {
+    local got
+    got=$(query "$DB" "$1" --csv)
+    expect_eq "$1" "$2" "$got"
+}
+
+# 014: two ranks time out on BROADCAST SeqNum=1 after 600000 ms; 048: ALLREDUCE
+# SeqNum=808; 049: _REDUCE_SCATTER_BASE SeqNum=7753 (three lines each).
+fact "max SeqNum, max \"Timeout(ms)\", count by run where label = nccl_timeout and run ~ '0[14]*'" \
+"run,max SeqNum,max Timeout(ms),count
+014_olora-pg-nccl-watchdog-timeout-broadcast-2ranks,1,600000,2
+048_basicsr737-rank-prefixed-watchdog-allreduce,808,600000,3
+049_llamafactory6269-watchdog-reduce-scatter,7753,600000,3"
+
+# 056 (new message format) tried to allocate 3.39 GiB; 058 (2020 format) 8.52 GiB.
+fact "max \"tried to allocate\" by run where label = cuda_oom" \
+"run,max tried to allocate
+056_llamafactory7532-zero3-offload-48gpu-oom-new-format,3.39
+058_ds237-2020-megatron-zero2-oom-old-format,8.52"
+
+# 060 Root Cause table, 061 glog-style elastic line, 065 old ERROR: format: exitcode -9 (SIGKILL).
+fact "min exitcode by run where label = signal" \
+"run,min exitcode
+060_cppo6-accelerate-childfailed-root-cause-sigkill,-9
+061_robomamba10-torchrun-glog-style-elastic-failed,-9
+065_colossalai3514-rich-continuation-and-elastic-sigterm,-9"
+
+# NCCL world sizes from "comm ... rank R nranks N ... Init COMPLETE".
+fact "max nranks by run where kind = nccl_init and not run ~ '079*'" \
+"run,max nranks
+000_seed-rccl-xtuner-24rank,24
+020_ds7128-nccl-commsplit-init-complete,2
+085_nccltests252-2host-init-complete-tuner,8
+104_ds2931-2node-16rank-init-complete-ib-error-systemerror,16"
+
+# 000 seed: the pdsh hosts gpu004 and gpu009; the memory reports come from gpu009.
+fact "count Max_MA by host where run = '000_seed-deepspeed-zero3-cpuadam-2host'" \
+"host,count Max_MA
+gpu009,10"
+
+# 014: a year-less glog watchdog line (E1218 ...) before the launcher's dated line
+# of 2025-12-18 takes that year, not the file's mtime year.
+fact "min time by run, label where run ~ '014*' and kind = failure" \
+"run,label,min time
+014_olora-pg-nccl-watchdog-timeout-broadcast-2ranks,launcher_exit,2025-12-18 20:27:23.533
+014_olora-pg-nccl-watchdog-timeout-broadcast-2ranks,nccl_timeout,2025-12-18 20:27:21.426"
+
+# Coverage: family line counts add up to the corpus's line count, and at least
+# two thirds of the lines are recognized (70.5% when this test was written).
+run_dsq explain --stats "$DSQ_CORPUS"
+lines=$(printf '%s\n' "$OUT" | head -n1 | grep -oE '^[0-9]+ files, [0-9]+ lines' | grep -oE '[0-9]+ lines' | cut -d' ' -f1)
+recog=$(printf '%s\n' "$OUT" | head -n1 | grep -oE '[0-9]+ recognized' | cut -d' ' -f1)
+total=$(query "$DB" "count by family" --csv | tail -n +2 | awk -F, '{s += $2} END {print s}')
+expect_eq "count by family adds up to the line count" "$lines" "$total"
+check "at least two thirds recognized ($recog of $lines)" test $((recog * 3)) -ge $((lines * 2))
+e2e_finish
