@@ -609,7 +609,9 @@ static void match_event(dsq_match *m, const dsq_nccl_line *o)
     default:
         break;
     }
-    if (o->headed && o->msg.n >= 10 && memmem(o->msg.p, o->msg.n, "NCCL error", 10)) {
+    /* NCCL reports errors as WARN lines; INFO lines (the bulk) are not searched */
+    if (o->headed && o->kind == DSQ_NCCL_WARN && o->msg.n >= 10 &&
+        memmem(o->msg.p, o->msg.n, "NCCL error", 10)) {
         static const char cls[] = "nccl_error";
         m->ev = DSQ_EV_FAILURE;
         m->label = (dsq_span){cls, 10};
