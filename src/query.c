@@ -151,30 +151,45 @@ static const attr_entry *attr_get(const exec *x, uint32_t run, uint32_t name)
     return a->name ? a : NULL;
 }
 
-/* Pre-pass: the latest value of every attribute of every run. */
-static int collect_attr(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+/* Decodes one block and hands each event (with the key's host and rank) to fn. */
+static int each_event(exec *x, const dsq_block_key *k, const void *data, size_t n,
+                      int (*fn)(exec *, const dsq_block_key *, const dsq_event *))
 {
-    exec *x = ctx;
     dsq_block_iter it;
     dsq_event ev;
-    if (dsq_block_iter_init(&it, data, n, k->t_us) != 0)
-        return dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source);
-    int r;
-    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
-        if (ev.kind != DSQ_EV_ATTR || !ev.label)
-            continue;
-        if ((x->nattrs + 1) * 2 > x->attr_cap && attr_grow(x))
-            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading attributes");
-        attr_entry *a = &x->attrs[attr_slot(x, k->run, ev.label)];
-        if (a->name && ev.t_us < a->t)
-            continue;
-        if (!a->name)
-            x->nattrs++;
-        *a = (attr_entry){k->run, ev.label, ev.text, ev.t_us, 0, 0};
-        for (int i = 0; i < ev.nf; i++)
-            a->num = ev.f[i].v, a->is_num = 1;
+    int r = dsq_block_iter_init(&it, data, n, k->t_us) != 0 ? -1 : 1;
+    while (r == 1 && (r = dsq_block_iter_next(&it, &ev)) == 1) {
+        ev.host = k->host;
+        ev.rank = k->rank;
+        int rc = fn(x, k, &ev);
+        if (rc)
+            return rc;
     }
-    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source) : 0;
+    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source)
+                 : 0;
+}
+
+/* Pre-pass: the latest value of every attribute of every run. */
+static int attr_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
+{
+    if (ev->kind != DSQ_EV_ATTR || !ev->label)
+        return 0;
+    if ((x->nattrs + 1) * 2 > x->attr_cap && attr_grow(x))
+        return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading attributes");
+    attr_entry *a = &x->attrs[attr_slot(x, k->run, ev->label)];
+    if (a->name && ev->t_us < a->t)
+        return 0;
+    if (!a->name)
+        x->nattrs++;
+    *a = (attr_entry){k->run, ev->label, ev->text, ev->t_us, 0, 0};
+    for (int i = 0; i < ev->nf; i++)
+        a->num = ev->f[i].v, a->is_num = 1;
+    return 0;
+}
+
+static int collect_attr(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    return each_event(ctx, k, data, n, attr_event);
 }
 
 static int is_attr_name(const exec *x, uint32_t name)
@@ -457,21 +472,7 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
 
 static int on_block(void *ctx, const dsq_block_key *k, const void *data, size_t n)
 {
-    exec *x = ctx;
-    dsq_block_iter it;
-    dsq_event ev;
-    if (dsq_block_iter_init(&it, data, n, k->t_us) != 0)
-        return dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source);
-    int r;
-    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
-        ev.host = k->host;
-        ev.rank = k->rank;
-        int rc = on_event(x, k, &ev);
-        if (rc)
-            return rc;
-    }
-    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged event block (source %u)", k->source)
-                 : 0;
+    return each_event(ctx, k, data, n, on_event);
 }
 
 /* --- results -------------------------------------------------------------- */
