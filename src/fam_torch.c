@@ -128,6 +128,7 @@ static void entry_reset(dsq_torchrun_state *s)
     s->t_us = DSQ_TIME_NONE;
     s->nf = 0;
     s->exitcode[0] = 0;
+    s->host_n = 0;
 }
 
 static void entry_field(dsq_torchrun_state *s, const char *name, size_t n, double v)
@@ -183,6 +184,7 @@ static int entry_emit(dsq_torchrun_state *s, const dsq_line_ctx *lc, dsq_span tb
             at.rank = (int)s->f[i].v;
     if (s->t_us != DSQ_TIME_NONE)
         a.t_us = s->t_us;
+    a.host = (dsq_span){s->host, s->host_n}; /* the table names the failing host */
     s->section = 0;
     return dsq_scan_emit(&at, &a);
 }
@@ -208,6 +210,9 @@ int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
         return 0;
     } else if (KEY("time")) {
         s->t_us = entry_time(v);
+    } else if (KEY("host")) {
+        s->host_n = v.n < sizeof s->host ? v.n : sizeof s->host;
+        memcpy(s->host, v.p, s->host_n);
     } else if (KEY("rank")) {
         entry_numbers(s, v, "rank", 4, "(local_rank: ", 13);
     } else if (KEY("exitcode")) {

@@ -49,6 +49,8 @@ typedef struct dsq_torchrun_state {
     int nf;
     dsq_mfield f[4];    /* exitcode, rank, local_rank, pid */
     char exitcode[48];  /* the exitcode value as printed, for a failure without signal */
+    char host[64];      /* the entry's `host :` value */
+    size_t host_n;
 } dsq_torchrun_state;
 
 int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
