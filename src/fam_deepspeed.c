@@ -13,8 +13,10 @@
  *   (dtype, besides zero_stage), "num_params = 291, num_elems = 8.03B"
  *   (num_params), the CPU Adam "Config:" line (weight_decay, besides lr), and the
  *   engine's zero_config / optimizer_params dump lines.
- * State is fixed-size; the JSON path is kept in a char array. A block ends at its
- * closing brace, at a line another family claims, or after 4096 lines.
+ * Lines of a JSON block and a continued message are claimed for the family
+ * (handle returns 1). State is fixed-size; the JSON path is kept in a char array.
+ * A block ends at its closing brace, at a line another family claims, or after
+ * 4096 lines.
  */
 #include "fam_deepspeed.h"
 
@@ -328,7 +330,8 @@ int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
             return 0;
         dsq_emit_args a = {.ev = mm.ev, .label = mm.label, .text = mm.text, .f = mm.f,
                            .nf = mm.nf};
-        return dsq_scan_emit(lc, &a);
+        int rc = dsq_scan_emit(lc, &a);
+        return rc < 0 ? rc : 1; /* the header's message: claim the line */
     }
     if (st->mode == MODE_JSON) {
         if (m->family != DSQ_FAM_OTHER || ++st->lines > MAX_BLOCK_LINES) {
@@ -336,7 +339,8 @@ int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
             st->base.active = 0;
             return 0;
         }
-        return json_line(st, lc, line, line + len);
+        int rc = json_line(st, lc, line, line + len);
+        return rc < 0 ? rc : 1; /* a line of the block: claim it */
     }
     return 0;
 }
