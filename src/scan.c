@@ -1,5 +1,15 @@
 /* Line-to-event scanner (see scan.h).
  *
+ * One line's way through: the UTF-8 BOM of a stream's first line is skipped;
+ * prefix layers are peeled (pdsh host, rank tags, container stamps, ANSI codes;
+ * a tqdm '\r' segment inherits its physical line's prefixes); the family
+ * recognizers run in registry order (src/families.c) and the first match owns the
+ * line; its time is resolved (own stamp, year-less stamp + stream year, or the
+ * stream's last time); host and rank come from the prefixes, the recognizer, or
+ * NCCL's (host, pid) -> rank map; then the line's single-line event is built, the
+ * stateful handlers see it (and may claim it), the observer sees it, and only then
+ * are its events released, so every consumer sees a line before its events.
+ *
  * Memory reports: DeepSpeed prints a label line, then the MA line, then the CPU
  * line, from each rank, and ranks without a prefix interleave freely. A pending
  * report is kept per (host, rank): a label waits for its MA line, the MA line waits
