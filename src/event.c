@@ -44,6 +44,11 @@ static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_TORCHRUN_CLOSING_SIGNAL] = "torchrun_closing_signal",
     [DSQ_EV_TORCHRUN_OMP] = "torchrun_omp_threads",
     [DSQ_EV_GLOG_DESYNC] = "glog_desync",
+    [DSQ_EV_DSCHAT_PPO] = "dschat_ppo",
+    [DSQ_EV_DSCHAT_REWARD] = "dschat_reward",
+    [DSQ_EV_DSCHAT_TIMING] = "dschat_timing",
+    [DSQ_EV_TITAN_STEP] = "titan_step",
+    [DSQ_EV_METRIC_LOGGER] = "metric_logger",
 };
 
 const char *dsq_ev_kind_name(int kind)

@@ -54,6 +54,11 @@ enum dsq_ev_kind {
     DSQ_EV_TORCHRUN_CLOSING_SIGNAL, /* elastic "Sending process P closing signal SIGTERM": label, pid */
     DSQ_EV_TORCHRUN_OMP,  /* torchrun "Setting OMP_NUM_THREADS ... to be 1": OMP_NUM_THREADS */
     DSQ_EV_GLOG_DESYNC,   /* ProcessGroupNCCL desync report finding: label = what, text = ranks, collective */
+    DSQ_EV_DSCHAT_PPO,    /* DeepSpeed-Chat "epoch: 0|step: 0|ppo_ep: 1|act_loss: ...": pairs as printed */
+    DSQ_EV_DSCHAT_REWARD, /* DeepSpeed-Chat "average reward score: 0.19": field as printed */
+    DSQ_EV_DSCHAT_TIMING, /* hybrid engine "|E2E latency=7.99s |Gather latency=...": name=value, s */
+    DSQ_EV_TITAN_STEP,    /* torchtitan "step: 3  loss: ...  memory: 20.01GiB(..)  mfu: 18.2%" */
+    DSQ_EV_METRIC_LOGGER, /* MetricLogger "Epoch: [2]  [i/n]  lr: ...  max mem: 12345": epoch iter pairs */
     DSQ_EV_KIND_COUNT
 };
 

@@ -27,6 +27,7 @@ const dsq_family_def dsq_families[] = {
      .state_size = sizeof(dsq_torchrun_state), .handle = dsq_torchrun_handle},
     {.family = DSQ_FAM_NCCL, .name = "nccl", .recognize = dsq_gram_nccl,
      .state_size = sizeof(dsq_nccl_state), .handle = dsq_nccl_handle, .finish = dsq_nccl_finish},
+    {.family = DSQ_FAM_MISC, .name = "misc", .recognize = dsq_gram_misc},
     /* DeepSpeed's bare prints: after every family with a logger header */
     {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed_bare},
     /* tracebacks and warnings: shapes no logger header has, after all of them */
