@@ -6,6 +6,7 @@
  *   3: / 12:            srun --label (task id = global rank)    -> rank 3
  *   2024-07-20T21:30:05.123456789Z   container / k8s RFC 3339 stamp -> time
  *   ESC [ ... m         ANSI colour codes in front of a line
+ *   (RayWorkerWrapper pid=927)   Ray's actor prefix (vLLM, Ray Train)
  * Layers nest in any order; the scanner calls this until it returns 0. A layer
  * sets m->rank or m->t_us and m->body (the rest of the line).
  */
@@ -62,6 +63,7 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
             return finish(m, line, len, cur);
         }
         ("\x1b[" [0-9;]* [A-Za-z])+                    { return finish(m, line, len, cur); }
+        "(" [A-Za-z_][A-Za-z0-9_]* " pid=" d{1,10} (", ip=" [0-9a-fA-F.:]+)? ")" ("\x1b[0m")? " " { return finish(m, line, len, cur); }
         *                                              { return 0; }
     */
 }
