@@ -1,0 +1,97 @@
+/* libFuzzer targets for the line-level input surfaces, one binary per target:
+ * compiled with -DFUZZ_TARGET=<name> (see tests/fuzz/CMakeLists.txt).
+ *
+ *   scan        bytes -> line splitter (in chunks the input chooses) -> scanner with
+ *               every family, prefix layer and handler -> events (all checked for sane
+ *               field counts)
+ *   <grammar>   bytes -> line splitter -> that one recognizer on every line
+ *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
+ *               traceback, pywarn, nccl, misc)
+ *
+ * The same file links with fuzz_replay.c into an ordinary program that runs the
+ * checked-in seeds (the golden logs) as a ctest, so every target is exercised in
+ * every build without a fuzzer. Nothing here allocates per line.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dict.h"
+#include "event.h"
+#include "grammar.h"
+#include "lines.h"
+#include "scan.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+static int on_event(void *ctx, const dsq_event *ev)
+{
+    (void)ctx;
+    if (ev->nf > DSQ_EV_MAXF)
+        abort(); /* a field count the block encoder would reject */
+    return 0;
+}
+
+/* The recognizer this binary fuzzes (NULL for the scanner target). */
+static int (*target_fn(void))(const char *, size_t, dsq_match *)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(const char *, size_t, dsq_match *);
+    } tab[] = {{"pdsh", dsq_gram_pdsh},         {"prefix", dsq_gram_prefix},
+               {"deepspeed", dsq_gram_deepspeed}, {"hf", dsq_gram_hf},
+               {"megatron", dsq_gram_megatron},   {"mmengine", dsq_gram_mmengine},
+               {"glog", dsq_gram_glog},           {"torchrun", dsq_gram_torchrun},
+               {"traceback", dsq_gram_traceback}, {"pywarn", dsq_gram_pywarn},
+               {"nccl", dsq_gram_nccl},           {"misc", dsq_gram_misc}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (strcmp(tab[i].name, STR(FUZZ_TARGET)) == 0)
+            return tab[i].fn;
+    return NULL;
+}
+
+static int one_line(void *ctx, const char *line, size_t len, unsigned flags)
+{
+    int (*fn)(const char *, size_t, dsq_match *) = ctx;
+    dsq_match m;
+    (void)flags;
+    memset(&m, 0, sizeof m);
+    m.rank = -1;
+    m.t_us = DSQ_TIME_NONE;
+    if (fn(line, len, &m) && (m.nf > DSQ_MATCH_MAXF || m.nv > DSQ_MATCH_MAXV))
+        abort();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static dsq_dict *dict;
+    static dsq_scan *sc;
+    static dsq_lines *lb;
+    int (*fn)(const char *, size_t, dsq_match *) = target_fn();
+    if (!lb) {
+        dsq_dict_new(&dict);
+        dsq_scan_params sp = {.dict = dict, .emit = on_event};
+        dsq_scan_new(&sp, &sc);
+        dsq_lines_params lp = {4096, fn ? one_line : dsq_scan_line, NULL};
+        lp.ctx = fn ? (void *)fn : (void *)sc;
+        dsq_lines_new(&lp, &lb);
+    }
+    /* the first byte picks the chunk size, so chunk boundaries get fuzzed too */
+    size_t chunk = size ? (size_t)data[0] % 64 + 1 : 1;
+    dsq_lines_reset(lb);
+    dsq_scan_begin(sc, 0, -1);
+    for (size_t off = 0; off < size; off += chunk) {
+        size_t n = size - off < chunk ? size - off : chunk;
+        char *copy = malloc(n); /* exact size: ASan sees any read past the chunk */
+        memcpy(copy, data + off, n);
+        dsq_lines_feed(lb, copy, n);
+        free(copy);
+    }
+    dsq_lines_finish(lb);
+    dsq_scan_end(sc);
+    return 0;
+}
