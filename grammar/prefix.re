@@ -5,6 +5,7 @@
  *   [trainer0|3]:       TorchX role|replica tag                 -> rank 3
  *   3: / 12:            srun --label (task id = global rank)    -> rank 3
  *   2024-07-20T21:30:05.123456789Z   container / k8s RFC 3339 stamp -> time
+ *   [07:15:39.400163]   a time-of-day stamp (LLaMA2-Accessory)    -> m->tod_us
  *   ESC [ ... m         ANSI colour codes in front of a line
  *   (RayWorkerWrapper pid=927)   Ray's actor prefix (vLLM, Ray Train)
  * Layers nest in any order; the scanner calls this until it returns 0. A layer
@@ -60,6 +61,19 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
             m->t_us = dsq_time_from_civil(dsq_time_digits(t, 4), dsq_time_digits(t + 5, 2),
                                           dsq_time_digits(t + 8, 2), dsq_time_digits(t + 11, 2),
                                           dsq_time_digits(t + 14, 2), dsq_time_digits(t + 17, 2), us);
+            return finish(m, line, len, cur);
+        }
+        "[" @t0 d{2} ":" d{2} ":" d{2} ("." d{1,9})? "] " {
+            const char *t = (const char *)t0;
+            int h = dsq_time_digits(t, 2), mi = dsq_time_digits(t + 3, 2), s = dsq_time_digits(t + 6, 2);
+            if (h > 23 || mi > 59 || s > 60)
+                return 0;
+            int64_t us = 0, n = 0;
+            for (const char *q = t + 9; t[8] == '.' && n < 6 && *q >= '0' && *q <= '9'; q++, n++)
+                us = us * 10 + (*q - '0');
+            for (; t[8] == '.' && n < 6; n++)
+                us *= 10;
+            m->tod_us = ((int64_t)h * 3600 + mi * 60 + s) * 1000000 + us;
             return finish(m, line, len, cur);
         }
         ("\x1b[" [0-9;]* [A-Za-z])+                    { return finish(m, line, len, cur); }

@@ -93,6 +93,8 @@ typedef struct dsq_match {
     int nf;
     dsq_mfield f[DSQ_MATCH_MAXF];
     dsq_civil civil; /* a year-less stamp (t_us is DSQ_TIME_NONE then), mo == 0 if none */
+    int64_t tod_us;  /* a time-of-day-only stamp ("[07:15:39.400163] "), -1 if none: the
+                        scanner takes the date from the stream (or the file's mtime) */
     /* The process a line came from (NCCL's "host:pid:tid" pid). The scanner
      * remembers (host, proc) -> rank from lines that name both (NCCL's
      * "comm ... rank R nranks N") and gives that rank to the process's other lines.
@@ -180,7 +182,8 @@ typedef int (*dsq_grammar_fn)(const char *line, size_t len, dsq_match *m);
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m);
 
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,
- * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, ANSI colour codes). */
+ * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, a time-of-day stamp,
+ * ANSI colour codes, Ray actor tags). */
 int dsq_gram_prefix(const char *line, size_t len, dsq_match *m);
 
 /* grammar/deepspeed.re: "[2024-07-20 21:30:05,202] [INFO] [file.py:96:func] [Rank 0] ..."

@@ -271,11 +271,29 @@ static void match_init(dsq_match *m)
     m->host = m->func = m->body = m->label = m->text = (dsq_span){NULL, 0};
     m->nv = m->nf = m->ev = 0;
     m->civil.mo = 0;
+    m->tod_us = -1;
     m->proc = (dsq_span){NULL, 0};
 }
 
 /* Resolves the line's time: its own stamp, a year-less stamp completed with the
  * stream's year, or the last time seen in the stream. */
+/* A time-of-day stamp on the day of the stream's last time (the next day when the
+ * clock went back by more than 12 h: midnight passed), or on the file's mtime day.
+ * With neither, the line keeps no time of its own. */
+static int64_t time_of_day(const dsq_scan *sc, int64_t tod)
+{
+    const int64_t day = 86400000000LL, half = day / 2;
+    int64_t base = sc->last_t != DSQ_TIME_NONE ? sc->last_t : sc->written_us;
+    if (base == DSQ_TIME_NONE || base == 0)
+        return DSQ_TIME_NONE;
+    int64_t t = base - ((base % day) + day) % day + tod;
+    if (sc->last_t != DSQ_TIME_NONE && t < sc->last_t - half)
+        t += day;
+    else if (sc->last_t == DSQ_TIME_NONE && t > sc->written_us + half)
+        t -= day;
+    return t;
+}
+
 static void line_time(dsq_scan *sc, dsq_match *m)
 {
     if (m->t_us == DSQ_TIME_NONE && m->civil.mo) {
@@ -288,6 +306,8 @@ static void line_time(dsq_scan *sc, dsq_match *m)
     } else if (m->t_us != DSQ_TIME_NONE) {
         sc->year = dsq_time_year(m->t_us);
         sc->written_us = 0; /* a printed year is better evidence than the mtime */
+    } else if (m->tod_us >= 0) {
+        m->t_us = time_of_day(sc, m->tod_us);
     }
     if (m->t_us != DSQ_TIME_NONE)
         sc->last_t = m->t_us;
