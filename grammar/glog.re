@@ -131,13 +131,6 @@ static int rank_tag(const char **p, const char *end)
     return v;
 }
 
-static int starts(const char *p, const char *end, const char *lit, size_t n)
-{
-    return (size_t)(end - p) >= n && memcmp(p, lit, n) == 0;
-}
-
-#define LIT(s) s, sizeof s - 1
-
 /* "Watchdog caught collective operation timeout: WorkNCCL(K=v, ...) ran for N
  * milliseconds ...": every numeric K=v becomes a field, named as printed. */
 static void watchdog(dsq_match *m, const char *msg, const char *end)
@@ -173,7 +166,7 @@ static void watchdog(dsq_match *m, const char *msg, const char *end)
         while (p < end && *p == ' ')
             p++;
     }
-    if (p < end && *p == ')' && starts(p + 1, end, LIT(" ran for "))) {
+    if (p < end && *p == ')' && dsq_starts(p + 1, end, DSQ_LIT(" ran for "))) {
         const char *v = p + 10;
         double x;
         if (dsq_num_parse(v, end, &x, NULL) == 0)
@@ -187,15 +180,15 @@ static void watchdog(dsq_match *m, const char *msg, const char *end)
 int dsq_glog_is_option(const char *line, size_t len)
 {
     const char *end = line + len, *p = line;
-    if (starts(p, end, LIT("TIMEOUT(ms): ")))
+    if (dsq_starts(p, end, DSQ_LIT("TIMEOUT(ms): ")))
         p += 11;
     else {
-        if (!starts(p, end, LIT("NCCL_")) && !starts(p, end, LIT("TORCH_")) &&
-            !starts(p, end, LIT("USE_HIGH_PRIORITY_STREAM: ")))
+        if (!dsq_starts(p, end, DSQ_LIT("NCCL_")) && !dsq_starts(p, end, DSQ_LIT("TORCH_")) &&
+            !dsq_starts(p, end, DSQ_LIT("USE_HIGH_PRIORITY_STREAM: ")))
             return 0;
         while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
             p++;
-        if (!starts(p, end, LIT(": ")))
+        if (!dsq_starts(p, end, DSQ_LIT(": ")))
             return 0;
     }
     const char *v = p + 2, *ve = end;
@@ -286,7 +279,7 @@ int dsq_gram_glog(const char *line, size_t len, dsq_match *m)
         return 0;
     dsq_glog_hdr h;
     if (!dsq_glog_header(line, len, &h)) {
-        if (!starts(line, line + len, LIT("WARNING: Logging before InitGoogleLogging()")))
+        if (!dsq_starts(line, line + len, DSQ_LIT("WARNING: Logging before InitGoogleLogging()")))
             return 0;
         m->level = DSQ_LV_WARNING;
         m->body.p = line;
@@ -303,7 +296,7 @@ int dsq_gram_glog(const char *line, size_t len, dsq_match *m)
     m->rank = rank_tag(&msg, end);
     m->body.p = msg;
     m->body.n = (size_t)(end - msg);
-    if (starts(msg, end, LIT("Watchdog caught collective operation timeout")))
+    if (dsq_starts(msg, end, DSQ_LIT("Watchdog caught collective operation timeout")))
         watchdog(m, msg, end);
     return 1;
 }

@@ -28,13 +28,6 @@
 #include "grammar.h"
 #include "num.h"
 
-#define LIT(s) s, sizeof s - 1
-
-static int starts(const char *p, const char *end, const char *lit, size_t n)
-{
-    return (size_t)(end - p) >= n && memcmp(p, lit, n) == 0;
-}
-
 static int level_word(const unsigned char *p)
 {
     switch (p[0]) {
@@ -57,7 +50,7 @@ static const char *after(const char *p, const char *end, const char *lit, size_t
 static void message(dsq_match *m, const char *msg, const char *end)
 {
     const char *v;
-    if (starts(msg, end, LIT("failed (exitcode: "))) {
+    if (dsq_starts(msg, end, DSQ_LIT("failed (exitcode: "))) {
         double code = 0;
         v = msg + 18;
         if (dsq_num_parse(v, end, &code, NULL) != 0)
@@ -68,12 +61,12 @@ static void message(dsq_match *m, const char *msg, const char *end)
         m->text.p = msg;
         m->text.n = (size_t)(end - msg);
         dsq_match_value(m, "exitcode", 8, code, DSQ_U_NONE);
-        if ((v = after(msg, end, LIT("local_rank: "))))
+        if ((v = after(msg, end, DSQ_LIT("local_rank: "))))
             dsq_match_field(m, "local_rank", 10, v, end);
-        if ((v = after(msg, end, LIT("(pid: "))))
+        if ((v = after(msg, end, DSQ_LIT("(pid: "))))
             dsq_match_field(m, "pid", 3, v, end);
-    } else if (starts(msg, end, LIT("Sending process ")) &&
-               (v = after(msg, end, LIT(" closing signal ")))) {
+    } else if (dsq_starts(msg, end, DSQ_LIT("Sending process ")) &&
+               (v = after(msg, end, DSQ_LIT(" closing signal ")))) {
         m->ev = DSQ_EV_TORCHRUN_CLOSING_SIGNAL;
         const char *e = v;
         while (e < end && *e >= 'A' && *e <= 'Z')
@@ -81,7 +74,7 @@ static void message(dsq_match *m, const char *msg, const char *end)
         m->label.p = v;
         m->label.n = (size_t)(e - v);
         dsq_match_field(m, "pid", 3, msg + 16, end);
-    } else if (starts(msg, end, LIT("Setting OMP_NUM_THREADS environment variable for each process to be "))) {
+    } else if (dsq_starts(msg, end, DSQ_LIT("Setting OMP_NUM_THREADS environment variable for each process to be "))) {
         m->ev = DSQ_EV_TORCHRUN_OMP;
         dsq_match_field(m, "OMP_NUM_THREADS", 15, msg + 68, end);
     }

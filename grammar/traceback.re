@@ -24,8 +24,6 @@
 #include "grammar.h"
 #include "num.h"
 
-#define LIT(s) s, sizeof s - 1
-
 static void rest(dsq_match *m, const char *line, size_t len, const unsigned char *cur)
 {
     m->body.p = (const char *)cur;

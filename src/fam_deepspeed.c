@@ -54,12 +54,6 @@ static const char *find(const char *p, const char *end, const char *what)
     return NULL;
 }
 
-static int starts(const char *p, const char *end, const char *what)
-{
-    size_t k = strlen(what);
-    return (size_t)(end - p) >= k && memcmp(p, what, k) == 0;
-}
-
 const char *dsq_ds_dtype_name(const char *p, size_t n)
 {
     static const struct {
@@ -105,7 +99,7 @@ static int offload_device(const dsq_line_ctx *lc, const char *label, const char 
     if (!at)
         return 0;
     at += strlen(key);
-    if (starts(at, end, "None"))
+    if (dsq_starts(at, end, DSQ_LIT("None")))
         return emit_attr(lc, label, strlen(label), "none", 4);
     const char *close = memchr(at, ')', (size_t)(end - at));
     return attr_after(lc, label, at, close ? close : end, "device=", ",)");
@@ -129,7 +123,7 @@ static int launcher_env(const dsq_line_ctx *lc, const char *p, const char *end)
 {
     while (p < end && *p >= '0' && *p <= '9')
         p++;
-    if (p >= end || *p != ' ' || !starts(p + 1, end, "NCCL_"))
+    if (p >= end || *p != ' ' || !dsq_starts(p + 1, end, DSQ_LIT("NCCL_")))
         return 0;
     const char *k = ++p;
     while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
@@ -156,20 +150,20 @@ static int extra_attrs(const dsq_line_ctx *lc, const dsq_match *m)
         return launcher_env(lc, p, end);
     if (m->ev != DSQ_EV_ATTR)
         return 0;
-    if (starts(p, end, "Creating ") && find(p, end, " ZeRO stage ")) {
+    if (dsq_starts(p, end, DSQ_LIT("Creating ")) && find(p, end, " ZeRO stage ")) {
         const char *d0 = p + 9, *d1 = d0;
         while (d1 < end && *d1 != ' ')
             d1++;
         const char *dt = dsq_ds_dtype_name(d0, (size_t)(d1 - d0));
         return emit_attr(lc, "dtype", 5, dt, strlen(dt));
     }
-    if (starts(p, end, "finished initializing model"))
+    if (dsq_starts(p, end, DSQ_LIT("finished initializing model")))
         return attr_after(lc, "num_params", p, end, "num_params = ", ",");
-    if (starts(p, end, "Config: alpha="))
+    if (dsq_starts(p, end, DSQ_LIT("Config: alpha=")))
         return attr_after(lc, "weight_decay", p, end, "weight_decay=", ",");
-    if (starts(p, end, "zero_config "))
+    if (dsq_starts(p, end, DSQ_LIT("zero_config ")))
         return zero_config(lc, p, end);
-    if (starts(p, end, "optimizer_params "))
+    if (dsq_starts(p, end, DSQ_LIT("optimizer_params ")))
         return attr_after(lc, "lr", p, end, "'lr': ", ",}");
     return 0;
 }

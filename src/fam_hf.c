@@ -47,15 +47,6 @@ static int span_is(dsq_span s, const char *lit)
     return s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
-static dsq_span trim(dsq_span s)
-{
-    while (s.n && (s.p[s.n - 1] == ' ' || s.p[s.n - 1] == '\t'))
-        s.n--;
-    while (s.n && (s.p[0] == ' ' || s.p[0] == '\t'))
-        s.p++, s.n--;
-    return s;
-}
-
 /* Whether the kept fields make a training setup (an evaluation block printed bare
  * has "Num examples" and "Batch size" only). */
 static int is_training(const dsq_hf_state *st)
@@ -113,7 +104,7 @@ static int setup_line(dsq_hf_state *st, const dsq_line_ctx *lc, const dsq_match 
 static int json_line(dsq_hf_state *st, const dsq_line_ctx *lc, const char *line, size_t len)
 {
     static const char key[] = "\"transformers_version\":";
-    dsq_span s = trim((dsq_span){line, len});
+    dsq_span s = dsq_span_trim((dsq_span){line, len});
     if ((s.n == 1 && s.p[0] == '}') || ++st->lines > HF_JSON_MAX_LINES) {
         st->json = 0;
         return 0;
@@ -144,7 +135,7 @@ static void open_setup(dsq_hf_state *st, const dsq_line_ctx *lc)
 /* An HF line that may open a block. */
 static int maybe_open(dsq_hf_state *st, const dsq_line_ctx *lc, const dsq_match *m)
 {
-    dsq_span b = trim(m->body);
+    dsq_span b = dsq_span_trim(m->body);
     if (span_is(b, running_training)) {
         open_setup(st, lc);
     } else if (m->level == DSQ_LV_NONE && m->nf == 1 && span_is(m->label, "Num examples")) {

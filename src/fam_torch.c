@@ -22,22 +22,6 @@
 #include "event.h"
 #include "num.h"
 
-#define LIT(s) s, sizeof s - 1
-
-static int starts(const char *p, const char *end, const char *lit, size_t n)
-{
-    return (size_t)(end - p) >= n && memcmp(p, lit, n) == 0;
-}
-
-static dsq_span trim(const char *p, const char *e)
-{
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-        e--;
-    return (dsq_span){p, (size_t)(e - p)};
-}
-
 /* Emits one option as an attribute (see the file comment for the names). */
 static int pg_option(const dsq_line_ctx *lc, dsq_span key, dsq_span val)
 {
@@ -80,7 +64,7 @@ static int pg_option_list(const dsq_line_ctx *lc, const char *p, const char *end
         const char *e = comma ? comma : end;
         const char *colon = memchr(p, ':', (size_t)(e - p));
         if (colon) {
-            int rc = pg_option(lc, trim(p, colon), trim(colon + 1, e));
+            int rc = pg_option(lc, dsq_trim(p, colon), dsq_trim(colon + 1, e));
             if (rc)
                 return rc;
         }
@@ -100,23 +84,23 @@ int dsq_glog_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
             dsq_line_ctx at = *lc;
             if (at.rank < 0 && s->host == lc->host)
                 at.rank = s->rank;
-            int rc = pg_option(&at, trim(line, colon), trim(colon + 1, end));
+            int rc = pg_option(&at, dsq_trim(line, colon), dsq_trim(colon + 1, end));
             return rc < 0 ? rc : 1; /* the line belongs to the block */
         }
         s->base.active = 0;
     }
     if (m->family != DSQ_FAM_GLOG || !b)
         return 0;
-    if (starts(b, end, LIT("ProcessGroupNCCL initialized with following options:"))) {
+    if (dsq_starts(b, end, DSQ_LIT("ProcessGroupNCCL initialized with following options:"))) {
         s->have = 1;
         s->base.active = 1;
         s->host = lc->host;
         s->rank = lc->rank;
         return 0;
     }
-    if (starts(b, end, LIT("ProcessGroupNCCL initialization options:")))
+    if (dsq_starts(b, end, DSQ_LIT("ProcessGroupNCCL initialization options:")))
         return pg_option_list(lc, b + 40, end);
-    if (starts(b, end, LIT("ProcessGroupNCCL environments:")))
+    if (dsq_starts(b, end, DSQ_LIT("ProcessGroupNCCL environments:")))
         return pg_option_list(lc, b + 30, end);
     return 0;
 }
@@ -169,13 +153,13 @@ static int entry_emit(dsq_torchrun_state *s, const dsq_line_ctx *lc, dsq_span tb
 {
     char text[96];
     dsq_line_ctx at = *lc;
-    int is_signal = starts(tb.p, tb.p + tb.n, LIT("Signal ")) ||
-                    starts(tb.p, tb.p + tb.n, LIT("signal "));
+    int is_signal = dsq_starts(tb.p, tb.p + tb.n, DSQ_LIT("Signal ")) ||
+                    dsq_starts(tb.p, tb.p + tb.n, DSQ_LIT("signal "));
     dsq_emit_args a = {.ev = DSQ_EV_FAILURE, .f = s->f, .nf = s->nf};
     a.label = is_signal ? (dsq_span){"signal", 6} : (dsq_span){"launcher_exit", 13};
     a.text = tb;
-    if (!is_signal && (tb.n == 0 || starts(tb.p, tb.p + tb.n, LIT("<N/A>")) ||
-                       starts(tb.p, tb.p + tb.n, LIT("Traceback (")))) {
+    if (!is_signal && (tb.n == 0 || dsq_starts(tb.p, tb.p + tb.n, DSQ_LIT("<N/A>")) ||
+                       dsq_starts(tb.p, tb.p + tb.n, DSQ_LIT("Traceback (")))) {
         int k = snprintf(text, sizeof text, "exitcode: %s", s->exitcode);
         a.text = (dsq_span){text, k > 0 ? (size_t)k : 0};
     }
@@ -197,7 +181,7 @@ int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
     (void)len;
     if (m->family != DSQ_FAM_TORCHRUN || m->func.n == 0 || m->func.n > 10)
         return 0;
-    dsq_span k = m->func, v = trim(m->body.p, m->body.p + m->body.n);
+    dsq_span k = m->func, v = dsq_trim(m->body.p, m->body.p + m->body.n);
 #define KEY(lit) (k.n == sizeof lit - 1 && memcmp(k.p, lit, k.n) == 0)
     if (KEY("root")) {
         s->section = 2;

@@ -22,41 +22,24 @@
 #include "event.h"
 #include "num.h"
 
-#define LIT(s) s, sizeof s - 1
-
-static int has(dsq_span s, const char *lit, size_t n)
-{
-    return s.n >= n && memmem(s.p, s.n, lit, n) != NULL;
-}
-
-static int starts(dsq_span s, const char *lit, size_t n)
-{
-    return s.n >= n && memcmp(s.p, lit, n) == 0;
-}
-
-static int ends(dsq_span s, const char *lit, size_t n)
-{
-    return s.n >= n && memcmp(s.p + s.n - n, lit, n) == 0;
-}
-
 const char *dsq_tb_classify(dsq_span type, dsq_span msg)
 {
-    if (ends(type, LIT("ChildFailedError")))
+    if (dsq_span_ends(type, DSQ_LIT("ChildFailedError")))
         return NULL; /* the launcher's report: its table is the failure */
-    if (ends(type, LIT("OutOfMemoryError")) || has(msg, LIT("CUDA out of memory")) ||
-        has(msg, LIT("HIP out of memory")) || has(msg, LIT("CUDA error: out of memory")))
+    if (dsq_span_ends(type, DSQ_LIT("OutOfMemoryError")) || dsq_span_has(msg, DSQ_LIT("CUDA out of memory")) ||
+        dsq_span_has(msg, DSQ_LIT("HIP out of memory")) || dsq_span_has(msg, DSQ_LIT("CUDA error: out of memory")))
         return "cuda_oom";
-    if (has(msg, LIT("Watchdog caught collective operation timeout")))
+    if (dsq_span_has(msg, DSQ_LIT("Watchdog caught collective operation timeout")))
         return type.n == 6 && memcmp(type.p, "what()", 6) == 0 ? NULL : "nccl_timeout";
-    if (has(msg, LIT("NCCL error")) || has(msg, LIT("ncclRemoteError")) ||
-        has(msg, LIT("ncclSystemError")) || has(msg, LIT("ncclInternalError")) ||
-        has(msg, LIT("ncclUnhandledCudaError")) || has(msg, LIT("ncclInvalidUsage")) ||
-        ends(type, LIT("DistBackendError")) || has(msg, LIT("NCCL communicator")))
+    if (dsq_span_has(msg, DSQ_LIT("NCCL error")) || dsq_span_has(msg, DSQ_LIT("ncclRemoteError")) ||
+        dsq_span_has(msg, DSQ_LIT("ncclSystemError")) || dsq_span_has(msg, DSQ_LIT("ncclInternalError")) ||
+        dsq_span_has(msg, DSQ_LIT("ncclUnhandledCudaError")) || dsq_span_has(msg, DSQ_LIT("ncclInvalidUsage")) ||
+        dsq_span_ends(type, DSQ_LIT("DistBackendError")) || dsq_span_has(msg, DSQ_LIT("NCCL communicator")))
         return "nccl_error";
-    if (has(msg, LIT("CUDA error")) || has(msg, LIT("HIP error")) ||
-        has(msg, LIT("illegal memory access")) || has(msg, LIT("ECC error")) ||
-        has(msg, LIT("CUBLAS_STATUS_")) || has(msg, LIT("CUDNN_STATUS_")) ||
-        has(msg, LIT("device-side assert")) || has(msg, LIT("cuDNN error")))
+    if (dsq_span_has(msg, DSQ_LIT("CUDA error")) || dsq_span_has(msg, DSQ_LIT("HIP error")) ||
+        dsq_span_has(msg, DSQ_LIT("illegal memory access")) || dsq_span_has(msg, DSQ_LIT("ECC error")) ||
+        dsq_span_has(msg, DSQ_LIT("CUBLAS_STATUS_")) || dsq_span_has(msg, DSQ_LIT("CUDNN_STATUS_")) ||
+        dsq_span_has(msg, DSQ_LIT("device-side assert")) || dsq_span_has(msg, DSQ_LIT("cuDNN error")))
         return "cuda_error";
     return "exception";
 }
@@ -91,7 +74,7 @@ static int oom_parts(const char *p, const char *end, dsq_mfield *f, int n, int m
         const char *e = p;
         while (e < end && *e != ';' && *e != ')')
             e++;
-        if (starts((dsq_span){p, (size_t)(e - p)}, LIT("GPU "))) {
+        if (dsq_span_starts((dsq_span){p, (size_t)(e - p)}, DSQ_LIT("GPU "))) {
             if (amount(p + 4, e, "GPU", 3, &f[n]))
                 n++;
         } else {
@@ -128,11 +111,11 @@ int dsq_tb_oom_fields(dsq_span msg, dsq_mfield *f, int max)
         size_t n;
         const char *name;
     } after[] = {
-        {LIT("GPU "), "GPU"},
-        {LIT("total capacity of "), "total capacity"},
-        {LIT(" of which "), "free"},
-        {LIT("Of the allocated memory "), "allocated by PyTorch"},
-        {LIT(" is allocated by PyTorch, and "), "reserved by PyTorch but unallocated"},
+        {DSQ_LIT("GPU "), "GPU"},
+        {DSQ_LIT("total capacity of "), "total capacity"},
+        {DSQ_LIT(" of which "), "free"},
+        {DSQ_LIT("Of the allocated memory "), "allocated by PyTorch"},
+        {DSQ_LIT(" is allocated by PyTorch, and "), "reserved by PyTorch but unallocated"},
     };
     for (size_t i = 0; i < sizeof after / sizeof after[0] && n < max; i++) {
         const char *q = memmem(p, (size_t)(end - p), after[i].lit, after[i].n);
@@ -235,7 +218,7 @@ int dsq_tb_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
         s->base.active = any_pending(s);
         return rc;
     }
-    if (starts(m->body, LIT("Traceback (most recent call last):"))) {
+    if (dsq_span_starts(m->body, DSQ_LIT("Traceback (most recent call last):"))) {
         int rc = 0;
         dsq_tb_slot *sl = slot_for(s, lc, 1, &rc);
         if (sl->pending++ == 0) {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "span.h"
 #include "timeconv.h"
 
 /* Families count lines; a line belongs to the family of its logger header. To add
@@ -52,10 +53,6 @@ enum dsq_mkind {
     DSQ_MK_DS_MEM_CPU     /* CPU Virtual Memory: used v[0] unit[0], percent v[1] */
 };
 
-typedef struct dsq_span {
-    const char *p;
-    size_t n;
-} dsq_span;
 
 #define DSQ_MATCH_MAXV 8
 #define DSQ_MATCH_MAXF 16

@@ -203,10 +203,7 @@ static void add_field(dsq_event *ev, uint32_t name, const dsq_match *m, int i)
 
 static uint32_t intern_trimmed(dsq_scan *sc, dsq_span s)
 {
-    while (s.n && (s.p[s.n - 1] == ' ' || s.p[s.n - 1] == '\t'))
-        s.n--;
-    while (s.n && (s.p[0] == ' ' || s.p[0] == '\t'))
-        s.p++, s.n--;
+    s = dsq_span_trim(s);
     return s.n ? dsq_dict_intern(sc->p.dict, s.p, s.n) : 0;
 }
 
