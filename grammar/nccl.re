@@ -620,11 +620,14 @@ static void match_event(dsq_match *m, const dsq_nccl_line *o)
     }
 }
 
+_Static_assert(sizeof(dsq_nccl_line) <= DSQ_MATCH_AUX, "dsq_nccl_line must fit dsq_match.aux");
+
 int dsq_gram_nccl(const char *line, size_t len, dsq_match *m)
 {
-    dsq_nccl_line o;
-    if (!dsq_nccl_parse(line, len, &o))
+    dsq_nccl_line *op = (dsq_nccl_line *)m->aux.bytes; /* the handler reads it back */
+    if (!dsq_nccl_parse(line, len, op))
         return 0;
+    const dsq_nccl_line o = *op;
     m->family = DSQ_FAM_NCCL;
     m->level = o.level;
     if (o.headed)

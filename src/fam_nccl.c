@@ -267,10 +267,13 @@ int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
                     size_t len)
 {
     dsq_nccl_state *st = state;
-    dsq_nccl_line o;
     int rc = 0;
-    (void)m;
-    if (!dsq_nccl_parse(line, len, &o) || !o.headed)
+    (void)line;
+    (void)len;
+    if (m->family != DSQ_FAM_NCCL)
+        return 0;
+    const dsq_nccl_line o = *(const dsq_nccl_line *)m->aux.bytes; /* parsed by dsq_gram_nccl */
+    if (!o.headed)
         return 0;
     uint64_t proc = dsq_nccl_proc_key(&o), key = thread_key(proc, o.tid);
     dsq_line_ctx ctx = *lc; /* the scanner gives the rank a process's init line named */

@@ -56,6 +56,7 @@ enum dsq_mkind {
 
 #define DSQ_MATCH_MAXV 8
 #define DSQ_MATCH_MAXF 16
+#define DSQ_MATCH_AUX 256
 
 /* A named number a line carries, named as the log prints it ("loss", "lm loss"). */
 typedef struct dsq_mfield {
@@ -97,6 +98,14 @@ typedef struct dsq_match {
      * "comm ... rank R nranks N") and gives that rank to the process's other lines.
      * A recognizer may also set m->host (NCCL's host) when no pdsh prefix did. */
     dsq_span proc;
+    /* What a recognizer parsed, left for its own family's handler so the line is not
+     * parsed twice (NCCL keeps its dsq_nccl_line here). Valid for this line only,
+     * and only when m->family is that recognizer's family; never cleared. */
+    union {
+        unsigned char bytes[DSQ_MATCH_AUX];
+        int64_t align_i;
+        void *align_p;
+    } aux;
 } dsq_match;
 
 /* Appends a field whose number (and optional unit word after blanks) starts at
