@@ -20,6 +20,7 @@
 #include "error.h"
 #include "input.h"
 #include "lines.h"
+#include "rollup.h"
 #include "scan.h"
 #include "timeconv.h"
 #include "walk.h"
@@ -42,6 +43,7 @@ struct dsq_indexer {
     dsq_input *in;
     dsq_lines *lines;
     dsq_scan *scan;
+    dsq_rollup *roll;
     open_block ob[MAX_OPEN_BLOCKS];
     int last_ob;
     /* the file being indexed */
@@ -155,6 +157,8 @@ static int on_event(void *ctx, const dsq_event *ev)
         return rc ? rc : dsq_error_set(ix->cur_err, DSQ_ENOMEM, "block table");
     if ((rc = dsq_block_add(&o->b, ev)))
         return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
+    if ((rc = dsq_rollup_add(ix->roll, ev, ix->cur_err)))
+        return rc;
     ix->pend.events++;
     if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
         return put_block(ix, o);
@@ -169,7 +173,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     ix->p = *params;
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
-    if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan))
+    if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
+        dsq_rollup_new(params->store, &ix->roll))
         goto nomem;
     lp.ctx = ix->scan;
     if (dsq_lines_new(&lp, &ix->lines))
@@ -193,6 +198,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     dsq_input_free(ix->in);
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);
+    dsq_rollup_free(ix->roll);
     free(ix);
 }
 
@@ -382,6 +388,7 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     if ((status = dsq_store_source_drop(ix->p.store, abs, err)) ||
         (status = dsq_store_source_new_id(ix->p.store, &ix->cur_source, err)))
         goto fail;
+    dsq_rollup_begin(ix->roll, ix->cur_run, ix->cur_source);
     if (dsq_input_open(ix->in, abs, &e) != 0) {
         problem(ix, &e, NULL);
         dsq_store_abort(ix->p.store);
@@ -391,7 +398,7 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     status = index_members(ix, &rec);
     ix->pend.bytes_in = dsq_input_bytes_in(ix->in);
     dsq_input_close(ix->in);
-    if (status || (status = flush_blocks(ix)))
+    if (status || (status = flush_blocks(ix)) || (status = dsq_rollup_finish(ix->roll, err)))
         goto fail;
     rec.id = ix->cur_source;
     rec.nblocks = ix->cur_seq;

@@ -278,7 +278,7 @@ static int cmd_query(cli *c, const char *text)
     int code = open_for_reading(c, &st);
     if (code)
         return code;
-    if (dsq_query_run(&q, st, &r, &err) != 0) {
+    if (dsq_query_run(&q, &st, 1, &r, &err) != 0) {
         print_query_error(text, &err);
         code = err.code == DSQ_EQUERY ? EXIT_USAGE : EXIT_INDEX;
     } else {

@@ -18,11 +18,14 @@
 #include "error.h"
 #include "grammar.h"
 #include "num.h"
+#include "rollup.h"
 #include "timeconv.h"
 
 /* `time` as an aggregate's field: the event's own time ("min time by run where
  * kind = failure" is when each run first failed). */
 #define TIME_FIELD UINT32_MAX
+/* a name this store does not have: nothing matches it here */
+#define MISSING (UINT32_MAX - 1)
 
 typedef struct acc {
     uint64_t count;
@@ -34,7 +37,7 @@ typedef struct acc {
 } acc;
 
 typedef struct group {
-    uint64_t k[DSQ_Q_MAX_BY + 1]; /* by keys, then the time bucket with `every` */
+    uint64_t k[DSQ_Q_MAX_BY + 1]; /* by keys (global ids), then the time bucket with `every` */
     int used;
     acc *accs;
 } group;
@@ -47,10 +50,23 @@ typedef struct attr_entry {
     int is_num;
 } attr_entry;
 
+/* Execution over one or several indexes. Group keys that are strings are ids in
+ * `gdict`, shared by all indexes, so groups of several indexes merge; everything
+ * from `st` down is about the index being read now. */
 typedef struct exec {
     const dsq_query *q;
+    dsq_dict *gdict;
+    group *groups;
+    size_t ngroups, cap;  /* open addressing: cap is a power of two */
+    int rollups;          /* answer from rollups (plan_rollups) */
+    int need_values;      /* rollups: read chunks (percentiles, every, time ranges) */
+    int time_nodes;       /* the where clause tests time */
+    dsq_error *err;
+    /* the index being read */
     dsq_store *st;
     dsq_dict *dict;
+    uint32_t dict_n;
+    uint32_t *xlat;       /* local dictionary id -> gdict id, 0 until first used */
     uint32_t agg_field[DSQ_Q_MAX_AGGS];
     uint32_t node_field[DSQ_Q_MAX_NODES];
     int node_key[DSQ_Q_MAX_NODES];     /* resolved key: DSQ_KEY_FIELD becomes DSQ_KEY_ATTR for attributes */
@@ -58,12 +74,8 @@ typedef struct exec {
     attr_entry *attrs;                 /* (run, name) -> latest value, open addressing */
     size_t nattrs, attr_cap;
     signed char *str_match[DSQ_Q_MAX_NODES]; /* per dictionary id: -1 unknown, 0, 1 */
-    uint32_t dict_n;
-    char **source_paths;  /* by source id, when file is used */
+    uint32_t *source_gid; /* by source id: the path's gdict id (when file is used) */
     uint32_t nsources;
-    group *groups;
-    size_t ngroups, cap;  /* open addressing: cap is a power of two */
-    dsq_error *err;
 } exec;
 
 /* --- name resolution ------------------------------------------------------ */
@@ -169,27 +181,20 @@ static int each_event(exec *x, const dsq_block_key *k, const void *data, size_t 
                  : 0;
 }
 
-/* Pre-pass: the latest value of every attribute of every run. */
-static int attr_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
+/* The latest value of every attribute of every run, from the attribute table. */
+static int attr_row(void *ctx, uint32_t run, uint32_t name, uint32_t source, const dsq_attr_rec *rec)
 {
-    if (ev->kind != DSQ_EV_ATTR || !ev->label)
-        return 0;
+    exec *x = ctx;
+    (void)source;
     if ((x->nattrs + 1) * 2 > x->attr_cap && attr_grow(x))
         return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading attributes");
-    attr_entry *a = &x->attrs[attr_slot(x, k->run, ev->label)];
-    if (a->name && ev->t_us < a->t)
+    attr_entry *a = &x->attrs[attr_slot(x, run, name)];
+    if (a->name && rec->t < a->t)
         return 0;
     if (!a->name)
         x->nattrs++;
-    *a = (attr_entry){k->run, ev->label, ev->text, ev->t_us, 0, 0};
-    for (int i = 0; i < ev->nf; i++)
-        a->num = ev->f[i].v, a->is_num = 1;
+    *a = (attr_entry){run, name, rec->text, rec->t, rec->num, rec->is_num};
     return 0;
-}
-
-static int collect_attr(void *ctx, const dsq_block_key *k, const void *data, size_t n)
-{
-    return each_event(ctx, k, data, n, attr_event);
 }
 
 static int is_attr_name(const exec *x, uint32_t name)
@@ -200,38 +205,71 @@ static int is_attr_name(const exec *x, uint32_t name)
     return 0;
 }
 
-static int resolve(exec *x)
+static uint32_t find_name(const exec *x, const char *name)
+{
+    uint32_t id = dsq_dict_find(x->dict, name, strlen(name));
+    return id ? id : MISSING;
+}
+
+/* Resolves names against the index being read. A name this index lacks matches
+ * nothing here (MISSING); check_names has made sure some index has it. */
+static void resolve(exec *x)
 {
     const dsq_query *q = x->q;
     for (int i = 0; i < q->naggs; i++) {
-        if (!q->aggs[i].field[0])
-            continue;
         const char *f = q->aggs[i].field;
-        x->agg_field[i] = strcmp(f, "time") == 0 ? TIME_FIELD : dsq_dict_find(x->dict, f, strlen(f));
-        if (!x->agg_field[i])
-            return unknown_field(x, f, q->aggs[i].off, q->aggs[i].len);
+        x->agg_field[i] = !f[0] ? 0 : strcmp(f, "time") == 0 ? TIME_FIELD : find_name(x, f);
     }
-    for (int i = 0; i < q->nby; i++) {
-        if (q->by[i] != DSQ_KEY_FIELD)
-            continue;
-        const char *name = q->by_name[i];
-        x->by_attr[i] = dsq_dict_find(x->dict, name, strlen(name));
-        if (!is_attr_name(x, x->by_attr[i]))
-            return unknown_field(x, name, q->by_off[i], q->by_len[i]);
-    }
+    for (int i = 0; i < q->nby; i++)
+        x->by_attr[i] = q->by[i] == DSQ_KEY_FIELD ? find_name(x, q->by_name[i]) : 0;
     for (int i = 0; i < q->nnodes; i++) {
         const dsq_q_node *n = &q->nodes[i];
         x->node_key[i] = n->key;
         if (n->type != DSQ_N_CMP || n->key != DSQ_KEY_FIELD)
             continue;
-        x->node_field[i] = dsq_dict_find(x->dict, n->name, strlen(n->name));
-        if (is_attr_name(x, x->node_field[i])) {
+        x->node_field[i] = find_name(x, n->name);
+        if (is_attr_name(x, x->node_field[i]))
             x->node_key[i] = DSQ_KEY_ATTR;
+    }
+}
+
+/* What one index knows of the query's names, or-ed over indexes by check_names. */
+typedef struct name_seen {
+    char agg[DSQ_Q_MAX_AGGS], by_attr[DSQ_Q_MAX_BY], node[DSQ_Q_MAX_NODES], node_attr[DSQ_Q_MAX_NODES];
+} name_seen;
+
+static void note_names(exec *x, name_seen *seen)
+{
+    const dsq_query *q = x->q;
+    resolve(x);
+    for (int i = 0; i < q->naggs; i++)
+        seen->agg[i] |= x->agg_field[i] != MISSING;
+    for (int i = 0; i < q->nby; i++)
+        seen->by_attr[i] |= q->by[i] != DSQ_KEY_FIELD || is_attr_name(x, x->by_attr[i]);
+    for (int i = 0; i < q->nnodes; i++) {
+        seen->node[i] |= x->node_field[i] != MISSING || q->nodes[i].key != DSQ_KEY_FIELD;
+        seen->node_attr[i] |= x->node_key[i] == DSQ_KEY_ATTR;
+    }
+}
+
+/* Unknown names are errors once no index has them; the hint comes from the index
+ * being read (the last one). */
+static int names_error(exec *x, const name_seen *seen)
+{
+    const dsq_query *q = x->q;
+    for (int i = 0; i < q->naggs; i++)
+        if (!seen->agg[i])
+            return unknown_field(x, q->aggs[i].field, q->aggs[i].off, q->aggs[i].len);
+    for (int i = 0; i < q->nby; i++)
+        if (!seen->by_attr[i])
+            return unknown_field(x, q->by_name[i], q->by_off[i], q->by_len[i]);
+    for (int i = 0; i < q->nnodes; i++) {
+        const dsq_q_node *n = &q->nodes[i];
+        if (n->type != DSQ_N_CMP || n->key != DSQ_KEY_FIELD)
             continue;
-        }
-        if (!x->node_field[i])
+        if (!seen->node[i])
             return unknown_field(x, n->name, n->off, n->len);
-        if (!n->is_num) {
+        if (!seen->node_attr[i] && !n->is_num) {
             dsq_error_set(x->err, DSQ_EQUERY, "`%s` is a number field: compare it with a number",
                           n->name);
             x->err->offset = n->off;
@@ -290,7 +328,8 @@ static int field_value(const dsq_event *ev, uint32_t field, double *v, uint8_t *
 
 static const char *source_path(const exec *x, uint32_t id)
 {
-    return id < x->nsources && x->source_paths[id] ? x->source_paths[id] : "";
+    uint32_t g = id < x->nsources ? x->source_gid[id] : 0;
+    return g ? dsq_dict_str(x->gdict, g, NULL) : "";
 }
 
 static int eval(exec *x, int ni, const dsq_block_key *k, const dsq_event *ev)
@@ -330,21 +369,42 @@ static int eval(exec *x, int ni, const dsq_block_key *k, const dsq_event *ev)
 
 /* --- groups --------------------------------------------------------------- */
 
-static uint64_t key_part(const exec *x, int bi, const dsq_block_key *k, const dsq_event *ev)
+/* A local dictionary id as an id in the shared dictionary of group keys. */
+static uint64_t global_id(exec *x, uint32_t id)
+{
+    if (!id || id > x->dict_n)
+        return 0;
+    if (!x->xlat[id]) {
+        size_t n;
+        const char *s = dsq_dict_str(x->dict, id, &n);
+        x->xlat[id] = dsq_dict_intern(x->gdict, s, n); /* 0 only when out of memory */
+    }
+    return x->xlat[id];
+}
+
+static uint64_t key_part(exec *x, int bi, const dsq_block_key *k, const dsq_event *ev)
 {
     switch (x->q->by[bi]) {
     case DSQ_KEY_FIELD: {
         const attr_entry *a = attr_get(x, k->run, x->by_attr[bi]);
-        return a ? a->text : 0;
+        return a ? global_id(x, a->text) : 0;
     }
-    case DSQ_KEY_RUN: return k->run;
-    case DSQ_KEY_HOST: return k->host;
+    case DSQ_KEY_RUN: return global_id(x, k->run);
+    case DSQ_KEY_HOST: return global_id(x, k->host);
     case DSQ_KEY_RANK: return (uint64_t)(int64_t)k->rank;
     case DSQ_KEY_KIND: return ev->kind;
-    case DSQ_KEY_LABEL: return ev->label;
-    case DSQ_KEY_FILE: return k->source;
+    case DSQ_KEY_LABEL: return global_id(x, ev->label);
+    case DSQ_KEY_FILE: return k->source < x->nsources ? x->source_gid[k->source] : 0;
     default: return 0;
     }
+}
+
+/* The start of t's `every` bucket; values without a time share INT64_MIN. */
+static uint64_t bucket_of(const dsq_query *q, int64_t t)
+{
+    if (t == DSQ_TIME_NONE)
+        return (uint64_t)INT64_MIN;
+    return (uint64_t)(t - ((t % q->every_us) + q->every_us) % q->every_us);
 }
 
 static uint64_t hash_key(const uint64_t *k, int n)
@@ -446,10 +506,8 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
     uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
     for (int i = 0; i < q->nby; i++)
         key[i] = key_part(x, i, k, ev);
-    if (q->every_us) /* the bucket's start; events without a time share INT64_MIN */
-        key[q->nby] = ev->t_us == DSQ_TIME_NONE
-                          ? (uint64_t)INT64_MIN
-                          : (uint64_t)(ev->t_us - ((ev->t_us % q->every_us) + q->every_us) % q->every_us);
+    if (q->every_us)
+        key[q->nby] = bucket_of(q, ev->t_us);
     group *g = NULL;
     for (int i = 0; i < q->naggs; i++) {
         double v = 1;
@@ -473,6 +531,179 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
 static int on_block(void *ctx, const dsq_block_key *k, const void *data, size_t n)
 {
     return each_event(ctx, k, data, n, on_event);
+}
+
+/* --- rollups -------------------------------------------------------------- */
+
+/* Adds a series' summary to an accumulator (converting units as add_value does). */
+static void acc_merge(acc *a, const dsq_series_rec *r)
+{
+    if (!r->count)
+        return;
+    if (a->count == 0) {
+        a->count = r->count;
+        a->unit = r->unit;
+        a->sum = r->sum;
+        a->min = r->min;
+        a->max = r->max;
+        a->first_v = r->first_v;
+        a->last_v = r->last_v;
+        a->first_t = r->first_t;
+        a->last_t = r->last_t;
+        return;
+    }
+    uint8_t u = r->unit;
+    a->count += r->count;
+    a->sum += dsq_unit_convert(r->sum, u, a->unit);
+    double mn = dsq_unit_convert(r->min, u, a->unit), mx = dsq_unit_convert(r->max, u, a->unit);
+    if (mn < a->min)
+        a->min = mn;
+    if (mx > a->max)
+        a->max = mx;
+    if (r->first_t < a->first_t) {
+        a->first_t = r->first_t;
+        a->first_v = dsq_unit_convert(r->first_v, u, a->unit);
+    }
+    if (r->last_t >= a->last_t) {
+        a->last_t = r->last_t;
+        a->last_v = dsq_unit_convert(r->last_v, u, a->unit);
+    }
+}
+
+/* Whether rollups can answer q: aggregates of named fields or bare counts, grouped
+ * and filtered by run, host, rank, file, run attributes and time (kind too when
+ * every aggregate is a bare count, which the per-kind count series answer). Labels,
+ * comparisons of numeric fields and `time` as a value need the events. */
+static int plan_rollups(exec *x)
+{
+    const dsq_query *q = x->q;
+    int counts = 0, fields = 0;
+    for (int i = 0; i < q->naggs; i++) {
+        if (!q->aggs[i].field[0])
+            counts = 1;
+        else if (strcmp(q->aggs[i].field, "time") == 0)
+            return 0;
+        else
+            fields = 1;
+        if (is_pct(q->aggs[i].fn))
+            x->need_values = 1;
+    }
+    for (int i = 0; i < q->nnodes; i++)
+        if (q->nodes[i].type == DSQ_N_CMP && q->nodes[i].key == DSQ_KEY_TIME)
+            x->time_nodes = 1;
+    if (q->every_us || x->time_nodes)
+        x->need_values = 1;
+    if (counts && x->need_values && (q->every_us || x->time_nodes))
+        return 0; /* count series have no times to bucket or filter */
+    for (int i = 0; i < q->nby; i++) {
+        int k = q->by[i];
+        if (k == DSQ_KEY_LABEL || (k == DSQ_KEY_KIND && fields))
+            return 0;
+    }
+    for (int i = 0; i < q->nnodes; i++) {
+        if (q->nodes[i].type != DSQ_N_CMP)
+            continue;
+        int k = x->node_key[i];
+        if (k == DSQ_KEY_LABEL || (k == DSQ_KEY_KIND && fields) ||
+            (k == DSQ_KEY_FIELD && q->nodes[i].key == DSQ_KEY_FIELD))
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct roll_ctx {
+    exec *x;
+    int agg;             /* the aggregate being answered */
+    int status;
+    dsq_block_key k;     /* the series' run/host/rank/source */
+    dsq_event ev;        /* its kind (count series) and, value by value, its time */
+    const dsq_series_rec *rec;
+} roll_ctx;
+
+static int roll_values(void *ctx, const void *data, size_t n)
+{
+    roll_ctx *rc = ctx;
+    exec *x = rc->x;
+    const dsq_query *q = x->q;
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r;
+    uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
+    for (int i = 0; i < q->nby; i++)
+        key[i] = key_part(x, i, &rc->k, &rc->ev);
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        rc->ev.t_us = t;
+        if (x->time_nodes && !eval(x, q->where, &rc->k, &rc->ev))
+            continue;
+        if (q->every_us)
+            key[q->nby] = bucket_of(q, t);
+        group *g = group_for(x, key);
+        if (!g)
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
+        if (add_value(&g->accs[rc->agg], q->aggs[rc->agg].fn, v, rc->rec->unit, t))
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory for percentiles");
+    }
+    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged rollup chunk (source %u)",
+                                 rc->k.source)
+                 : 0;
+}
+
+static int roll_series(void *ctx, const dsq_series_key *sk, const dsq_series_rec *rec)
+{
+    roll_ctx *rc = ctx;
+    exec *x = rc->x;
+    const dsq_query *q = x->q;
+    rc->k = (dsq_block_key){.run = sk->run, .host = sk->host, .rank = sk->rank, .source = sk->source};
+    rc->ev = (dsq_event){.t_us = DSQ_TIME_NONE, .rank = sk->rank, .host = sk->host};
+    if (sk->field >= DSQ_SERIES_KIND_BASE)
+        rc->ev.kind = (uint16_t)(sk->field - DSQ_SERIES_KIND_BASE);
+    rc->rec = rec;
+    if (!x->time_nodes && q->where >= 0 && !eval(x, q->where, &rc->k, &rc->ev))
+        return 0;
+    int counting = !q->aggs[rc->agg].field[0];
+    if (x->need_values && !counting)
+        return dsq_store_scan_chunks(x->st, sk, roll_values, rc, x->err);
+    uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
+    for (int i = 0; i < q->nby; i++)
+        key[i] = key_part(x, i, &rc->k, &rc->ev);
+    group *g = group_for(x, key);
+    if (!g)
+        return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
+    acc *a = &g->accs[rc->agg];
+    if (counting)
+        a->count += rec->count;
+    else
+        acc_merge(a, rec);
+    return 0;
+}
+
+/* Answers every aggregate from the series of its field (bare counts: of every
+ * kind), one run's key range when the where clause pins the run. */
+static int run_rollups(exec *x, uint32_t run)
+{
+    const dsq_query *q = x->q;
+    roll_ctx rc = {.x = x};
+    int status = 0;
+    for (int i = 0; i < q->naggs && !status; i++) {
+        rc.agg = i;
+        uint32_t f = x->agg_field[i];
+        if (f == MISSING)
+            continue;
+        if (f)
+            status = dsq_store_scan_series(x->st, f, f, run, roll_series, &rc, x->err);
+        else if (!run)
+            status = dsq_store_scan_series(x->st, DSQ_SERIES_KIND_BASE,
+                                           DSQ_SERIES_KIND_BASE + DSQ_EV_KIND_COUNT, 0, roll_series,
+                                           &rc, x->err);
+        else
+            for (uint32_t kd = 0; kd < DSQ_EV_KIND_COUNT && !status; kd++)
+                status = dsq_store_scan_series(x->st, DSQ_SERIES_KIND_BASE + kd,
+                                               DSQ_SERIES_KIND_BASE + kd, run, roll_series, &rc,
+                                               x->err);
+    }
+    return status;
 }
 
 /* --- results -------------------------------------------------------------- */
@@ -520,11 +751,10 @@ static dsq_cell key_cell(const exec *x, int key, uint64_t v)
         c.is_int = 1;
         break;
     case DSQ_KEY_KIND: c.s = dsq_ev_kind_name((int)v); break;
-    case DSQ_KEY_FILE: c.s = source_path(x, (uint32_t)v); break;
     case DSQ_KEY_FAMILY: c.s = dsq_family_name((int)v); break;
     case DSQ_KEY_LEVEL: c.s = dsq_level_name((int)v); break;
-    default:
-        c.s = v ? dsq_dict_str(x->dict, (uint32_t)v, NULL) : "-";
+    default: /* run host label file attribute: shared dictionary ids */
+        c.s = v ? dsq_dict_str(x->gdict, (uint32_t)v, NULL) : "-";
         break;
     }
     return c;
@@ -598,7 +828,9 @@ static int count_source_lines(void *ctx, const char *path, const dsq_source_rec 
         if (!count)
             continue;
         for (int i = 0; i < q->nby; i++)
-            key[i] = q->by[i] == DSQ_KEY_RUN ? rec->run : q->by[i] == DSQ_KEY_FILE ? rec->id : (uint64_t)f;
+            key[i] = q->by[i] == DSQ_KEY_RUN    ? global_id(x, rec->run)
+                     : q->by[i] == DSQ_KEY_FILE ? x->source_gid[rec->id]
+                                                : (uint64_t)f;
         group *g = group_for(x, key);
         if (!g)
             return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
@@ -658,15 +890,14 @@ static int note_source(void *ctx, const char *path, const dsq_source_rec *rec)
     exec *x = ctx;
     if (rec->id >= x->nsources) {
         uint32_t n = rec->id + 64;
-        char **p = realloc(x->source_paths, n * sizeof *p);
+        uint32_t *p = realloc(x->source_gid, n * sizeof *p);
         if (!p)
             return DSQ_ENOMEM;
         memset(p + x->nsources, 0, (n - x->nsources) * sizeof *p);
-        x->source_paths = p;
+        x->source_gid = p;
         x->nsources = n;
     }
-    free(x->source_paths[rec->id]);
-    return (x->source_paths[rec->id] = strdup(path)) ? 0 : DSQ_ENOMEM;
+    return (x->source_gid[rec->id] = dsq_dict_intern(x->gdict, path, strlen(path))) ? 0 : DSQ_ENOMEM;
 }
 
 /* The run a where clause pins with `run = 'x'` at its top-level and-chain: 0 if none,
@@ -687,6 +918,68 @@ static uint32_t pinned_run(const exec *x, int ni)
     return 0;
 }
 
+/* Forgets what was about the previous index. */
+static void store_reset(exec *x)
+{
+    for (int i = 0; i < DSQ_Q_MAX_NODES; i++) {
+        free(x->str_match[i]);
+        x->str_match[i] = NULL;
+    }
+    free(x->source_gid);
+    free(x->attrs);
+    free(x->xlat);
+    x->source_gid = NULL;
+    x->nsources = 0;
+    x->attrs = NULL;
+    x->nattrs = x->attr_cap = 0;
+    x->xlat = NULL;
+    x->st = NULL;
+    x->rollups = x->need_values = x->time_nodes = 0;
+}
+
+/* Makes st the index being read: its dictionary, attributes and sources. */
+static int store_open(exec *x, dsq_store *st)
+{
+    const dsq_query *q = x->q;
+    store_reset(x);
+    x->st = st;
+    x->dict = dsq_store_dict(st);
+    x->dict_n = dsq_dict_count(x->dict);
+    if (!(x->xlat = calloc((size_t)x->dict_n + 1, sizeof *x->xlat)))
+        return dsq_error_set(x->err, DSQ_ENOMEM, "query");
+    if (uses_key(q, DSQ_KEY_FIELD)) {
+        int status = dsq_store_scan_attrs(st, attr_row, x, x->err);
+        if (status)
+            return status;
+    }
+    for (int i = 0; i < q->nnodes; i++) {
+        if (q->nodes[i].type != DSQ_N_CMP || q->nodes[i].key == DSQ_KEY_FIELD)
+            continue;
+        if (!(x->str_match[i] = malloc(x->dict_n + 1)))
+            return dsq_error_set(x->err, DSQ_ENOMEM, "query");
+        memset(x->str_match[i], -1, x->dict_n + 1);
+    }
+    if (uses_key(q, DSQ_KEY_FILE))
+        return dsq_store_scan_sources(st, note_source, x, x->err);
+    return 0;
+}
+
+/* Reads one index into the groups. */
+static int run_store(exec *x, int lines_query, int scan_only)
+{
+    const dsq_query *q = x->q;
+    resolve(x);
+    if (lines_query)
+        return dsq_store_scan_sources(x->st, count_source_lines, x, x->err);
+    uint32_t run = pinned_run(x, q->where);
+    if (run == UINT32_MAX)
+        return 0;
+    x->rollups = !scan_only && plan_rollups(x);
+    if (x->rollups)
+        return run_rollups(x, run);
+    return dsq_store_scan_blocks(x->st, run, on_block, x, x->err);
+}
+
 static void exec_free(exec *x)
 {
     for (size_t i = 0; i < x->cap; i++) {
@@ -697,50 +990,42 @@ static void exec_free(exec *x)
         free(x->groups[i].accs);
     }
     free(x->groups);
-    for (int i = 0; i < DSQ_Q_MAX_NODES; i++)
-        free(x->str_match[i]);
-    for (uint32_t i = 0; i < x->nsources; i++)
-        free(x->source_paths[i]);
-    free(x->source_paths);
-    free(x->attrs);
+    store_reset(x);
+    dsq_dict_free(x->gdict);
 }
 
-int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error *err)
+int dsq_query_run_opts(const dsq_query *q, dsq_store *const *stores, int nstores, int scan_only,
+                       dsq_result **out, dsq_error *err)
 {
-    exec x = {.q = q, .st = st, .dict = dsq_store_dict(st), .err = err};
-    x.dict_n = dsq_dict_count(x.dict);
+    exec x = {.q = q, .err = err};
     int lines_query = uses_key(q, DSQ_KEY_FAMILY) || uses_key(q, DSQ_KEY_LEVEL);
     int status = lines_query ? check_line_query(&x) : 0;
-    if (!status && (uses_key(q, DSQ_KEY_FIELD)) &&
-        (status = dsq_store_scan_blocks(st, 0, collect_attr, &x, err)))
-        goto done;
-    if (status || (status = resolve(&x)))
-        goto done;
-    for (int i = 0; i < q->nnodes; i++) {
-        if (q->nodes[i].type != DSQ_N_CMP || q->nodes[i].key == DSQ_KEY_FIELD)
-            continue;
-        if (!(x.str_match[i] = malloc(x.dict_n + 1))) {
-            status = dsq_error_set(err, DSQ_ENOMEM, "query");
-            goto done;
-        }
-        memset(x.str_match[i], -1, x.dict_n + 1);
-    }
-    if (uses_key(q, DSQ_KEY_FILE) && (status = dsq_store_scan_sources(st, note_source, &x, err)))
-        goto done;
-    if (grow_groups(&x)) {
+    if (status)
+        return status;
+    if (dsq_dict_new(&x.gdict) || grow_groups(&x)) {
         status = dsq_error_set(err, DSQ_ENOMEM, "query");
         goto done;
     }
-    if (lines_query) {
-        if (!(status = dsq_store_scan_sources(st, count_source_lines, &x, err)))
-            status = build_result(&x, out);
-        goto done;
+    name_seen seen;
+    memset(&seen, 0, sizeof seen);
+    for (int i = 0; i < nstores; i++) {
+        if ((status = store_open(&x, stores[i])))
+            goto done;
+        note_names(&x, &seen);
     }
-    uint32_t run = pinned_run(&x, q->where);
-    if (run != UINT32_MAX && (status = dsq_store_scan_blocks(st, run, on_block, &x, err)))
+    if ((status = names_error(&x, &seen)))
         goto done;
+    for (int i = 0; i < nstores; i++)
+        if ((status = store_open(&x, stores[i])) || (status = run_store(&x, lines_query, scan_only)))
+            goto done;
     status = build_result(&x, out);
 done:
     exec_free(&x);
     return status;
+}
+
+int dsq_query_run(const dsq_query *q, dsq_store *const *stores, int nstores, dsq_result **out,
+                  dsq_error *err)
+{
+    return dsq_query_run_opts(q, stores, nstores, 0, out, err);
 }

@@ -75,9 +75,17 @@ typedef struct dsq_query {
 /* Parses text into q (syntax only; names are resolved by dsq_query_run). */
 int dsq_query_parse(const char *text, dsq_query *q, dsq_error *err);
 
-/* Runs q over the index and returns a result table (caller frees). Unknown field
- * names are errors with a "did you mean" hint from the names in this index. */
-int dsq_query_run(const dsq_query *q, dsq_store *st, dsq_result **out, dsq_error *err);
+/* Runs q over one or several indexes and returns one result table (caller frees):
+ * groups of the same key in different indexes are merged exactly (counts, sums,
+ * min, max, first, last; percentiles over all values). Aggregates are answered
+ * from rollups when the query allows (see rollup.h), else from the events.
+ * Unknown names (in every index) are errors with a "did you mean" hint. */
+int dsq_query_run(const dsq_query *q, dsq_store *const *stores, int nstores, dsq_result **out,
+                  dsq_error *err);
+/* The same; scan_only = 1 ignores rollups and reads every matching event (tests
+ * compare the two). */
+int dsq_query_run_opts(const dsq_query *q, dsq_store *const *stores, int nstores, int scan_only,
+                       dsq_result **out, dsq_error *err);
 
 /* A time literal ("2024-07-20", "2024-07-20 21:30", "2024-07-20 21:30:05", 'T'
  * allowed) as microseconds since the epoch. 0 or -1. */

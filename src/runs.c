@@ -65,7 +65,7 @@ int dsq_runs_list(dsq_store *st, dsq_result **out, dsq_error *err)
         goto done;
     dsq_dict *d = dsq_store_dict(st);
     if (dsq_dict_find(d, "Max_MA", 6) && dsq_query_parse("max Max_MA by run", &q, err) == 0 &&
-        (status = dsq_query_run(&q, st, &peaks, err)))
+        (status = dsq_query_run(&q, &st, 1, &peaks, err)))
         goto done;
     static const char *const names[] = {"run", "files", "members", "lines", "events",
                                         "damaged", "peak Max_MA"};

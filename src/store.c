@@ -24,7 +24,8 @@
 struct dsq_store {
     MDB_env *env;
     MDB_txn *txn;     /* the open write transaction, if any */
-    MDB_dbi meta, dict_db, events, sources, members, srcblocks;
+    MDB_txn *rtxn;    /* read-only stores: the snapshot every read uses */
+    MDB_dbi meta, dict_db, events, sources, members, srcblocks, series, chunks, attrs, srcroll;
     dsq_dict *dict;
     uint32_t dict_saved; /* highest dictionary id already in the index */
     int readonly;
@@ -121,7 +122,9 @@ static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
         const char *name;
         MDB_dbi *dbi;
     } t[] = {{"meta", &st->meta},       {"dict", &st->dict_db},   {"events", &st->events},
-             {"sources", &st->sources}, {"members", &st->members}, {"srcblocks", &st->srcblocks}};
+             {"sources", &st->sources}, {"members", &st->members}, {"srcblocks", &st->srcblocks},
+             {"series", &st->series},   {"chunks", &st->chunks},   {"attrs", &st->attrs},
+             {"srcroll", &st->srcroll}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int rc = mdb_dbi_open(txn, t[i].name, fl, t[i].dbi);
         if (rc == MDB_NOTFOUND)
@@ -226,7 +229,7 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
         status = dsq_error_set(err, DSQ_ENOMEM, "opening index");
         goto fail;
     }
-    if ((rc = mdb_env_create(&st->env)) || (rc = mdb_env_set_maxdbs(st->env, 8)) ||
+    if ((rc = mdb_env_create(&st->env)) || (rc = mdb_env_set_maxdbs(st->env, 16)) ||
         (!st->readonly && (rc = mdb_env_set_mapsize(st->env, INITIAL_MAP))) ||
         (rc = mdb_env_open(st->env, st->dir, MDB_NOTLS | (st->readonly ? MDB_RDONLY : 0), 0644))) {
         status = dsq_error_set(err, DSQ_EINDEX, "cannot open index %s: %s", st->dir,
@@ -235,6 +238,10 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     }
     if ((status = init_tables(st, err)))
         goto fail;
+    if (st->readonly && (rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->rtxn))) {
+        status = lmdb_error(err, rc, "reading index");
+        goto fail;
+    }
     *out = st;
     return 0;
 fail:
@@ -248,6 +255,8 @@ void dsq_store_close(dsq_store *st)
         return;
     if (st->txn)
         mdb_txn_abort(st->txn);
+    if (st->rtxn)
+        mdb_txn_abort(st->rtxn);
     if (st->env)
         mdb_env_close(st->env);
     dsq_dict_free(st->dict);
@@ -258,15 +267,27 @@ void dsq_store_close(dsq_store *st)
 
 dsq_dict *dsq_store_dict(dsq_store *st) { return st->dict; }
 
+/* The transaction a read uses: the snapshot, the open write, or a new read-only
+ * one (*own set: the caller aborts it). */
+static int read_txn(dsq_store *st, MDB_txn **txn, int *own, dsq_error *err)
+{
+    *own = 0;
+    *txn = st->rtxn ? st->rtxn : st->txn;
+    if (*txn)
+        return 0;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+    if (rc)
+        return lmdb_error(err, rc, "reading index");
+    *own = 1;
+    return 0;
+}
+
 int dsq_store_source_find(dsq_store *st, const char *path, dsq_source_rec *rec, dsq_error *err)
 {
-    MDB_txn *txn = st->txn;
-    int own = 0, rc, found = 0;
-    if (!txn) {
-        if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)))
-            return lmdb_error(err, rc, "reading sources");
-        own = 1;
-    }
+    MDB_txn *txn;
+    int own, rc, found = 0;
+    if ((rc = read_txn(st, &txn, &own, err)))
+        return rc;
     MDB_val k = {strlen(path), (void *)path}, v;
     rc = mdb_get(txn, st->sources, &k, &v);
     if (rc == 0 && v.mv_size == sizeof *rec) {
@@ -295,6 +316,75 @@ static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what)
     if (rc == MDB_MAP_FULL)
         st->map_full = 1;
     return lmdb_error(err, rc, what);
+}
+
+/* Deletes every key of `dbi` that starts with pre[0..n). */
+static int drop_prefix(dsq_store *st, MDB_dbi dbi, const unsigned char *pre, size_t n,
+                       dsq_error *err)
+{
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(st->txn, dbi, &c), status = 0;
+    if (rc)
+        return put_failed(st, rc, err, "dropping rollups");
+    MDB_val k, v;
+    for (;;) { /* re-seek after each delete */
+        k.mv_size = n;
+        k.mv_data = (void *)pre;
+        if ((rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)))
+            break;
+        if (k.mv_size < n || memcmp(k.mv_data, pre, n) != 0)
+            break;
+        if ((rc = mdb_cursor_del(c, 0)))
+            break;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = put_failed(st, rc, err, "dropping rollups");
+    mdb_cursor_close(c);
+    return status;
+}
+
+/* Drops a source's series (summaries and chunks) and attributes. */
+static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
+{
+    unsigned char pre[4], key[DSQ_SERIES_KEY_LEN];
+    MDB_cursor *c = NULL;
+    put_be32(pre, source);
+    int rc = mdb_cursor_open(st->txn, st->srcroll, &c), status = 0;
+    if (rc)
+        return put_failed(st, rc, err, "dropping rollups");
+    MDB_val k, v;
+    while (!status) { /* re-seek after each delete */
+        k.mv_size = 4;
+        k.mv_data = pre;
+        if ((rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)))
+            break;
+        const unsigned char *p = k.mv_data;
+        if (k.mv_size < 5 || memcmp(p, pre, 4) != 0)
+            break;
+        if (p[4] == 'S' && k.mv_size == 5 + 16) { /* field run host rank, then the source */
+            memcpy(key, p + 5, 16);
+            memcpy(key + 16, pre, 4);
+            MDB_val sk = {sizeof key, key};
+            int drc = mdb_del(st->txn, st->series, &sk, NULL);
+            if (drc && drc != MDB_NOTFOUND)
+                status = put_failed(st, drc, err, "dropping rollups");
+            else
+                status = drop_prefix(st, st->chunks, key, sizeof key, err);
+        } else if (p[4] == 'A' && k.mv_size == 5 + 8) { /* run name, then the source */
+            memcpy(key, p + 5, 8);
+            memcpy(key + 8, pre, 4);
+            MDB_val ak = {12, key};
+            int drc = mdb_del(st->txn, st->attrs, &ak, NULL);
+            if (drc && drc != MDB_NOTFOUND)
+                status = put_failed(st, drc, err, "dropping rollups");
+        }
+        if (!status && (rc = mdb_cursor_del(c, 0)))
+            break;
+    }
+    if (!status && rc && rc != MDB_NOTFOUND)
+        status = put_failed(st, rc, err, "dropping rollups");
+    mdb_cursor_close(c);
+    return status;
 }
 
 int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err)
@@ -333,7 +423,7 @@ int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err)
         }
         mdb_cursor_close(c);
     }
-    if (status)
+    if (status || (status = drop_rollups(st, rec.id, err)))
         return status;
     k.mv_size = strlen(path);
     k.mv_data = (void *)path;
@@ -410,6 +500,74 @@ int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *
     return rc ? put_failed(st, rc, err, "writing source") : 0;
 }
 
+static void series_key_pack(const dsq_series_key *k, unsigned char *out)
+{
+    put_be32(out, k->field);
+    put_be32(out + 4, k->run);
+    put_be32(out + 8, k->host);
+    put_be32(out + 12, (uint32_t)(k->rank + 1));
+    put_be32(out + 16, k->source);
+}
+
+static void series_key_unpack(const unsigned char *in, dsq_series_key *k)
+{
+    k->field = get_be32(in);
+    k->run = get_be32(in + 4);
+    k->host = get_be32(in + 8);
+    k->rank = (int32_t)get_be32(in + 12) - 1;
+    k->source = get_be32(in + 16);
+}
+
+/* Records a rollup key under its source: tag, then the key without the source. */
+static int srcroll_put(dsq_store *st, uint32_t source, char tag, const unsigned char *key,
+                       size_t n, dsq_error *err)
+{
+    unsigned char rk[5 + 16];
+    put_be32(rk, source);
+    rk[4] = (unsigned char)tag;
+    memcpy(rk + 5, key, n);
+    MDB_val k = {5 + n, rk}, v = {0, ""};
+    int rc = mdb_put(st->txn, st->srcroll, &k, &v, 0);
+    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+}
+
+int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
+                         dsq_error *err)
+{
+    unsigned char key[DSQ_SERIES_KEY_LEN];
+    series_key_pack(sk, key);
+    MDB_val k = {sizeof key, key}, v = {sizeof *rec, (void *)rec};
+    int rc = mdb_put(st->txn, st->series, &k, &v, 0);
+    if (rc)
+        return put_failed(st, rc, err, "writing rollups");
+    return srcroll_put(st, sk->source, 'S', key, 16, err);
+}
+
+int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, const void *data,
+                        size_t n, dsq_error *err)
+{
+    unsigned char key[DSQ_SERIES_KEY_LEN + 4];
+    series_key_pack(sk, key);
+    put_be32(key + DSQ_SERIES_KEY_LEN, seq);
+    MDB_val k = {sizeof key, key}, v = {n, (void *)data};
+    int rc = mdb_put(st->txn, st->chunks, &k, &v, 0);
+    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+}
+
+int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
+                       const dsq_attr_rec *rec, dsq_error *err)
+{
+    unsigned char key[12];
+    put_be32(key, run);
+    put_be32(key + 4, name);
+    put_be32(key + 8, source);
+    MDB_val k = {sizeof key, key}, v = {sizeof *rec, (void *)rec};
+    int rc = mdb_put(st->txn, st->attrs, &k, &v, 0);
+    if (rc)
+        return put_failed(st, rc, err, "writing attributes");
+    return srcroll_put(st, source, 'A', key, 8, err);
+}
+
 static int save_dict(dsq_store *st, dsq_error *err)
 {
     uint32_t n = dsq_dict_count(st->dict);
@@ -477,11 +635,12 @@ int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, vo
 {
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
-    int status = 0, rc;
+    int status, rc, own = 0;
     unsigned char pre[4];
     put_be32(pre, run);
-    if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) ||
-        (rc = mdb_cursor_open(txn, st->events, &c))) {
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status;
+    if ((rc = mdb_cursor_open(txn, st->events, &c))) {
         status = lmdb_error(err, rc, "reading events");
         goto done;
     }
@@ -502,7 +661,7 @@ int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, vo
 done:
     if (c)
         mdb_cursor_close(c);
-    if (txn)
+    if (own)
         mdb_txn_abort(txn);
     return status;
 }
@@ -511,10 +670,11 @@ int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq
 {
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
-    int status = 0, rc;
+    int status, rc, own = 0;
     char path[4096];
-    if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) ||
-        (rc = mdb_cursor_open(txn, st->sources, &c))) {
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status;
+    if ((rc = mdb_cursor_open(txn, st->sources, &c))) {
         status = lmdb_error(err, rc, "reading sources");
         goto done;
     }
@@ -534,7 +694,109 @@ int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq
 done:
     if (c)
         mdb_cursor_close(c);
-    if (txn)
+    if (own)
+        mdb_txn_abort(txn);
+    return status;
+}
+
+int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
+                          dsq_store_series_fn fn, void *ctx, dsq_error *err)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    int status, rc, own = 0;
+    unsigned char pre[8];
+    put_be32(pre, field_lo);
+    put_be32(pre + 4, run);
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status;
+    if ((rc = mdb_cursor_open(txn, st->series, &c))) {
+        status = lmdb_error(err, rc, "reading rollups");
+        goto done;
+    }
+    MDB_val k = {run ? 8 : 4, pre}, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != DSQ_SERIES_KEY_LEN || v.mv_size != sizeof(dsq_series_rec))
+            continue;
+        dsq_series_key sk;
+        series_key_unpack(k.mv_data, &sk);
+        if (sk.field > field_hi || (run && sk.run != run))
+            break;
+        dsq_series_rec rec;
+        memcpy(&rec, v.mv_data, sizeof rec);
+        if ((status = fn(ctx, &sk, &rec)))
+            goto done;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading rollups");
+done:
+    if (c)
+        mdb_cursor_close(c);
+    if (own)
+        mdb_txn_abort(txn);
+    return status;
+}
+
+int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, dsq_store_chunk_fn fn, void *ctx,
+                          dsq_error *err)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    int status, rc, own = 0;
+    unsigned char pre[DSQ_SERIES_KEY_LEN];
+    series_key_pack(sk, pre);
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status;
+    if ((rc = mdb_cursor_open(txn, st->chunks, &c))) {
+        status = lmdb_error(err, rc, "reading rollups");
+        goto done;
+    }
+    MDB_val k = {sizeof pre, pre}, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != sizeof pre + 4 || memcmp(k.mv_data, pre, sizeof pre) != 0)
+            break;
+        if ((status = fn(ctx, v.mv_data, v.mv_size)))
+            goto done;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading rollups");
+done:
+    if (c)
+        mdb_cursor_close(c);
+    if (own)
+        mdb_txn_abort(txn);
+    return status;
+}
+
+int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_error *err)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    int status, rc, own = 0;
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status;
+    if ((rc = mdb_cursor_open(txn, st->attrs, &c))) {
+        status = lmdb_error(err, rc, "reading attributes");
+        goto done;
+    }
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 12 || v.mv_size != sizeof(dsq_attr_rec))
+            continue;
+        const unsigned char *p = k.mv_data;
+        dsq_attr_rec rec;
+        memcpy(&rec, v.mv_data, sizeof rec);
+        if ((status = fn(ctx, get_be32(p), get_be32(p + 4), get_be32(p + 8), &rec)))
+            goto done;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading attributes");
+done:
+    if (c)
+        mdb_cursor_close(c);
+    if (own)
         mdb_txn_abort(txn);
     return status;
 }

@@ -7,12 +7,17 @@
  *   sources   absolute path -> dsq_source_rec        one per indexed input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
+ *   series    field, run, host, rank, source (BE) -> dsq_series_rec   rollups (rollup.h)
+ *   chunks    series key, chunk seq (BE) -> (time, value) pairs of that series
+ *   attrs     run, name, source (BE) -> dsq_attr_rec   latest run attribute per source
+ *   srcroll   source id, 'S' field run host rank | 'A' run name -> ""   for dropping
  * Block keys are run/host/rank/time/source/seq, big-endian, so one run (or one
  * run's host, or rank) is a contiguous key range and keys sort by time within it.
  *
  * Writers take an exclusive lock file in the directory (a second indexer is refused
- * with a clear message); readers open the environment read-only and see committed
- * data only. All writes of one input file go into one transaction, so a killed
+ * with a clear message); readers open the environment read-only and read one
+ * snapshot (a read transaction held from open to close), committed data only.
+ * All writes of one input file go into one transaction, so a killed
  * indexer leaves either all of a file or none of it.
  */
 #ifndef DSQ_STORE_H
@@ -25,7 +30,7 @@
 #include "dsq/dsq.h"
 #include "event.h"
 
-#define DSQ_STORE_SCHEMA 1
+#define DSQ_STORE_SCHEMA 2
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -43,6 +48,38 @@ typedef struct dsq_block_key {
     int64_t t_us;    /* time of the block's first event */
     uint32_t source, seq;
 } dsq_block_key;
+
+/* A series: one numeric field (a dictionary id), or DSQ_SERIES_KIND_BASE + event
+ * kind for the count of that kind's events, in one run/host/rank/source. */
+#define DSQ_SERIES_KIND_BASE 0xFF000000u
+#define DSQ_SERIES_KEY_LEN 20
+
+typedef struct dsq_series_key {
+    uint32_t field, run, host;
+    int32_t rank;
+    uint32_t source;
+} dsq_series_key;
+
+/* A series' summary. Times are DSQ_TIME_NONE-aware: a value without a time sorts
+ * first. Values are in `unit` (the unit of the first value; later values of the
+ * same unit family are converted to it). */
+typedef struct dsq_series_rec {
+    uint64_t count;
+    double sum, min, max, first_v, last_v;
+    int64_t first_t, last_t;
+    uint32_t nchunks;
+    uint8_t unit;
+    uint8_t pad[3];
+} dsq_series_rec;
+
+/* The latest value of one run attribute in one source. */
+typedef struct dsq_attr_rec {
+    int64_t t;
+    double num;
+    uint32_t text;   /* dictionary id of the value as printed */
+    uint8_t is_num;
+    uint8_t pad[3];
+} dsq_attr_rec;
 
 /* One indexed input file (a plain file, a compressed file or an archive). */
 typedef struct dsq_source_rec {
@@ -95,6 +132,13 @@ int dsq_store_member_put(dsq_store *st, uint32_t source, uint32_t idx, const dsq
                          const char *name, dsq_error *err);
 int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *rec,
                          dsq_error *err);
+/* Rollups (see rollup.h); each is recorded under its source for dropping. */
+int dsq_store_series_put(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
+                         dsq_error *err);
+int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, const void *data,
+                        size_t n, dsq_error *err);
+int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
+                       const dsq_attr_rec *rec, dsq_error *err);
 /* Commits, saving new dictionary strings first. When the map is full the write is
  * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */
 int dsq_store_commit(dsq_store *st, dsq_error *err);
@@ -106,6 +150,19 @@ typedef int (*dsq_store_block_fn)(void *ctx, const dsq_block_key *k, const void 
 /* Scans blocks of one run (run != 0) or all of them, in key order. */
 int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, void *ctx,
                           dsq_error *err);
+
+/* Series with field in [field_lo, field_hi] (and of one run when run != 0, which
+ * needs field_lo == field_hi), in key order. */
+typedef int (*dsq_store_series_fn)(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec);
+int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
+                          dsq_store_series_fn fn, void *ctx, dsq_error *err);
+/* The chunks of one series, in order. */
+typedef int (*dsq_store_chunk_fn)(void *ctx, const void *data, size_t n);
+int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, dsq_store_chunk_fn fn, void *ctx,
+                          dsq_error *err);
+typedef int (*dsq_store_attr_fn)(void *ctx, uint32_t run, uint32_t name, uint32_t source,
+                                 const dsq_attr_rec *rec);
+int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_error *err);
 
 typedef int (*dsq_store_source_fn)(void *ctx, const char *path, const dsq_source_rec *rec);
 int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq_error *err);

@@ -137,7 +137,7 @@ static void expect_query(dsq_store *st, const char *text, const char *csv)
     dsq_error err;
     dsq_error_clear(&err);
     dsq_result *r = NULL;
-    if (dsq_query_parse(text, &q, &err) || dsq_query_run(&q, st, &r, &err)) {
+    if (dsq_query_parse(text, &q, &err) || dsq_query_run(&q, &st, 1, &r, &err)) {
         fprintf(stderr, "\"%s\": %s\n", text, err.msg);
         test_failures++;
         return;
@@ -277,7 +277,7 @@ static void test_damaged_file(void)
     dsq_error_clear(&err);
     dsq_result *r = NULL;
     CHECK_INT(dsq_query_parse("count Max_MA where run = cut", &q, &err), 0);
-    CHECK_INT(dsq_query_run(&q, c.st, &r, &err), 0);
+    CHECK_INT(dsq_query_run(&q, &c.st, 1, &r, &err), 0);
     if (r && dsq_result_rows(r) == 1) {
         double kept = dsq_result_cell(r, 0, 0)->v;
         CHECK(kept > 0 && kept < 1000);

@@ -8,12 +8,15 @@
 #include "dsq/dsq.h"
 #include "num.h"
 #include "query.h"
+#include "rollup.h"
 #include "store.h"
 #include "test.h"
 #include "tmpdir.h"
 
 static char tmp[64];
 static dsq_store *st;
+static dsq_rollup *roll; /* the rollups of the source being written */
+static uint32_t roll_src;
 
 typedef struct ev_spec {
     int64_t t;
@@ -25,6 +28,33 @@ typedef struct ev_spec {
 static uint32_t id(const char *s)
 {
     return s ? dsq_dict_intern(dsq_store_dict(st), s, strlen(s)) : 0;
+}
+
+/* Finishes the rollups of the source being written. */
+static void roll_finish(void)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (roll_src)
+        CHECK_INT(dsq_rollup_finish(roll, &err), 0);
+    dsq_rollup_free(roll);
+    roll = NULL;
+    roll_src = 0;
+}
+
+/* Feeds an event to the rollups of source `src` (sources are written one after
+ * another, as the indexer does). */
+static void roll_add(uint32_t src, const char *run, const dsq_event *ev)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (src != roll_src) {
+        roll_finish();
+        CHECK_INT(dsq_rollup_new(st, &roll), 0);
+        dsq_rollup_begin(roll, id(run), src);
+        roll_src = src;
+    }
+    CHECK_INT(dsq_rollup_add(roll, ev, &err), 0);
 }
 
 /* Writes one block of events for (run, host, rank) from source `src`. */
@@ -42,6 +72,9 @@ static void put(uint32_t src, uint32_t seq, const char *run, const char *host, i
             ev.f[ev.nf++] = (dsq_field){id("Max_MA"), (uint8_t)e[i].unit, e[i].max_ma};
         ev.f[ev.nf++] = (dsq_field){id("CPU_percent"), DSQ_U_PCT, 10.0 + i};
         CHECK_INT(dsq_block_add(&b, &ev), 0);
+        ev.host = id(host);
+        ev.rank = rank;
+        roll_add(src, run, &ev);
     }
     dsq_block_key k = {id(run), id(host), rank, b.t_first, src, seq};
     CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
@@ -59,6 +92,8 @@ static void put_attr(uint32_t src, uint32_t seq, const char *run, const char *na
     dsq_event ev = {.kind = DSQ_EV_ATTR, .t_us = t, .label = id(name), .text = id(text), .nf = 1};
     ev.f[0] = (dsq_field){id("value"), 0, value};
     CHECK_INT(dsq_block_add(&b, &ev), 0);
+    ev.rank = -1;
+    roll_add(src, run, &ev);
     dsq_block_key k = {id(run), 0, -1, b.t_first, src, seq};
     CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
     dsq_block_free_buf(&b);
@@ -104,6 +139,7 @@ static void test_setup(void)
     source(1, "/data/llama/gpu009.log", "llama");
     source(2, "/data/llama/gpu010.log", "llama");
     source(3, "/data/bert.log", "bert");
+    roll_finish();
     CHECK_INT(dsq_store_commit(st, &err), 0);
     dsq_store_close(st);
     p.readonly = 1;
@@ -123,17 +159,29 @@ static char *run_csv(const char *text, dsq_result **keep)
     dsq_query q;
     dsq_error err;
     dsq_error_clear(&err);
-    dsq_result *r = NULL;
-    if (dsq_query_parse(text, &q, &err) || dsq_query_run(&q, st, &r, &err)) {
+    dsq_result *r = NULL, *scan = NULL;
+    if (dsq_query_parse(text, &q, &err) || dsq_query_run(&q, &st, 1, &r, &err) ||
+        dsq_query_run_opts(&q, &st, 1, 1, &scan, &err)) {
         fprintf(stderr, "\"%s\": %s\n", text, err.msg);
         test_failures++;
+        dsq_result_free(r);
         return NULL;
     }
-    char *out = NULL;
-    size_t n = 0;
+    char *out = NULL, *scan_out = NULL;
+    size_t n = 0, sn = 0;
     FILE *f = open_memstream(&out, &n);
     dsq_result_print(r, f, DSQ_FMT_CSV);
     fclose(f);
+    /* the answer from the rollups equals the answer from every event */
+    f = open_memstream(&scan_out, &sn);
+    dsq_result_print(scan, f, DSQ_FMT_CSV);
+    fclose(f);
+    if (strcmp(out, scan_out) != 0) {
+        fprintf(stderr, "\"%s\": rollups say\n%s---\nevents say\n%s---\n", text, out, scan_out);
+        test_failures++;
+    }
+    free(scan_out);
+    dsq_result_free(scan);
     if (keep)
         *keep = r;
     else
@@ -235,7 +283,7 @@ static void expect_error(const char *text, long long off, long long len, const c
     dsq_error_clear(&err);
     dsq_result *r = NULL;
     CHECK_INT(dsq_query_parse(text, &q, &err), 0);
-    int rc = dsq_query_run(&q, st, &r, &err);
+    int rc = dsq_query_run(&q, &st, 1, &r, &err);
     if (rc != DSQ_EQUERY || err.offset != off || err.length != len || !strstr(err.msg, words)) {
         fprintf(stderr, "\"%s\": rc %d \"%s\" at %lld+%lld\n", text, rc, err.msg, err.offset,
                 err.length);
@@ -258,6 +306,7 @@ static void test_add_attributes(void)
     put_attr(1, 9, "llama", "zero_stage", "3", 3, 100);
     put_attr(3, 9, "bert", "zero_stage", "2", 2, 5);
     put_attr(3, 10, "bert", "zero_stage", "1", 1, 30); /* later: wins */
+    roll_finish();
     CHECK_INT(dsq_store_commit(st, &err), 0);
     dsq_store_close(st);
     p.readonly = 1;

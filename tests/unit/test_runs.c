@@ -4,6 +4,7 @@
 
 #include "dsq/dsq.h"
 #include "num.h"
+#include "rollup.h"
 #include "runs.h"
 #include "store.h"
 #include "test.h"
@@ -36,11 +37,18 @@ static void add_peak(dsq_store *st, uint32_t sid, const char *run, double v)
     dsq_error err;
     memset(&b, 0, sizeof b);
     dsq_error_clear(&err);
-    dsq_event ev = {.kind = DSQ_EV_MEMORY, .t_us = 5, .nf = 1};
+    dsq_rollup *roll = NULL;
+    CHECK_INT(dsq_rollup_new(st, &roll), 0);
+    dsq_rollup_begin(roll, id(st, run), sid);
+    dsq_event ev = {.kind = DSQ_EV_MEMORY, .t_us = 5, .nf = 1, .rank = -1};
     ev.f[0] = (dsq_field){id(st, "Max_MA"), DSQ_U_GB, v};
     CHECK_INT(dsq_block_add(&b, &ev), 0);
+    CHECK_INT(dsq_rollup_add(roll, &ev, &err), 0);
     ev.f[0].v = v / 2;
     CHECK_INT(dsq_block_add(&b, &ev), 0);
+    CHECK_INT(dsq_rollup_add(roll, &ev, &err), 0);
+    CHECK_INT(dsq_rollup_finish(roll, &err), 0);
+    dsq_rollup_free(roll);
     dsq_block_key k = {id(st, run), 0, -1, 5, sid, 0};
     CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
     dsq_block_free_buf(&b);

@@ -1,0 +1,354 @@
+/* Rollups (see rollup.h).
+ *
+ * Chunk encoding: per pair, the time as a zigzag varint of its difference from the
+ * previous time (the first from 0, times taken as 64-bit two's complement so
+ * DSQ_TIME_NONE encodes too), then the value: a varint whose low bit is 0 holds a
+ * whole number (zigzag, shifted left by one) exactly; the varint 1 is followed by
+ * the 8 bytes of the double, little-endian.
+ *
+ * The builder keeps one source's series in an open-addressing table keyed by
+ * (field, host, rank); each series has a summary and a chunk buffer that is written
+ * out when it reaches CHUNK_BYTES. Buffers are kept for the next source.
+ */
+#include "rollup.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "num.h"
+#include "timeconv.h"
+
+#define CHUNK_BYTES 4096
+#define MAX_ATTRS 256
+
+double dsq_unit_convert(double v, uint8_t from, uint8_t to)
+{
+    if (from == to || dsq_unit_family(from) != dsq_unit_family(to))
+        return v;
+    return v * dsq_unit_factor(from) / dsq_unit_factor(to);
+}
+
+void dsq_series_add(dsq_series_rec *r, int64_t t, double v, uint8_t unit)
+{
+    if (r->count == 0) {
+        r->unit = unit;
+        r->min = r->max = r->first_v = r->last_v = v;
+        r->first_t = r->last_t = t;
+        r->sum = v;
+        r->count = 1;
+        return;
+    }
+    r->count++;
+    r->sum += v;
+    if (v < r->min)
+        r->min = v;
+    if (v > r->max)
+        r->max = v;
+    if (t < r->first_t) {
+        r->first_t = t;
+        r->first_v = v;
+    }
+    if (t >= r->last_t) {
+        r->last_t = t;
+        r->last_v = v;
+    }
+}
+
+/* --- chunks ------------------------------------------------------------------ */
+
+static unsigned char *put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+static int get_varint(const unsigned char **pp, const unsigned char *end, uint64_t *out)
+{
+    const unsigned char *p = *pp;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (p == end)
+            return -1;
+        unsigned char b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
+{
+    if (c->len + 32 > c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        unsigned char *n = realloc(c->buf, cap);
+        if (!n)
+            return DSQ_ENOMEM;
+        c->buf = n;
+        c->cap = cap;
+    }
+    unsigned char *p = c->buf + c->len;
+    p = put_varint(p, zigzag((int64_t)((uint64_t)t - (uint64_t)c->t_prev)));
+    c->t_prev = t;
+    if (v == floor(v) && fabs(v) < 4503599627370496.0 && !(v == 0 && signbit(v))) {
+        p = put_varint(p, zigzag((int64_t)v) << 1);
+    } else {
+        uint64_t bits;
+        memcpy(&bits, &v, 8);
+        *p++ = 1;
+        for (int i = 0; i < 8; i++)
+            *p++ = (unsigned char)(bits >> (8 * i));
+    }
+    c->len = (size_t)(p - c->buf);
+    c->count++;
+    return 0;
+}
+
+void dsq_chunk_reset(dsq_chunk *c)
+{
+    c->len = 0;
+    c->count = 0;
+    c->t_prev = 0;
+}
+
+void dsq_chunk_free(dsq_chunk *c)
+{
+    free(c->buf);
+    memset(c, 0, sizeof *c);
+}
+
+void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n)
+{
+    it->p = data;
+    it->end = it->p + n;
+    it->t_prev = 0;
+}
+
+int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v)
+{
+    uint64_t dt, tag;
+    if (it->p == it->end)
+        return 0;
+    if (get_varint(&it->p, it->end, &dt) || get_varint(&it->p, it->end, &tag))
+        return DSQ_EFORMAT;
+    it->t_prev = (int64_t)((uint64_t)it->t_prev + (uint64_t)unzigzag(dt));
+    *t = it->t_prev;
+    if (tag == 1) {
+        if (it->end - it->p < 8)
+            return DSQ_EFORMAT;
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; i++)
+            bits |= (uint64_t)it->p[i] << (8 * i);
+        it->p += 8;
+        memcpy(v, &bits, 8);
+    } else {
+        if (tag & 1)
+            return DSQ_EFORMAT;
+        *v = (double)unzigzag(tag >> 1);
+    }
+    return 1;
+}
+
+/* --- the builder --------------------------------------------------------------- */
+
+typedef struct open_series {
+    uint32_t field, host; /* field 0: a free slot */
+    int32_t rank;
+    uint32_t nchunks;
+    dsq_series_rec rec;
+    dsq_chunk chunk;
+} open_series;
+
+typedef struct open_attr {
+    uint32_t name;
+    dsq_attr_rec rec;
+} open_attr;
+
+struct dsq_rollup {
+    dsq_store *st;
+    uint32_t run, source;
+    open_series *tab;
+    size_t n, cap; /* cap: a power of two */
+    open_attr attrs[MAX_ATTRS];
+    int nattrs;
+};
+
+int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
+{
+    dsq_rollup *r = calloc(1, sizeof *r);
+    if (!r)
+        return DSQ_ENOMEM;
+    r->st = st;
+    r->cap = 64;
+    if (!(r->tab = calloc(r->cap, sizeof *r->tab))) {
+        free(r);
+        return DSQ_ENOMEM;
+    }
+    *out = r;
+    return 0;
+}
+
+void dsq_rollup_free(dsq_rollup *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->cap; i++)
+        dsq_chunk_free(&r->tab[i].chunk);
+    free(r->tab);
+    free(r);
+}
+
+static size_t slot(const dsq_rollup *r, uint32_t field, uint32_t host, int32_t rank)
+{
+    uint64_t h = ((uint64_t)field << 32 | host) * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)(uint32_t)rank * 0xff51afd7ed558ccdull;
+    size_t i = (size_t)(h >> 29) & (r->cap - 1);
+    while (r->tab[i].field &&
+           (r->tab[i].field != field || r->tab[i].host != host || r->tab[i].rank != rank))
+        i = (i + 1) & (r->cap - 1);
+    return i;
+}
+
+void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
+{
+    for (size_t i = 0; i < r->cap; i++) {
+        if (!r->tab[i].field)
+            continue;
+        dsq_chunk c = r->tab[i].chunk; /* keep the buffer */
+        dsq_chunk_reset(&c);
+        memset(&r->tab[i], 0, sizeof r->tab[i]);
+        r->tab[i].chunk = c;
+    }
+    r->n = 0;
+    r->nattrs = 0;
+    r->run = run;
+    r->source = source;
+}
+
+/* Doubles the table (the buffers of free slots are let go). */
+static int grow(dsq_rollup *r)
+{
+    size_t old = r->cap;
+    open_series *prev = r->tab;
+    if (!(r->tab = calloc(old * 2, sizeof *r->tab))) {
+        r->tab = prev;
+        return DSQ_ENOMEM;
+    }
+    r->cap = old * 2;
+    for (size_t i = 0; i < old; i++) {
+        if (prev[i].field)
+            r->tab[slot(r, prev[i].field, prev[i].host, prev[i].rank)] = prev[i];
+        else
+            dsq_chunk_free(&prev[i].chunk);
+    }
+    free(prev);
+    return 0;
+}
+
+static dsq_series_key key_of(const dsq_rollup *r, const open_series *s)
+{
+    return (dsq_series_key){s->field, r->run, s->host, s->rank, r->source};
+}
+
+static int write_chunk(dsq_rollup *r, open_series *s, dsq_error *err)
+{
+    if (!s->chunk.count)
+        return 0;
+    dsq_series_key k = key_of(r, s);
+    int rc = dsq_store_chunk_put(r->st, &k, s->nchunks++, s->chunk.buf, s->chunk.len, err);
+    dsq_chunk_reset(&s->chunk);
+    return rc;
+}
+
+static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int32_t rank)
+{
+    if ((r->n + 1) * 4 > r->cap * 3 && grow(r))
+        return NULL;
+    open_series *s = &r->tab[slot(r, field, host, rank)];
+    if (!s->field) {
+        s->field = field;
+        s->host = host;
+        s->rank = rank;
+        r->n++;
+    }
+    return s;
+}
+
+static int add_attr(dsq_rollup *r, const dsq_event *ev)
+{
+    int i;
+    for (i = 0; i < r->nattrs && r->attrs[i].name != ev->label; i++)
+        ;
+    if (i == MAX_ATTRS)
+        return 0; /* the event blocks still hold it */
+    open_attr *a = &r->attrs[i];
+    if (i == r->nattrs) {
+        r->nattrs++;
+    } else if (ev->t_us < a->rec.t) {
+        return 0;
+    }
+    memset(a, 0, sizeof *a);
+    a->name = ev->label;
+    a->rec.t = ev->t_us;
+    a->rec.text = ev->text;
+    for (int f = 0; f < ev->nf; f++) {
+        a->rec.num = ev->f[f].v;
+        a->rec.is_num = 1;
+    }
+    return 0;
+}
+
+int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
+{
+    open_series *s = series_for(r, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
+    if (!s)
+        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+    dsq_series_add(&s->rec, ev->t_us, 0, 0);
+    if (ev->kind == DSQ_EV_ATTR && ev->label)
+        add_attr(r, ev);
+    for (int i = 0; i < ev->nf; i++) {
+        const dsq_field *f = &ev->f[i];
+        if (!f->name || !(s = series_for(r, f->name, ev->host, ev->rank)))
+            return f->name ? dsq_error_set(err, DSQ_ENOMEM, "rollups") : 0;
+        double v = s->rec.count ? dsq_unit_convert(f->v, f->unit, s->rec.unit) : f->v;
+        dsq_series_add(&s->rec, ev->t_us, v, f->unit);
+        if (dsq_chunk_add(&s->chunk, ev->t_us, v))
+            return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+        if (s->chunk.len >= CHUNK_BYTES) {
+            int rc = write_chunk(r, s, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->cap && !rc; i++) {
+        open_series *s = &r->tab[i];
+        if (!s->field)
+            continue;
+        if (!(rc = write_chunk(r, s, err))) {
+            s->rec.nchunks = s->nchunks;
+            dsq_series_key k = key_of(r, s);
+            rc = dsq_store_series_put(r->st, &k, &s->rec, err);
+        }
+    }
+    for (int i = 0; i < r->nattrs && !rc; i++)
+        rc = dsq_store_attr_put(r->st, r->run, r->attrs[i].name, r->source, &r->attrs[i].rec, err);
+    return rc;
+}

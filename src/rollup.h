@@ -1,0 +1,76 @@
+/* Rollups: what queries read instead of event blocks.
+ *
+ * A series is the values of one numeric field in one (run, host, rank, source):
+ * its summary (count, sum, min, max, first and last by time, the unit of its first
+ * value) answers count/sum/min/max/avg/first/last exactly and merges exactly with
+ * other series' summaries, also across indexes. Its values, with their times, are
+ * kept in chunks in time-of-logging order, so percentiles (exact), `every` buckets
+ * and time ranges read only that field's values, never the event blocks.
+ *
+ * Events of one kind in one (run, host, rank, source) form a count-only series
+ * under the pseudo-field DSQ_SERIES_KIND_BASE + kind (count and time span, no
+ * chunks): `count by run` or `count by host where kind = 'failure'` read those.
+ *
+ * Run attributes (kind attr events) are kept as (run, name, source) -> the latest
+ * value in that source, so `by zero_stage` reads a small table.
+ *
+ * The builder collects one source's series in memory (chunks are written as they
+ * fill) and writes the summaries into the open store transaction at the end.
+ */
+#ifndef DSQ_ROLLUP_H
+#define DSQ_ROLLUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsq/dsq.h"
+#include "event.h"
+#include "store.h"
+
+/* --- summaries --------------------------------------------------------------- */
+
+/* Adds one value (already in rec->unit, or in `unit` when rec is empty). */
+void dsq_series_add(dsq_series_rec *rec, int64_t t, double v, uint8_t unit);
+
+/* Converts v from unit `from` to unit `to` when both measure the same thing
+ * (MB and GB); otherwise returns v. */
+double dsq_unit_convert(double v, uint8_t from, uint8_t to);
+
+/* --- chunks: (time, value) pairs -------------------------------------------- */
+
+typedef struct dsq_chunk {
+    unsigned char *buf;
+    size_t len, cap;
+    uint32_t count;
+    int64_t t_prev;
+} dsq_chunk;
+
+/* Appends one pair; 0 or DSQ_ENOMEM. The encoded bytes are buf[0..len). */
+int dsq_chunk_add(dsq_chunk *c, int64_t t, double v);
+void dsq_chunk_reset(dsq_chunk *c);
+void dsq_chunk_free(dsq_chunk *c);
+
+typedef struct dsq_chunk_iter {
+    const unsigned char *p, *end;
+    int64_t t_prev;
+} dsq_chunk_iter;
+
+void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n);
+/* 1 with *t and *v, 0 at the end, DSQ_EFORMAT when the chunk is damaged. */
+int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v);
+
+/* --- the builder --------------------------------------------------------------- */
+
+typedef struct dsq_rollup dsq_rollup;
+
+int dsq_rollup_new(dsq_store *st, dsq_rollup **out);
+void dsq_rollup_free(dsq_rollup *r);
+
+/* Starts a source of one run (forgets anything not finished). */
+void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source);
+/* Adds one event (its host and rank set). May write full chunks. */
+int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err);
+/* Writes the remaining chunks, the summaries and the attributes. */
+int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
+
+#endif
