@@ -2,7 +2,7 @@
  *
  * Layout: varint count, then per event: varint kind, zigzag varint time delta,
  * varint label, varint text, varint line delta (zigzag), byte nf, then nf times (varint name,
- * byte unit, 8-byte little-endian double). The first time delta is relative to the
+ * byte unit, packed number: see varint.h). The first time delta is relative to the
  * block key's time. Decoding checks every length against the end of the value, so
  * a damaged block is reported, never overrun.
  */
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dsq/dsq.h"
+#include "varint.h"
 
 static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_NONE] = "none",
@@ -88,20 +89,13 @@ static int reserve(dsq_block *b, size_t more)
 
 static void put_varint(dsq_block *b, uint64_t v)
 {
-    while (v >= 0x80) {
-        b->buf[b->len++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    b->buf[b->len++] = (unsigned char)v;
+    b->len = (size_t)(dsq_varint_put(b->buf + b->len, v) - b->buf);
 }
-
-static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
 int dsq_block_add(dsq_block *b, const dsq_event *ev)
 {
-    /* worst case: 5 varints of 10 + 1 + nf * (5 + 1 + 8) */
-    if (reserve(b, 58 + (size_t)ev->nf * 14) != 0)
+    /* worst case: 5 varints of 10 + 1 + nf * (5 + 1 + 9) */
+    if (reserve(b, 58 + (size_t)ev->nf * 15) != 0)
         return DSQ_ENOMEM;
     if (b->count == 0) {
         b->t_first = ev->t_us;
@@ -109,16 +103,15 @@ int dsq_block_add(dsq_block *b, const dsq_event *ev)
         b->line_prev = 0;
     }
     put_varint(b, ev->kind);
-    put_varint(b, zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
+    put_varint(b, dsq_zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
     put_varint(b, ev->label);
     put_varint(b, ev->text);
-    put_varint(b, zigzag((int64_t)ev->line - (int64_t)b->line_prev));
+    put_varint(b, dsq_zigzag((int64_t)ev->line - (int64_t)b->line_prev));
     b->buf[b->len++] = ev->nf;
     for (int i = 0; i < ev->nf; i++) {
         put_varint(b, ev->f[i].name);
         b->buf[b->len++] = ev->f[i].unit;
-        memcpy(b->buf + b->len, &ev->f[i].v, 8); /* little-endian hosts only: checked in store */
-        b->len += 8;
+        b->len = (size_t)(dsq_num_put(b->buf + b->len, ev->f[i].v) - b->buf);
     }
     b->t_prev = ev->t_us;
     b->line_prev = ev->line;
@@ -128,18 +121,7 @@ int dsq_block_add(dsq_block *b, const dsq_event *ev)
 
 static int get_varint(dsq_block_iter *it, uint64_t *out)
 {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (it->p >= it->end)
-            return -1;
-        unsigned char c = *it->p++;
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
+    return dsq_varint_get(&it->p, it->end, out);
 }
 
 int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t t_first)
@@ -165,21 +147,21 @@ int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
         get_varint(it, &dl) || it->p >= it->end)
         return DSQ_EFORMAT;
     ev->kind = (uint16_t)kind;
-    ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)unzigzag(dt));
+    ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)dsq_unzigzag(dt));
     ev->label = (uint32_t)label;
     ev->text = (uint32_t)text;
-    ev->line = it->line_prev + (uint32_t)unzigzag(dl); /* mod 2^32: no signed overflow */
+    ev->line = it->line_prev + (uint32_t)dsq_unzigzag(dl); /* mod 2^32: no signed overflow */
     ev->nf = *it->p++;
     if (ev->nf > DSQ_EV_MAXF)
         return DSQ_EFORMAT;
     for (int i = 0; i < ev->nf; i++) {
         uint64_t name;
-        if (get_varint(it, &name) || it->end - it->p < 9)
+        if (get_varint(it, &name) || it->p >= it->end)
             return DSQ_EFORMAT;
         ev->f[i].name = (uint32_t)name;
         ev->f[i].unit = *it->p++;
-        memcpy(&ev->f[i].v, it->p, 8);
-        it->p += 8;
+        if (dsq_num_get(&it->p, it->end, &ev->f[i].v))
+            return DSQ_EFORMAT;
     }
     it->t_prev = ev->t_us;
     it->line_prev = ev->line;

@@ -2,9 +2,7 @@
  *
  * Chunk encoding: per pair, the time as a zigzag varint of its difference from the
  * previous time (the first from 0, times taken as 64-bit two's complement so
- * DSQ_TIME_NONE encodes too), then the value: a varint whose low bit is 0 holds a
- * whole number (zigzag, shifted left by one) exactly; the varint 1 is followed by
- * the 8 bytes of the double, little-endian.
+ * DSQ_TIME_NONE encodes too), then the value as a packed number (varint.h).
  *
  * The builder keeps one source's series in an open-addressing table keyed by
  * (field, host, rank); each series has a summary and a chunk buffer that is written
@@ -19,8 +17,11 @@
 #include "error.h"
 #include "num.h"
 #include "timeconv.h"
+#include "varint.h"
 
-#define CHUNK_BYTES 4096
+/* A chunk is written before it outgrows one LMDB overflow page (4096 bytes less
+ * the page header); a pair takes at most DSQ_VARINT_MAX + DSQ_NUM_MAX bytes. */
+#define CHUNK_BYTES (4080 - DSQ_VARINT_MAX - DSQ_NUM_MAX)
 #define MAX_ATTRS 256
 
 double dsq_unit_convert(double v, uint8_t from, uint8_t to)
@@ -58,37 +59,6 @@ void dsq_series_add(dsq_series_rec *r, int64_t t, double v, uint8_t unit)
 
 /* --- chunks ------------------------------------------------------------------ */
 
-static unsigned char *put_varint(unsigned char *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (unsigned char)v;
-    return p;
-}
-
-static int get_varint(const unsigned char **pp, const unsigned char *end, uint64_t *out)
-{
-    const unsigned char *p = *pp;
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (p == end)
-            return -1;
-        unsigned char b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *pp = p;
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
-
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
 {
     if (c->len + 32 > c->cap) {
@@ -100,17 +70,9 @@ int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
         c->cap = cap;
     }
     unsigned char *p = c->buf + c->len;
-    p = put_varint(p, zigzag((int64_t)((uint64_t)t - (uint64_t)c->t_prev)));
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)t - (uint64_t)c->t_prev)));
     c->t_prev = t;
-    if (v == floor(v) && fabs(v) < 4503599627370496.0 && !(v == 0 && signbit(v))) {
-        p = put_varint(p, zigzag((int64_t)v) << 1);
-    } else {
-        uint64_t bits;
-        memcpy(&bits, &v, 8);
-        *p++ = 1;
-        for (int i = 0; i < 8; i++)
-            *p++ = (unsigned char)(bits >> (8 * i));
-    }
+    p = dsq_num_put(p, v);
     c->len = (size_t)(p - c->buf);
     c->count++;
     return 0;
@@ -138,26 +100,13 @@ void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n)
 
 int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v)
 {
-    uint64_t dt, tag;
+    uint64_t dt;
     if (it->p == it->end)
         return 0;
-    if (get_varint(&it->p, it->end, &dt) || get_varint(&it->p, it->end, &tag))
+    if (dsq_varint_get(&it->p, it->end, &dt) || dsq_num_get(&it->p, it->end, v))
         return DSQ_EFORMAT;
-    it->t_prev = (int64_t)((uint64_t)it->t_prev + (uint64_t)unzigzag(dt));
+    it->t_prev = (int64_t)((uint64_t)it->t_prev + (uint64_t)dsq_unzigzag(dt));
     *t = it->t_prev;
-    if (tag == 1) {
-        if (it->end - it->p < 8)
-            return DSQ_EFORMAT;
-        uint64_t bits = 0;
-        for (int i = 0; i < 8; i++)
-            bits |= (uint64_t)it->p[i] << (8 * i);
-        it->p += 8;
-        memcpy(v, &bits, 8);
-    } else {
-        if (tag & 1)
-            return DSQ_EFORMAT;
-        *v = (double)unzigzag(tag >> 1);
-    }
     return 1;
 }
 

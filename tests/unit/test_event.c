@@ -250,10 +250,16 @@ static void test_damaged(void)
     /* an empty block is fine */
     const unsigned char empty[] = {0};
     CHECK_INT(decode_all(empty, sizeof empty, 0), 0);
-    /* one event with one field whose double is cut short */
-    const unsigned char shortf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0};
+    /* one event with one field whose raw double (tag 7) is cut short */
+    const unsigned char shortf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 7, 0, 0, 0, 0, 0, 0};
     CHECK_INT(decode_all(shortf, sizeof shortf, 0), DSQ_EFORMAT);
-    const unsigned char okf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    /* a packed number whose varint runs off the end */
+    const unsigned char shortv[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0x80};
+    CHECK_INT(decode_all(shortv, sizeof shortv, 0), DSQ_EFORMAT);
+    /* a tag above 7 with exponent bits 7 is not a raw double */
+    const unsigned char badtag[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 15, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    CHECK_INT(decode_all(badtag, sizeof badtag, 0), DSQ_EFORMAT);
+    const unsigned char okf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     dsq_block_iter it;
     dsq_event ev;
     CHECK_INT(dsq_block_iter_init(&it, okf, sizeof okf, 1000), 0);
