@@ -4,6 +4,7 @@
  * and chooses exit codes: 0 all good, 1 something was skipped or damaged (the rest
  * was indexed), 2 usage or query error, 3 the index itself failed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #define EXIT_SKIPPED 1
 #define EXIT_USAGE 2
 #define EXIT_INDEX 3
+#define MAX_DBS 1024
 
 static const char usage_text[] =
     "dsq - index training-job logs and answer questions across runs\n"
@@ -62,7 +64,9 @@ static const char usage_text[] =
     "2 bad usage or query, 3 the index could not be used.\n";
 
 typedef struct cli {
-    const char *db;
+    const char *db;      /* the index written by `dsq index` (the first --db) */
+    const char *dbs[64]; /* every --db, for queries */
+    int ndbs;
     const char *run;
     int format;
     int quiet;
@@ -98,10 +102,17 @@ static int parse_args(cli *c, int argc, char **argv)
             fprintf(stderr, "dsq: %s needs a value\n", a);
             return -1;
         }
-        if (strcmp(a, "--db") == 0)
-            c->db = argv[++i];
-        else if (strncmp(a, "--db=", 5) == 0)
-            c->db = a + 5;
+        if (strcmp(a, "--db") == 0 || strncmp(a, "--db=", 5) == 0) {
+            const char *v = a[4] == '=' ? a + 5 : argv[++i];
+            if (c->ndbs == (int)(sizeof c->dbs / sizeof c->dbs[0])) {
+                fprintf(stderr, "dsq: too many --db (at most %d; give a directory of indexes)\n",
+                        c->ndbs);
+                return -1;
+            }
+            if (!c->db)
+                c->db = v;
+            c->dbs[c->ndbs++] = v;
+        }
         else if (strcmp(a, "--run") == 0)
             c->run = argv[++i];
         else if (strncmp(a, "--run=", 6) == 0)
@@ -128,6 +139,8 @@ static int parse_args(cli *c, int argc, char **argv)
             c->args[c->nargs++] = a;
     }
     default_db(c);
+    if (!c->ndbs)
+        c->dbs[c->ndbs++] = c->db;
     return 0;
 }
 
@@ -213,6 +226,10 @@ static int cmd_index(cli *c)
         fprintf(stderr, "dsq index: give one or more files or directories to index\n");
         return EXIT_USAGE;
     }
+    if (c->ndbs > 1) {
+        fprintf(stderr, "dsq index: writes one index: give one --db\n");
+        return EXIT_USAGE;
+    }
     dsq_store_params sp = {.dir = c->db, .readonly = 0};
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
                              .progress = on_progress, .ctx = c};
@@ -253,59 +270,113 @@ static void print_query_error(const char *text, const dsq_error *e)
     fputc('\n', stderr);
 }
 
-static int open_for_reading(cli *c, dsq_store **st)
+typedef struct readers {
+    dsq_store *st[MAX_DBS];
+    int n;
+} readers;
+
+static void close_readers(readers *r)
+{
+    for (int i = 0; i < r->n; i++)
+        dsq_store_close(r->st[i]);
+    r->n = 0;
+}
+
+static int open_one(readers *r, const char *dir)
 {
     dsq_error err;
     dsq_error_clear(&err);
-    dsq_store_params sp = {.dir = c->db, .readonly = 1};
-    if (dsq_store_open(&sp, st, &err) == 0)
+    dsq_store_params sp = {.dir = dir, .readonly = 1};
+    if (r->n == MAX_DBS) {
+        fprintf(stderr, "dsq: more than %d indexes\n", MAX_DBS);
+        return EXIT_USAGE;
+    }
+    if (dsq_store_open(&sp, &r->st[r->n], &err) == 0) {
+        r->n++;
         return 0;
+    }
     fprintf(stderr, "dsq: %s\n", err.msg);
     return EXIT_INDEX;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Opens every --db read-only. A directory without an index of its own but with
+ * indexes one level down (shard-0, shard-1 ...) stands for all of them. */
+static int open_for_reading(cli *c, readers *r)
+{
+    char path[4200];
+    r->n = 0;
+    for (int i = 0; i < c->ndbs; i++) {
+        snprintf(path, sizeof path, "%s/data.mdb", c->dbs[i]);
+        struct dirent **ents = NULL;
+        int n = access(path, F_OK) == 0 ? -1 : scandir(c->dbs[i], &ents, NULL, by_name);
+        int found = 0, code = 0;
+        for (int j = 0; j < n; j++) {
+            snprintf(path, sizeof path, "%s/%s/data.mdb", c->dbs[i], ents[j]->d_name);
+            if (!code && ents[j]->d_name[0] != '.' && access(path, F_OK) == 0) {
+                snprintf(path, sizeof path, "%s/%s", c->dbs[i], ents[j]->d_name);
+                code = open_one(r, path);
+                found++;
+            }
+            free(ents[j]);
+        }
+        free(ents);
+        if (!code && !found)
+            code = open_one(r, c->dbs[i]);
+        if (code) {
+            close_readers(r);
+            return code;
+        }
+    }
+    return 0;
 }
 
 static int cmd_query(cli *c, const char *text)
 {
     dsq_error err;
     dsq_query q;
-    dsq_store *st = NULL;
+    readers rd;
     dsq_result *r = NULL;
     dsq_error_clear(&err);
     if (dsq_query_parse(text, &q, &err) != 0) {
         print_query_error(text, &err);
         return EXIT_USAGE;
     }
-    int code = open_for_reading(c, &st);
+    int code = open_for_reading(c, &rd);
     if (code)
         return code;
-    if (dsq_query_run(&q, &st, 1, &r, &err) != 0) {
+    if (dsq_query_run(&q, rd.st, rd.n, &r, &err) != 0) {
         print_query_error(text, &err);
         code = err.code == DSQ_EQUERY ? EXIT_USAGE : EXIT_INDEX;
     } else {
         dsq_result_print(r, stdout, (enum dsq_format)c->format);
     }
     dsq_result_free(r);
-    dsq_store_close(st);
+    close_readers(&rd);
     return code;
 }
 
 static int cmd_runs(cli *c)
 {
-    dsq_store *st = NULL;
+    readers rd;
     dsq_result *r = NULL;
     dsq_error err;
     dsq_error_clear(&err);
-    int code = open_for_reading(c, &st);
+    int code = open_for_reading(c, &rd);
     if (code)
         return code;
-    if (dsq_runs_list(st, &r, &err) != 0) {
+    if (dsq_runs_list(rd.st, rd.n, &r, &err) != 0) {
         fprintf(stderr, "dsq: %s\n", err.msg);
         code = EXIT_INDEX;
     } else {
         dsq_result_print(r, stdout, (enum dsq_format)c->format);
     }
     dsq_result_free(r);
-    dsq_store_close(st);
+    close_readers(&rd);
     return code;
 }
 

@@ -72,6 +72,7 @@ typedef struct exec {
     int node_key[DSQ_Q_MAX_NODES];     /* resolved key: DSQ_KEY_FIELD becomes DSQ_KEY_ATTR for attributes */
     uint32_t by_attr[DSQ_Q_MAX_BY];    /* attribute name id for by keys that are attributes */
     attr_entry *attrs;                 /* (run, name) -> latest value, open addressing */
+    uint32_t failure_name;             /* id of the attribute "failure" */
     size_t nattrs, attr_cap;
     signed char *str_match[DSQ_Q_MAX_NODES]; /* per dictionary id: -1 unknown, 0, 1 */
     uint32_t *source_gid; /* by source id: the path's gdict id (when file is used) */
@@ -189,8 +190,8 @@ static int attr_row(void *ctx, uint32_t run, uint32_t name, uint32_t source, con
     if ((x->nattrs + 1) * 2 > x->attr_cap && attr_grow(x))
         return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading attributes");
     attr_entry *a = &x->attrs[attr_slot(x, run, name)];
-    if (a->name && rec->t < a->t)
-        return 0;
+    if (a->name && (name == x->failure_name ? rec->t >= a->t : rec->t < a->t))
+        return 0; /* the latest value wins; for `failure`, the first failure */
     if (!a->name)
         x->nattrs++;
     *a = (attr_entry){run, name, rec->text, rec->t, rec->num, rec->is_num};
@@ -947,6 +948,7 @@ static int store_open(exec *x, dsq_store *st)
     x->dict_n = dsq_dict_count(x->dict);
     if (!(x->xlat = calloc((size_t)x->dict_n + 1, sizeof *x->xlat)))
         return dsq_error_set(x->err, DSQ_ENOMEM, "query");
+    x->failure_name = dsq_dict_find(x->dict, "failure", 7);
     if (uses_key(q, DSQ_KEY_FIELD)) {
         int status = dsq_store_scan_attrs(st, attr_row, x, x->err);
         if (status)

@@ -132,6 +132,7 @@ struct dsq_rollup {
     size_t n, cap; /* cap: a power of two */
     open_attr attrs[MAX_ATTRS];
     int nattrs;
+    uint32_t failure_name; /* dictionary id of "failure" */
 };
 
 int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
@@ -141,6 +142,7 @@ int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
         return DSQ_ENOMEM;
     r->st = st;
     r->cap = 64;
+    r->failure_name = dsq_dict_intern(dsq_store_dict(st), "failure", 7);
     if (!(r->tab = calloc(r->cap, sizeof *r->tab))) {
         free(r);
         return DSQ_ENOMEM;
@@ -235,28 +237,40 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
     return s;
 }
 
-static int add_attr(dsq_rollup *r, const dsq_event *ev)
+/* Keeps an attribute's latest value in this source (the earliest with `first`). */
+static void add_attr(dsq_rollup *r, uint32_t name, const dsq_event *ev, int first)
 {
     int i;
-    for (i = 0; i < r->nattrs && r->attrs[i].name != ev->label; i++)
+    for (i = 0; i < r->nattrs && r->attrs[i].name != name; i++)
         ;
     if (i == MAX_ATTRS)
-        return 0; /* the event blocks still hold it */
+        return; /* the event blocks still hold it */
     open_attr *a = &r->attrs[i];
-    if (i == r->nattrs) {
+    if (i == r->nattrs)
         r->nattrs++;
-    } else if (ev->t_us < a->rec.t) {
-        return 0;
-    }
+    else if (first ? ev->t_us >= a->rec.t : ev->t_us < a->rec.t)
+        return;
     memset(a, 0, sizeof *a);
-    a->name = ev->label;
+    a->name = name;
     a->rec.t = ev->t_us;
     a->rec.text = ev->text;
     for (int f = 0; f < ev->nf; f++) {
         a->rec.num = ev->f[f].v;
         a->rec.is_num = 1;
     }
-    return 0;
+}
+
+/* Counts an event in its kind's series: the span covers events with a time. */
+static void count_event(dsq_series_rec *rec, int64_t t)
+{
+    if (rec->count++ == 0)
+        rec->first_t = rec->last_t = DSQ_TIME_NONE;
+    if (t == DSQ_TIME_NONE)
+        return;
+    if (rec->first_t == DSQ_TIME_NONE || t < rec->first_t)
+        rec->first_t = t;
+    if (rec->last_t == DSQ_TIME_NONE || t > rec->last_t)
+        rec->last_t = t;
 }
 
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
@@ -264,9 +278,13 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     open_series *s = series_for(r, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
     if (!s)
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
-    dsq_series_add(&s->rec, ev->t_us, 0, 0);
+    count_event(&s->rec, ev->t_us);
     if (ev->kind == DSQ_EV_ATTR && ev->label)
-        add_attr(r, ev);
+        add_attr(r, ev->label, ev, 0);
+    if (ev->kind == DSQ_EV_FAILURE && ev->label && r->failure_name) {
+        dsq_event f = {.t_us = ev->t_us, .text = ev->label}; /* the class, as an attribute */
+        add_attr(r, r->failure_name, &f, 1);
+    }
     for (int i = 0; i < ev->nf; i++) {
         const dsq_field *f = &ev->f[i];
         if (!f->name || !(s = series_for(r, f->name, ev->host, ev->rank)))

@@ -8,11 +8,13 @@
  * and time ranges read only that field's values, never the event blocks.
  *
  * Events of one kind in one (run, host, rank, source) form a count-only series
- * under the pseudo-field DSQ_SERIES_KIND_BASE + kind (count and time span, no
- * chunks): `count by run` or `count by host where kind = 'failure'` read those.
+ * under the pseudo-field DSQ_SERIES_KIND_BASE + kind (count, and first_t/last_t
+ * spanning the events that have a time; no chunks): `count by run` or `count by host where kind = 'failure'` read those.
  *
  * Run attributes (kind attr events) are kept as (run, name, source) -> the latest
- * value in that source, so `by zero_stage` reads a small table.
+ * value in that source, so `by zero_stage` reads a small table. The class of the
+ * first failure event is kept the same way as the attribute `failure` (the
+ * earliest wins), so `by failure` and `dsq runs` need no event.
  *
  * The builder collects one source's series in memory (chunks are written as they
  * fill) and writes the summaries into the open store transaction at the end.

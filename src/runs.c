@@ -1,97 +1,234 @@
-/* Run listing: sums source records per run, then asks the query engine for each
- * run's peak Max_MA, so the two views can never disagree. */
+/* Run listing (see runs.h): one line per run, merged by name over every index.
+ *
+ * Everything comes from small tables: the source records (files, lines, damage),
+ * the per-kind count series (events, time span, hosts, ranks), the Max_MA series
+ * (peak, converted to the unit of the first one seen) and the `failure` attribute
+ * (the class of a run's first failure). No event block is read.
+ */
 #include "runs.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
-#include "query.h"
+#include "num.h"
+#include "rollup.h"
+#include "timeconv.h"
 
-typedef struct run_sum {
-    uint32_t run;
-    uint64_t files, members, lines, events, errors;
-} run_sum;
+typedef struct run_info {
+    uint64_t files, lines, events, errors, hosts, ranks;
+    int64_t start, end;   /* DSQ_TIME_NONE when no event had a time */
+    uint32_t failure;     /* gdict id of the failure class, 0 if none */
+    int64_t failure_t;
+    int has_peak;
+    double peak;
+    uint8_t peak_unit;
+} run_info;
 
 typedef struct runs_ctx {
-    run_sum *v;
-    size_t n, cap;
+    dsq_dict *names;      /* run, host and failure names, shared by every index */
+    run_info *v;          /* by run name id */
+    size_t cap;
+    uint64_t *seen;       /* open-addressing set of run<<32|host and run<<32|rank keys */
+    size_t nseen, seen_cap;
+    dsq_dict *dict;       /* the index being read */
+    uint32_t max_ma;      /* its id of "Max_MA" */
+    dsq_error *err;
 } runs_ctx;
+
+static run_info *info(runs_ctx *rc, uint32_t local_run)
+{
+    size_t n;
+    const char *s = dsq_dict_str(rc->dict, local_run, &n);
+    uint32_t id = s ? dsq_dict_intern(rc->names, s, n) : 0;
+    if (!id)
+        return NULL;
+    if (id >= rc->cap) {
+        size_t cap = rc->cap ? rc->cap : 64;
+        while (cap <= id)
+            cap *= 2;
+        run_info *v = realloc(rc->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        for (size_t i = rc->cap; i < cap; i++)
+            v[i] = (run_info){.start = DSQ_TIME_NONE, .end = DSQ_TIME_NONE};
+        rc->v = v;
+        rc->cap = cap;
+    }
+    return &rc->v[id];
+}
+
+/* Adds key to the set; 1 if it was new, 0 if seen, -1 out of memory. */
+static int see(runs_ctx *rc, uint64_t key)
+{
+    key = key * 2 + 1; /* never 0 */
+    if ((rc->nseen + 1) * 2 > rc->seen_cap) {
+        size_t old = rc->seen_cap, cap = old ? old * 2 : 1024;
+        uint64_t *n = calloc(cap, sizeof *n), *prev = rc->seen;
+        if (!n)
+            return -1;
+        rc->seen = n;
+        rc->seen_cap = cap;
+        for (size_t i = 0; i < old; i++) {
+            if (!prev[i])
+                continue;
+            size_t j = (size_t)(prev[i] * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+            while (n[j])
+                j = (j + 1) & (cap - 1);
+            n[j] = prev[i];
+        }
+        free(prev);
+    }
+    size_t j = (size_t)(key * 0x9e3779b97f4a7c15ull >> 17) & (rc->seen_cap - 1);
+    for (; rc->seen[j]; j = (j + 1) & (rc->seen_cap - 1))
+        if (rc->seen[j] == key)
+            return 0;
+    rc->seen[j] = key;
+    rc->nseen++;
+    return 1;
+}
 
 static int add_source(void *ctx, const char *path, const dsq_source_rec *rec)
 {
     runs_ctx *rc = ctx;
+    run_info *ri = info(rc, rec->run);
     (void)path;
-    size_t i;
-    for (i = 0; i < rc->n && rc->v[i].run != rec->run; i++)
-        ;
-    if (i == rc->n) {
-        if (rc->n == rc->cap) {
-            size_t cap = rc->cap ? rc->cap * 2 : 64;
-            run_sum *n = realloc(rc->v, cap * sizeof *n);
-            if (!n)
-                return DSQ_ENOMEM;
-            rc->v = n;
-            rc->cap = cap;
-        }
-        memset(&rc->v[rc->n++], 0, sizeof rc->v[0]);
-        rc->v[i].run = rec->run;
-    }
-    rc->v[i].files++;
-    rc->v[i].members += rec->members;
-    rc->v[i].lines += rec->lines;
-    rc->v[i].events += rec->events;
-    rc->v[i].errors += rec->errors;
+    if (!ri)
+        return dsq_error_set(rc->err, DSQ_ENOMEM, "runs");
+    ri->files++;
+    ri->lines += rec->lines;
+    ri->errors += rec->errors;
     return 0;
 }
 
-/* Peak Max_MA of one run from a "max Max_MA by run" result, or a null cell. */
-static dsq_cell peak_of(const dsq_result *peaks, const char *run)
+static int add_kind_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
 {
-    dsq_cell none = {.is_null = 1};
-    for (size_t i = 0; peaks && i < dsq_result_rows(peaks); i++)
-        if (strcmp(dsq_result_cell(peaks, i, 0)->s, run) == 0)
-            return *dsq_result_cell(peaks, i, 1);
-    return none;
+    runs_ctx *rc = ctx;
+    run_info *ri = info(rc, k->run);
+    if (!ri)
+        return dsq_error_set(rc->err, DSQ_ENOMEM, "runs");
+    uint32_t run = (uint32_t)(ri - rc->v);
+    ri->events += rec->count;
+    if (rec->first_t == DSQ_TIME_NONE && rec->last_t != DSQ_TIME_NONE) {
+        /* the span of the timed events is unknown; the last time still counts */
+    } else if (rec->first_t != DSQ_TIME_NONE &&
+               (ri->start == DSQ_TIME_NONE || rec->first_t < ri->start)) {
+        ri->start = rec->first_t;
+    }
+    if (rec->last_t != DSQ_TIME_NONE && (ri->end == DSQ_TIME_NONE || rec->last_t > ri->end))
+        ri->end = rec->last_t;
+    size_t n;
+    const char *host = k->host ? dsq_dict_str(rc->dict, k->host, &n) : NULL;
+    uint32_t h = host ? dsq_dict_intern(rc->names, host, n) : 0;
+    int a = h ? see(rc, (uint64_t)run << 32 | h) : 0;
+    int b = k->rank >= 0 ? see(rc, (uint64_t)run << 32 | (1u << 31) | (uint32_t)k->rank) : 0;
+    if (a < 0 || b < 0 || (host && !h))
+        return dsq_error_set(rc->err, DSQ_ENOMEM, "runs");
+    ri->hosts += (uint64_t)a;
+    ri->ranks += (uint64_t)b;
+    return 0;
 }
 
-int dsq_runs_list(dsq_store *st, dsq_result **out, dsq_error *err)
+static int add_peak(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
 {
-    runs_ctx rc = {0};
-    dsq_result *peaks = NULL, *r = NULL;
-    dsq_query q;
-    int status = dsq_store_scan_sources(st, add_source, &rc, err);
-    if (status)
-        goto done;
-    dsq_dict *d = dsq_store_dict(st);
-    if (dsq_dict_find(d, "Max_MA", 6) && dsq_query_parse("max Max_MA by run", &q, err) == 0 &&
-        (status = dsq_query_run(&q, &st, 1, &peaks, err)))
-        goto done;
-    static const char *const names[] = {"run", "files", "members", "lines", "events",
-                                        "damaged", "peak Max_MA"};
-    if (!(r = dsq_result_new(7, names))) {
+    runs_ctx *rc = ctx;
+    run_info *ri = info(rc, k->run);
+    if (!ri)
+        return dsq_error_set(rc->err, DSQ_ENOMEM, "runs");
+    if (!rec->count)
+        return 0;
+    if (!ri->has_peak) {
+        ri->has_peak = 1;
+        ri->peak = rec->max;
+        ri->peak_unit = rec->unit;
+    } else {
+        double v = dsq_unit_convert(rec->max, rec->unit, ri->peak_unit);
+        if (v > ri->peak)
+            ri->peak = v;
+    }
+    return 0;
+}
+
+static int add_failure(void *ctx, uint32_t run, uint32_t name, uint32_t source,
+                       const dsq_attr_rec *rec)
+{
+    runs_ctx *rc = ctx;
+    (void)source;
+    size_t n;
+    const char *nm = dsq_dict_str(rc->dict, name, &n);
+    if (!nm || n != 7 || memcmp(nm, "failure", 7) != 0)
+        return 0;
+    run_info *ri = info(rc, run);
+    const char *cls = dsq_dict_str(rc->dict, rec->text, &n);
+    if (!ri)
+        return dsq_error_set(rc->err, DSQ_ENOMEM, "runs");
+    if (cls && (!ri->failure || rec->t < ri->failure_t)) {
+        ri->failure = dsq_dict_intern(rc->names, cls, n);
+        ri->failure_t = rec->t;
+    }
+    return 0;
+}
+
+static int read_store(runs_ctx *rc, dsq_store *st)
+{
+    int status;
+    rc->dict = dsq_store_dict(st);
+    rc->max_ma = dsq_dict_find(rc->dict, "Max_MA", 6);
+    if ((status = dsq_store_scan_sources(st, add_source, rc, rc->err)) ||
+        (status = dsq_store_scan_series(st, DSQ_SERIES_KIND_BASE,
+                                        DSQ_SERIES_KIND_BASE + DSQ_EV_KIND_COUNT, 0,
+                                        add_kind_series, rc, rc->err)) ||
+        (rc->max_ma &&
+         (status = dsq_store_scan_series(st, rc->max_ma, rc->max_ma, 0, add_peak, rc, rc->err))))
+        return status;
+    return dsq_store_scan_attrs(st, add_failure, rc, rc->err);
+}
+
+int dsq_runs_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_error *err)
+{
+    runs_ctx rc = {.err = err};
+    dsq_result *r = NULL;
+    int status = 0;
+    static const char *const names[] = {"run",   "start", "duration", "hosts",   "ranks",      "files",
+                                        "lines", "events", "failure", "peak Max_MA", "damaged"};
+    if (dsq_dict_new(&rc.names) || !(r = dsq_result_new(11, names))) {
         status = dsq_error_set(err, DSQ_ENOMEM, "runs");
         goto done;
     }
-    for (size_t i = 0; i < rc.n; i++) {
-        const run_sum *s = &rc.v[i];
-        const char *name = dsq_dict_str(d, s->run, NULL);
-        dsq_cell cells[7] = {{.s = name},
-                             {.v = (double)s->files, .is_int = 1},
-                             {.v = (double)s->members, .is_int = 1},
-                             {.v = (double)s->lines, .is_int = 1},
-                             {.v = (double)s->events, .is_int = 1},
-                             {.v = (double)s->errors, .is_int = 1},
-                             peak_of(peaks, name)};
-        if ((status = dsq_result_add_row(r, cells)))
+    for (int i = 0; i < nstores; i++)
+        if ((status = read_store(&rc, stores[i])))
             goto done;
+    for (size_t id = 1; id < rc.cap; id++) {
+        const run_info *ri = &rc.v[id];
+        if (!ri->files && !ri->events)
+            continue;
+        int timed = ri->start != DSQ_TIME_NONE && ri->end != DSQ_TIME_NONE;
+        dsq_cell cells[11] = {
+            {.s = dsq_dict_str(rc.names, (uint32_t)id, NULL)},
+            {.v = (double)ri->start, .unit = DSQ_U_TIME, .is_null = ri->start == DSQ_TIME_NONE},
+            {.v = timed ? (double)(ri->end - ri->start) / 1e6 : 0, .unit = DSQ_U_S,
+             .is_null = !timed},
+            {.v = (double)ri->hosts, .is_int = 1},
+            {.v = (double)ri->ranks, .is_int = 1},
+            {.v = (double)ri->files, .is_int = 1},
+            {.v = (double)ri->lines, .is_int = 1},
+            {.v = (double)ri->events, .is_int = 1},
+            {.s = ri->failure ? dsq_dict_str(rc.names, ri->failure, NULL) : "-"},
+            {.v = ri->peak, .unit = ri->peak_unit, .is_null = !ri->has_peak},
+            {.v = (double)ri->errors, .is_int = 1},
+        };
+        if (dsq_result_add_row(r, cells)) {
+            status = dsq_error_set(err, DSQ_ENOMEM, "runs");
+            goto done;
+        }
     }
     dsq_result_sort(r, 1);
     *out = r;
     r = NULL;
 done:
     dsq_result_free(r);
-    dsq_result_free(peaks);
+    dsq_dict_free(rc.names);
     free(rc.v);
+    free(rc.seen);
     return status;
 }

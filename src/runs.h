@@ -1,4 +1,6 @@
-/* Run listing: one line per run (files, members, lines, events, peak Max_MA). */
+/* Run listing: one line per run, over one or several indexes: start, duration,
+ * hosts and ranks present, files, events, the class of the first failure, peak
+ * Max_MA, damaged files. */
 #ifndef DSQ_RUNS_H
 #define DSQ_RUNS_H
 
@@ -6,6 +8,6 @@
 #include "store.h"
 
 /* Builds the table of runs, sorted by name. */
-int dsq_runs_list(dsq_store *st, dsq_result **out, dsq_error *err);
+int dsq_runs_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_error *err);
 
 #endif
