@@ -799,8 +799,34 @@ static int build_result(exec *x, dsq_result **out)
         }
     }
     dsq_result_sort(r, nk);
-    if (q->top)
+    if (q->order[0]) {
+        int col = dsq_result_col_index(r, q->order);
+        if (col < 0) {
+            char cols[512] = "";
+            for (int i = 0; i < nc; i++)
+                snprintf(cols + strlen(cols), sizeof cols - strlen(cols), "%s%s", i ? ", " : "",
+                         names[i]);
+            const char *hint = NULL; /* `order by Max_MA` for the column `max Max_MA` */
+            for (int i = 0; i < nc; i++) {
+                const char *sp = strchr(names[i], ' ');
+                if (sp && strcmp(sp + 1, q->order) == 0)
+                    hint = names[i];
+            }
+            if (hint)
+                dsq_error_set(x->err, DSQ_EQUERY, "cannot order by `%s`; did you mean `%s`?",
+                              q->order, hint);
+            else
+                dsq_error_set(x->err, DSQ_EQUERY, "cannot order by `%s`: the columns are %s",
+                              q->order, cols);
+            dsq_result_free(r);
+            x->err->offset = q->order_off;
+            x->err->length = q->order_len;
+            return DSQ_EQUERY;
+        }
+        dsq_result_sort_by(r, col, q->order_desc, nk);
+    } else if (q->top) {
         dsq_result_sort_desc(r, nk);
+    }
     if (q->limit > 0)
         dsq_result_truncate(r, (size_t)q->limit);
     *out = r;

@@ -8,7 +8,9 @@
  * (zero_stage, nccl_version ...), or family / level (line counts, `count` only);
  * `where` with = != < <= > >= and ~ (glob), and/or/not and parentheses, over those
  * keys, numeric fields, run attributes and time (`time >= '2024-07-01 12:00'`,
- * `since 2024-07-01`, `until ...`); `every 10m` time buckets (s m h d); `limit N`, `top N`. Keywords are case-insensitive; field names are
+ * `since 2024-07-01`, `until ...`); `every 10m` time buckets (s m h d); `limit N`,
+ * `top N`; `order by COLUMN [asc|desc]` (any output column: `order by max Max_MA
+ * desc`, `order by host`). Keywords are case-insensitive; field names are
  * exact, quoted when they hold spaces ("lm loss"). Errors carry the byte offset
  * and length of the offending word (dsq_error.offset/.length) for a caret.
  */
@@ -70,6 +72,9 @@ typedef struct dsq_query {
     long limit;                /* 0 = no limit */
     int64_t every_us;          /* `every 1h`: time bucket width (a last group key), 0 = none */
     int top;                   /* `top N`: order by the first aggregate, largest first */
+    char order[DSQ_Q_NAME + 16]; /* `order by COL [asc|desc]`: an output column's name, "" if none */
+    int order_desc;
+    int order_off, order_len;
 } dsq_query;
 
 /* Parses text into q (syntax only; names are resolved by dsq_query_run). */

@@ -1,6 +1,8 @@
 /* Query parser: tokenizer and recursive descent over the grammar
  *
- *   query  := agg {"," agg} { "by" key {"," key} | "where" or | "limit" N | "top" N }
+ *   query  := agg {"," agg} { "by" key {"," key} | "where" or | "limit" N | "top" N
+ *             | "since" T | "until" T | "every" N unit | "order" "by" column ["asc"|"desc"] }
+ *   column := AGG [field] | key                 an output column's name
  *   agg    := AGG [field]                       AGG: count min max ... first last
  *   or     := and {"or" and}      and := not {"and" not}
  *   not    := "not" not | "(" or ")" | name OP literal
@@ -194,7 +196,7 @@ static int key_of(const char *s)
 static int is_clause_kw(const tok *t)
 {
     return is_kw(t, "by") || is_kw(t, "where") || is_kw(t, "limit") || is_kw(t, "top") ||
-           is_kw(t, "since") || is_kw(t, "until") || is_kw(t, "every");
+           is_kw(t, "since") || is_kw(t, "until") || is_kw(t, "every") || is_kw(t, "order");
 }
 
 static int parse_agg(parser *p)
@@ -425,6 +427,44 @@ static int parse_every(parser *p)
                 t.type == T_END ? "end of query" : t.text);
 }
 
+/* `order by COLUMN [asc|desc]`: the column as the output names it ("max Max_MA",
+ * "run", "count"); keywords are folded to lower case. Resolved when results are built. */
+static int parse_order(parser *p)
+{
+    int rc = next(p);
+    if (rc)
+        return rc;
+    if (!is_kw(&p->t, "by"))
+        return fail(p, &p->t, "expected 'by' after order, found '%s'",
+                    p->t.type == T_END ? "end of query" : p->t.text);
+    if ((rc = next(p)))
+        return rc;
+    tok first = p->t;
+    if ((first.type != T_IDENT && first.type != T_STR) || is_clause_kw(&first))
+        return fail(p, &first, "expected a column to order by (e.g. order by max Max_MA desc), found '%s'",
+                    first.type == T_END ? "end of query" : first.text);
+    int fn = first.type == T_IDENT ? agg_fn(&first) : -1;
+    int k = first.type == T_IDENT ? key_of(first.text) : DSQ_KEY_NONE;
+    const char *name = fn >= 0 ? agg_names[fn] : k != DSQ_KEY_NONE ? key_names[k] : first.text;
+    snprintf(p->q->order, sizeof p->q->order, "%s", name);
+    p->q->order_off = first.off;
+    p->q->order_len = first.len;
+    if ((rc = next(p)))
+        return rc;
+    if (fn >= 0 && (p->t.type == T_IDENT || p->t.type == T_STR) && !is_clause_kw(&p->t) &&
+        !is_kw(&p->t, "asc") && !is_kw(&p->t, "desc")) {
+        snprintf(p->q->order, sizeof p->q->order, "%s %s", agg_names[fn], p->t.text);
+        p->q->order_len = p->t.off + p->t.len - first.off;
+        if ((rc = next(p)))
+            return rc;
+    }
+    if (is_kw(&p->t, "asc") || is_kw(&p->t, "desc")) {
+        p->q->order_desc = is_kw(&p->t, "desc");
+        return next(p);
+    }
+    return 0;
+}
+
 static int parse_clauses(parser *p)
 {
     int rc = 0;
@@ -443,8 +483,12 @@ static int parse_clauses(parser *p)
             rc = parse_since(p);
         else if (is_kw(&p->t, "every"))
             rc = parse_every(p);
+        else if (is_kw(&p->t, "order"))
+            rc = parse_order(p);
         else
-            return fail(p, &p->t, "unexpected '%s': expected by, where, limit, or a comma",
+            return fail(p, &p->t,
+                        "unexpected '%s': expected by, where, since, until, every, order by, "
+                        "limit, top or a comma",
                         p->t.text);
     }
     return rc;

@@ -136,24 +136,40 @@ void dsq_result_sort(dsq_result *r, int nkeys)
     qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_row);
 }
 
-static int desc_col;
+static int order_col, order_desc;
 
-static int cmp_desc(const void *x, const void *y)
+static int cmp_order(const void *x, const void *y)
 {
     const dsq_cell *a = x, *b = y;
-    if (a[desc_col].is_null != b[desc_col].is_null)
-        return a[desc_col].is_null ? 1 : -1;
-    int c = cmp_cell(&b[desc_col], &a[desc_col]);
+    if (a[order_col].is_null != b[order_col].is_null)
+        return a[order_col].is_null ? 1 : -1; /* empty cells last either way */
+    int c = order_desc ? cmp_cell(&b[order_col], &a[order_col]) : cmp_cell(&a[order_col], &b[order_col]);
     return c ? c : cmp_row(x, y);
 }
 
-void dsq_result_sort_desc(dsq_result *r, int col)
+void dsq_result_sort_by(dsq_result *r, int col, int desc, int nkeys)
 {
-    if (col >= r->ncols || r->nrows < 2)
+    if (col < 0 || col >= r->ncols || r->nrows < 2)
         return;
-    desc_col = col;
-    sort_keys = col; /* ties keep the order of the columns before col (the group keys) */
-    qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_desc);
+    order_col = col;
+    order_desc = desc;
+    sort_keys = nkeys < r->ncols ? nkeys : r->ncols;
+    qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_order);
+}
+
+void dsq_result_sort_desc(dsq_result *r, int col) { dsq_result_sort_by(r, col, 1, col); }
+
+int dsq_result_col_index(const dsq_result *r, const char *name)
+{
+    for (int i = 0; i < r->ncols; i++)
+        if (strcmp(r->names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+const char *dsq_result_col_name(const dsq_result *r, int col)
+{
+    return col >= 0 && col < r->ncols ? r->names[col] : NULL;
 }
 
 void dsq_result_truncate(dsq_result *r, size_t n)

@@ -37,6 +37,12 @@ void dsq_result_sort(dsq_result *r, int nkeys);
 /* Re-sorts by column `col`, largest first (for `top N`); rows that tie are ordered
  * by the columns before `col` (the group keys), as dsq_result_sort orders them. */
 void dsq_result_sort_desc(dsq_result *r, int col);
+/* Sorts by one column, ascending or descending, empty cells last; ties keep the
+ * order of the first nkeys columns. */
+void dsq_result_sort_by(dsq_result *r, int col, int desc, int nkeys);
+/* A column's index by its name, -1 if none; a column's name. */
+int dsq_result_col_index(const dsq_result *r, const char *name);
+const char *dsq_result_col_name(const dsq_result *r, int col);
 
 /* Keeps at most n rows. */
 void dsq_result_truncate(dsq_result *r, size_t n);

@@ -276,6 +276,19 @@ static void test_top_and_limit(void)
     expect("count by host top 3", "host,count\n-,3\ngpu009,3\ngpu010,2\n");
 }
 
+static void test_order_by(void)
+{
+    expect("max Max_MA by host order by max Max_MA",
+           "host,max Max_MA\n-,1.5\ngpu010,3\ngpu009,6\n");
+    expect("max Max_MA by host ORDER BY MAX Max_MA DESC",
+           "host,max Max_MA\ngpu009,6\ngpu010,3\n-,1.5\n");
+    expect("count by host order by host desc", "host,count\ngpu010,2\ngpu009,3\n-,3\n");
+    /* ties keep the group keys' order; limit applies after ordering */
+    expect("count by host order by count desc limit 1", "host,count\n-,3\n");
+    expect("count by rank order by rank desc", "rank,count\n1,2\n0,3\n,3\n"); /* empty last */
+    expect("max Max_MA by run order by run asc", "run,max Max_MA\nbert,1.5\nllama,6\n");
+}
+
 static void expect_error(const char *text, long long off, long long len, const char *words)
 {
     dsq_query q;
@@ -349,6 +362,8 @@ static void test_time_conditions(void)
 
 static void test_unknown_names(void)
 {
+    expect_error("max Max_MA by run order by Max_MA", 27, 6, "did you mean `max Max_MA`");
+    expect_error("max Max_MA by run order by host", 27, 4, "the columns are run, max Max_MA");
     expect_error("max Max_Ma by run", 4, 6, "did you mean `Max_MA`");
     expect_error("avg CPU_percnt", 4, 10, "did you mean `CPU_percent`");
     expect_error("max max_MA", 4, 6, "did you mean `Max_MA`");
@@ -357,5 +372,5 @@ static void test_unknown_names(void)
 }
 
 TEST_MAIN(T(test_setup), T(test_aggregates), T(test_group_keys), T(test_where),
-          T(test_top_and_limit), T(test_unknown_names), T(test_add_attributes),
+          T(test_top_and_limit), T(test_order_by), T(test_unknown_names), T(test_add_attributes),
           T(test_attributes), T(test_line_counts), T(test_time_conditions), T(test_teardown))

@@ -220,6 +220,29 @@ static void test_limit_and_top(void)
     CHECK_INT(q.limit, 3);
 }
 
+static void test_order_by(void)
+{
+    ok("max Max_MA by run order by max Max_MA desc");
+    CHECK_STR(q.order, "max Max_MA");
+    CHECK_INT(q.order_desc, 1);
+    CHECK_INT(q.order_off, 27);
+    CHECK_INT(q.order_len, 10);
+    ok("Max Max_MA by run Order By MAX \"Max_MA\" limit 3");
+    CHECK_STR(q.order, "max Max_MA");
+    CHECK_INT(q.order_desc, 0);
+    CHECK_INT(q.limit, 3);
+    ok("count by Host order by HOST asc");
+    CHECK_STR(q.order, "host");
+    ok("count by zero_stage order by zero_stage");
+    CHECK_STR(q.order, "zero_stage");
+    ok("count order by count desc where run = x");
+    CHECK_STR(q.order, "count");
+    CHECK(q.where >= 0);
+    bad("count by run order run", 19, 3, "expected 'by' after order");
+    bad("count by run order by", 21, 1, "expected a column to order by");
+    bad("count by run order by where", 22, 5, "expected a column to order by");
+}
+
 static void test_errors(void)
 {
     bad("max by run", 4, 2, "'max' needs a field name");
@@ -289,4 +312,4 @@ static void test_limits(void)
 }
 
 TEST_MAIN(T(test_simple), T(test_every_aggregate_and_key), T(test_case_and_quotes), T(test_where),
-          T(test_operators), T(test_limit_and_top), T(test_errors), T(test_limits))
+          T(test_operators), T(test_limit_and_top), T(test_order_by), T(test_errors), T(test_limits))
