@@ -14,6 +14,7 @@
 
 #include "coverage.h"
 #include "dsq/dsq.h"
+#include "error.h"
 #include "indexer.h"
 #include "query.h"
 #include "result.h"
@@ -31,33 +32,46 @@ static const char usage_text[] =
     "Usage:\n"
     "  dsq index [--run NAME] PATH...   index files, directories and archives\n"
     "  dsq \"QUERY\"                      answer a query, e.g. dsq \"max Max_MA by run\"\n"
-    "  dsq runs                         list indexed runs, one line each\n"
+    "  dsq runs                         list runs: start, duration, hosts, ranks, failure,\n"
+    "                                   peak Max_MA\n"
+    "  dsq fields                       list numeric fields: unit, count, runs, min, max\n"
+    "  dsq show [CONDITION]             the events a condition selects, in time order\n"
+    "                                   across files, e.g. dsq show \"run = x and kind = failure\"\n"
     "  dsq explain --stats PATH...      what dsq recognizes in these logs: lines per\n"
     "                                   family, events per kind, unrecognized shapes\n"
     "  dsq help                         this text\n"
     "\n"
     "Options (anywhere on the line):\n"
     "  --db DIR     index directory (default: $DSQ_DB, else $XDG_DATA_HOME/dsq/index,\n"
-    "               else ~/.local/share/dsq/index)\n"
+    "               else ~/.local/share/dsq/index). Queries accept several --db, and a\n"
+    "               directory holding indexes (shards) stands for all of them\n"
     "  --run NAME   (index) put every input into run NAME instead of naming runs\n"
     "               after the top-level directory or archive below each PATH\n"
-    "  --csv        (query) comma-separated output, plain numbers\n"
-    "  --json       (query) one JSON object per line, plain numbers, units as *_unit\n"
+    "  --csv        comma-separated output, plain numbers\n"
+    "  --json       one JSON object per line, plain numbers, units as *_unit\n"
+    "  --limit N    (show) at most N events (default 200; 0: all)\n"
     "  -q, --quiet  (index) no progress line\n"
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --version    print the version\n"
     "\n"
     "Query language:\n"
-    "  AGG FIELD [, AGG FIELD ...] [by KEY[, KEY]] [where COND] [limit N | top N]\n"
+    "  AGG [FIELD] [, AGG FIELD ...] [by KEY[, KEY]] [where COND] [since T] [until T]\n"
+    "      [every 10m|1h|1d] [order by COLUMN [asc|desc]] [limit N | top N]\n"
     "  AGG   count min max sum avg p50 p90 p95 p99 first last\n"
-    "  KEY   run host rank kind label file\n"
-    "  COND  KEY|FIELD (= != < <= > >= ~glob) VALUE, joined with and/or/not, ( )\n"
-    "  Field names are as the log prints them: Max_MA, MA, CA, Max_CA, CPU_used ...\n"
+    "  KEY   run host rank kind label file family level, or a run attribute\n"
+    "        (zero_stage, world_size, nccl_version, failure ...)\n"
+    "  COND  KEY|FIELD|time (= != < <= > >= ~glob) VALUE, joined with and/or/not, ( )\n"
+    "  Field names are as the log prints them: Max_MA, CurrSamplesPerSec, loss,\n"
+    "  \"lm loss\" (quote names with spaces). `dsq fields` lists them.\n"
     "\n"
     "Examples:\n"
     "  dsq index /archive/logs\n"
     "  dsq \"max Max_MA by run\"\n"
     "  dsq \"max Max_MA, avg MA by run, host where run ~ 'llama*'\"\n"
+    "  dsq \"p95 CurrSamplesPerSec by run order by p95 CurrSamplesPerSec desc limit 10\"\n"
+    "  dsq \"avg loss by run every 1h since 2024-07-01\"\n"
+    "  dsq \"count by run, failure where kind = failure\"\n"
+    "  dsq --db /idx/shards \"count by host\"\n"
     "  dsq --csv \"count by run, kind\"\n"
     "\n"
     "Exit status: 0 ok, 1 some input was skipped or damaged (the rest is indexed),\n"
@@ -72,6 +86,8 @@ typedef struct cli {
     int quiet;
     int stats;
     int top;
+    long limit;
+    int limit_set;
     const char **args;
     int nargs;
     int problems;
@@ -127,6 +143,15 @@ static int parse_args(cli *c, int argc, char **argv)
             c->stats = 1;
         else if (strcmp(a, "--top") == 0 && i + 1 < argc)
             c->top = atoi(argv[++i]);
+        else if (strcmp(a, "--limit") == 0 && i + 1 < argc) {
+            char *end;
+            c->limit = strtol(argv[++i], &end, 10);
+            c->limit_set = 1;
+            if (*end || c->limit < 0) {
+                fprintf(stderr, "dsq: --limit needs a whole number (0: no limit)\n");
+                return -1;
+            }
+        }
         else if (strcmp(a, "--") == 0)
             while (++i < argc)
                 c->args[c->nargs++] = argv[i];
@@ -380,6 +405,79 @@ static int cmd_runs(cli *c)
     return code;
 }
 
+static int cmd_fields(cli *c)
+{
+    readers rd;
+    dsq_result *r = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    int code = open_for_reading(c, &rd);
+    if (code)
+        return code;
+    if (dsq_fields_list(rd.st, rd.n, &r, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        code = EXIT_INDEX;
+    } else {
+        dsq_result_print(r, stdout, (enum dsq_format)c->format);
+    }
+    dsq_result_free(r);
+    close_readers(&rd);
+    return code;
+}
+
+/* `dsq show [CONDITION]`: the condition is a where clause, parsed as one. */
+static int cmd_show(cli *c)
+{
+    static const char prefix[] = "count where ";
+    const char *cond = c->nargs > 1 ? c->args[1] : "";
+    dsq_error err;
+    dsq_query q;
+    readers rd;
+    dsq_result *r = NULL;
+    uint64_t matched = 0;
+    dsq_error_clear(&err);
+    if (c->nargs > 2) {
+        fprintf(stderr, "dsq show: put the condition in quotes: dsq show \"run = x and rank = 0\"\n");
+        return EXIT_USAGE;
+    }
+    size_t n = sizeof prefix + strlen(cond);
+    char *text = malloc(n);
+    if (!text)
+        return EXIT_INDEX;
+    snprintf(text, n, "%s%s", *cond ? prefix : "count", cond);
+    int code = 0;
+    if (dsq_query_parse(text, &q, &err) != 0 || (q.naggs != 1 || q.nby || q.limit || q.every_us)) {
+        if (!err.msg[0])
+            dsq_error_set(&err, DSQ_EQUERY, "show takes a condition only (no by, every or limit; "
+                                            "use --limit N)");
+        if (err.offset >= (long long)sizeof prefix - 1)
+            err.offset -= (long long)sizeof prefix - 1;
+        print_query_error(cond, &err);
+        free(text);
+        return EXIT_USAGE;
+    }
+    if ((code = open_for_reading(c, &rd))) {
+        free(text);
+        return code;
+    }
+    size_t limit = c->limit_set ? (size_t)c->limit : 200;
+    if (dsq_query_show(&q, rd.st, rd.n, limit, &r, &matched, &err) != 0) {
+        if (err.offset >= (long long)sizeof prefix - 1)
+            err.offset -= (long long)sizeof prefix - 1;
+        print_query_error(cond, &err);
+        code = err.code == DSQ_EQUERY ? EXIT_USAGE : EXIT_INDEX;
+    } else {
+        dsq_result_print(r, stdout, (enum dsq_format)c->format);
+        if (matched > dsq_result_rows(r))
+            fprintf(stderr, "dsq: showed the first %zu of %llu events (--limit N, or --limit 0 for all)\n",
+                    dsq_result_rows(r), (unsigned long long)matched);
+    }
+    dsq_result_free(r);
+    close_readers(&rd);
+    free(text);
+    return code;
+}
+
 static int cmd_explain(cli *c)
 {
     dsq_coverage cov;
@@ -442,6 +540,10 @@ int main(int argc, char **argv)
         code = cmd_explain(&c);
     } else if (strcmp(c.args[0], "runs") == 0) {
         code = cmd_runs(&c);
+    } else if (strcmp(c.args[0], "fields") == 0 && c.nargs == 1) {
+        code = cmd_fields(&c);
+    } else if (strcmp(c.args[0], "show") == 0) {
+        code = cmd_show(&c);
     } else if (strcmp(c.args[0], "query") == 0 && c.nargs == 2) {
         code = cmd_query(&c, c.args[1]);
     } else if (c.nargs == 1) {

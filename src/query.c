@@ -76,6 +76,7 @@ typedef struct exec {
     size_t nattrs, attr_cap;
     signed char *str_match[DSQ_Q_MAX_NODES]; /* per dictionary id: -1 unknown, 0, 1 */
     uint32_t *source_gid; /* by source id: the path's gdict id (when file is used) */
+    struct show_ctx *show; /* dsq_query_show's collection */
     uint32_t nsources;
 } exec;
 
@@ -1056,4 +1057,178 @@ int dsq_query_run(const dsq_query *q, dsq_store *const *stores, int nstores, dsq
                   dsq_error *err)
 {
     return dsq_query_run_opts(q, stores, nstores, 0, out, err);
+}
+
+/* --- show: matching events in time order ------------------------------------- */
+
+#define SHOW_MAX_EVENTS 20000000
+
+typedef struct shown {
+    int64_t t;
+    uint32_t run, host, label, text, file; /* gdict ids */
+    int32_t rank;
+    uint32_t line;
+    uint16_t kind;
+    uint8_t nf;
+    dsq_field f[DSQ_EV_MAXF];  /* names as gdict ids */
+} shown;
+
+typedef struct show_ctx {
+    shown *v;
+    size_t n, cap;
+    uint64_t total;
+} show_ctx;
+
+static int show_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
+{
+    show_ctx *sc = x->show;
+    if (x->q->where >= 0 && !eval(x, x->q->where, k, ev))
+        return 0;
+    if (sc->n == SHOW_MAX_EVENTS)
+        return dsq_error_set(x->err, DSQ_ELIMIT,
+                             "more than %d events match: narrow the condition (run, host, "
+                             "rank, kind, since ...)",
+                             SHOW_MAX_EVENTS);
+    if (sc->n == sc->cap) {
+        size_t cap = sc->cap ? sc->cap * 2 : 1024;
+        shown *n = realloc(sc->v, cap * sizeof *n);
+        if (!n)
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory collecting events");
+        sc->v = n;
+        sc->cap = cap;
+    }
+    shown *e = &sc->v[sc->n++];
+    e->t = ev->t_us;
+    e->run = (uint32_t)global_id(x, k->run);
+    e->host = (uint32_t)global_id(x, k->host);
+    e->rank = k->rank;
+    e->label = (uint32_t)global_id(x, ev->label);
+    e->text = (uint32_t)global_id(x, ev->text);
+    e->file = k->source < x->nsources ? x->source_gid[k->source] : 0;
+    e->line = ev->line;
+    e->kind = ev->kind;
+    e->nf = ev->nf;
+    for (int i = 0; i < ev->nf; i++) {
+        e->f[i] = ev->f[i];
+        e->f[i].name = (uint32_t)global_id(x, ev->f[i].name);
+    }
+    sc->total++;
+    return 0;
+}
+
+static int show_block(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    return each_event(ctx, k, data, n, show_event);
+}
+
+static const dsq_dict *sort_dict; /* qsort has no context argument */
+
+static int str_cmp_ids(uint32_t a, uint32_t b)
+{
+    if (a == b)
+        return 0;
+    return strcmp(a ? dsq_dict_str(sort_dict, a, NULL) : "", b ? dsq_dict_str(sort_dict, b, NULL) : "");
+}
+
+/* Time order; ties by run, host, rank, file and line. */
+static int cmp_shown(const void *pa, const void *pb)
+{
+    const shown *a = pa, *b = pb;
+    int c;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if ((c = str_cmp_ids(a->run, b->run)) || (c = str_cmp_ids(a->host, b->host)))
+        return c;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if ((c = str_cmp_ids(a->file, b->file)))
+        return c;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+static int show_result(exec *x, show_ctx *sc, size_t limit, dsq_result **out)
+{
+    static const char *const names[] = {"time", "run", "host", "rank", "kind", "label",
+                                        "fields", "text", "file", "line"};
+    size_t cap = DSQ_EV_MAXF * (DSQ_Q_NAME + 48);
+    dsq_result *r = dsq_result_new(10, names);
+    char *fields = malloc(cap);
+    if (!r || !fields) {
+        dsq_result_free(r);
+        free(fields);
+        return dsq_error_set(x->err, DSQ_ENOMEM, "result");
+    }
+    sort_dict = x->gdict;
+    qsort(sc->v, sc->n, sizeof *sc->v, cmp_shown);
+    size_t n = limit && limit < sc->n ? limit : sc->n;
+    for (size_t i = 0; i < n; i++) {
+        const shown *e = &sc->v[i];
+        size_t len = 0;
+        fields[0] = 0;
+        for (int f = 0; f < e->nf && len < cap; f++) {
+            char num[64];
+            dsq_format_number(e->f[f].v, 0, num, sizeof num);
+            const char *u = dsq_unit_name(e->f[f].unit);
+            len += (size_t)snprintf(fields + len, cap - len, "%s%s=%s%s%s", f ? " " : "",
+                                    dsq_dict_str(x->gdict, e->f[f].name, NULL), num,
+                                    *u && *u != '%' ? " " : "", u);
+        }
+        dsq_cell cells[10] = {
+            {.v = (double)e->t, .unit = DSQ_U_TIME, .is_null = e->t == DSQ_TIME_NONE},
+            {.s = e->run ? dsq_dict_str(x->gdict, e->run, NULL) : "-"},
+            {.s = e->host ? dsq_dict_str(x->gdict, e->host, NULL) : "-"},
+            {.v = e->rank, .is_int = 1, .is_null = e->rank < 0},
+            {.s = dsq_ev_kind_name(e->kind)},
+            {.s = e->label ? dsq_dict_str(x->gdict, e->label, NULL) : ""},
+            {.s = fields},
+            {.s = e->text ? dsq_dict_str(x->gdict, e->text, NULL) : ""},
+            {.s = e->file ? dsq_dict_str(x->gdict, e->file, NULL) : ""},
+            {.v = e->line, .is_int = 1},
+        };
+        if (dsq_result_add_row(r, cells)) {
+            dsq_result_free(r);
+            free(fields);
+            return dsq_error_set(x->err, DSQ_ENOMEM, "result");
+        }
+    }
+    free(fields);
+    *out = r;
+    return 0;
+}
+
+int dsq_query_show(const dsq_query *q, dsq_store *const *stores, int nstores, size_t limit,
+                   dsq_result **out, uint64_t *matched, dsq_error *err)
+{
+    exec x = {.q = q, .err = err};
+    show_ctx sc = {0};
+    int status = 0;
+    x.show = &sc;
+    if (dsq_dict_new(&x.gdict)) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "query");
+        goto done;
+    }
+    name_seen seen;
+    memset(&seen, 0, sizeof seen);
+    for (int i = 0; i < nstores; i++) {
+        if ((status = store_open(&x, stores[i])))
+            goto done;
+        note_names(&x, &seen);
+    }
+    if ((status = names_error(&x, &seen)))
+        goto done;
+    for (int i = 0; i < nstores; i++) {
+        if ((status = store_open(&x, stores[i])) ||
+            (status = dsq_store_scan_sources(stores[i], note_source, &x, err)))
+            goto done;
+        resolve(&x);
+        uint32_t run = pinned_run(&x, q->where);
+        if (run != UINT32_MAX && (status = dsq_store_scan_blocks(x.st, run, show_block, &x, err)))
+            goto done;
+    }
+    *matched = sc.total;
+    status = show_result(&x, &sc, limit, out);
+done:
+    free(sc.v);
+    exec_free(&x);
+    return status;
 }

@@ -92,6 +92,12 @@ int dsq_query_run(const dsq_query *q, dsq_store *const *stores, int nstores, dsq
 int dsq_query_run_opts(const dsq_query *q, dsq_store *const *stores, int nstores, int scan_only,
                        dsq_result **out, dsq_error *err);
 
+/* The events q's where clause selects (its aggregates and groups are ignored), in
+ * time order across files, hosts and indexes, as a table: time run host rank kind
+ * label fields text file line. limit 0 = all; *matched = how many matched. */
+int dsq_query_show(const dsq_query *q, dsq_store *const *stores, int nstores, size_t limit,
+                   dsq_result **out, uint64_t *matched, dsq_error *err);
+
 /* A time literal ("2024-07-20", "2024-07-20 21:30", "2024-07-20 21:30:05", 'T'
  * allowed) as microseconds since the epoch. 0 or -1. */
 int dsq_query_time(const char *s, double *out);

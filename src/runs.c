@@ -1,4 +1,6 @@
-/* Run listing (see runs.h): one line per run, merged by name over every index.
+/* Discovery listings (see runs.h): runs and fields, merged by name over every index.
+ *
+ * Runs: one line per run.
  *
  * Everything comes from small tables: the source records (files, lines, damage),
  * the per-kind count series (events, time span, hosts, ranks), the Max_MA series
@@ -230,5 +232,106 @@ done:
     dsq_dict_free(rc.names);
     free(rc.v);
     free(rc.seen);
+    return status;
+}
+
+/* --- fields ------------------------------------------------------------------ */
+
+typedef struct field_info {
+    uint64_t count, runs;
+    double min, max;
+    uint8_t unit;
+} field_info;
+
+typedef struct fields_ctx {
+    runs_ctx rc;          /* names (fields and runs) and the seen set */
+    field_info *v;        /* by field name id */
+    size_t cap;
+} fields_ctx;
+
+static int add_field_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    fields_ctx *fc = ctx;
+    size_t n, rn;
+    const char *name = dsq_dict_str(fc->rc.dict, k->field, &n);
+    const char *run = dsq_dict_str(fc->rc.dict, k->run, &rn);
+    uint32_t id = name ? dsq_dict_intern(fc->rc.names, name, n) : 0;
+    uint32_t rid = run ? dsq_dict_intern(fc->rc.names, run, rn) : 0;
+    if (!name || !rec->count)
+        return 0;
+    if (!id || (run && !rid))
+        return dsq_error_set(fc->rc.err, DSQ_ENOMEM, "fields");
+    if (id >= fc->cap) {
+        size_t cap = fc->cap ? fc->cap : 64;
+        while (cap <= id)
+            cap *= 2;
+        field_info *v = realloc(fc->v, cap * sizeof *v);
+        if (!v)
+            return dsq_error_set(fc->rc.err, DSQ_ENOMEM, "fields");
+        memset(v + fc->cap, 0, (cap - fc->cap) * sizeof *v);
+        fc->v = v;
+        fc->cap = cap;
+    }
+    field_info *f = &fc->v[id];
+    double mn = rec->min, mx = rec->max;
+    if (!f->count) {
+        f->unit = rec->unit;
+        f->min = mn;
+        f->max = mx;
+    } else {
+        mn = dsq_unit_convert(mn, rec->unit, f->unit);
+        mx = dsq_unit_convert(mx, rec->unit, f->unit);
+        f->min = mn < f->min ? mn : f->min;
+        f->max = mx > f->max ? mx : f->max;
+    }
+    f->count += rec->count;
+    int fresh = see(&fc->rc, (uint64_t)id << 32 | rid);
+    if (fresh < 0)
+        return dsq_error_set(fc->rc.err, DSQ_ENOMEM, "fields");
+    f->runs += (uint64_t)fresh;
+    return 0;
+}
+
+int dsq_fields_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_error *err)
+{
+    fields_ctx fc = {.rc = {.err = err}};
+    dsq_result *r = NULL;
+    int status = 0;
+    static const char *const names[] = {"field", "unit", "count", "runs", "min", "max"};
+    if (dsq_dict_new(&fc.rc.names) || !(r = dsq_result_new(6, names))) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "fields");
+        goto done;
+    }
+    for (int i = 0; i < nstores; i++) {
+        fc.rc.dict = dsq_store_dict(stores[i]);
+        if ((status = dsq_store_scan_series(stores[i], 1, DSQ_SERIES_KIND_BASE - 1, 0,
+                                            add_field_series, &fc, err)))
+            goto done;
+    }
+    for (size_t id = 1; id < fc.cap; id++) {
+        const field_info *f = &fc.v[id];
+        if (!f->count)
+            continue;
+        dsq_cell cells[6] = {
+            {.s = dsq_dict_str(fc.rc.names, (uint32_t)id, NULL)},
+            {.s = dsq_unit_name(f->unit)},
+            {.v = (double)f->count, .is_int = 1},
+            {.v = (double)f->runs, .is_int = 1},
+            {.v = f->min, .unit = f->unit},
+            {.v = f->max, .unit = f->unit},
+        };
+        if (dsq_result_add_row(r, cells)) {
+            status = dsq_error_set(err, DSQ_ENOMEM, "fields");
+            goto done;
+        }
+    }
+    dsq_result_sort(r, 1);
+    *out = r;
+    r = NULL;
+done:
+    dsq_result_free(r);
+    dsq_dict_free(fc.rc.names);
+    free(fc.rc.seen);
+    free(fc.v);
     return status;
 }

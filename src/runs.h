@@ -10,4 +10,8 @@
 /* Builds the table of runs, sorted by name. */
 int dsq_runs_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_error *err);
 
+/* Builds the table of numeric fields (name as printed, unit, values, runs that
+ * have it, min, max), sorted by name. */
+int dsq_fields_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_error *err);
+
 #endif
