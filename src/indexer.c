@@ -1,9 +1,11 @@
 /* Indexer (see indexer.h).
  *
- * Per file: stat + fingerprint -> skip if unchanged; else one write transaction:
- * drop the old source, decode members, split lines, scan, buffer events per
- * (host, rank) into blocks, write full blocks, then the member and source records,
- * commit. Decoder, splitter, scanner and block buffers are created once and reused
+ * Per file: stat + fingerprint -> skip if unchanged (and complete); else a write
+ * transaction: drop the old source, decode members, split lines, scan, buffer
+ * events per (host, rank) into blocks and rollups, write full blocks, then the
+ * member and source records, commit. A big file is committed every COMMIT_BYTES
+ * with its source record marked partial, so a killed run leaves whole commits and
+ * the next run redoes the file (drop, then index again). Decoder, splitter, scanner and block buffers are created once and reused
  * for every file. Statistics are added only after a commit succeeds, so a retried
  * file (map grown) is not counted twice.
  */
@@ -30,6 +32,10 @@
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
 #define MAX_MAP_RETRIES 10
+/* A file is committed every COMMIT_BYTES of decoded text, so the open write (its
+ * dirty pages) stays small whatever the file's size. DSQ_COMMIT_BYTES overrides it
+ * (tests use small values to get many commits from small files). */
+#define COMMIT_BYTES ((uint64_t)64 << 20)
 
 typedef struct open_block {
     uint32_t host;
@@ -53,6 +59,9 @@ struct dsq_indexer {
     uint32_t cur_source, cur_run, cur_seq;
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
     dsq_index_stats pend;   /* this file's numbers until its commit succeeds */
+    const char *cur_abs;    /* the file's absolute path (its source record's key) */
+    dsq_source_rec *cur_rec; /* its record so far */
+    uint64_t commit_bytes, since_commit;
     dsq_index_stats st;
     uint64_t progress_mark;
     struct timespec t0;
@@ -181,6 +190,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
         goto nomem;
     if (!params->db_dir || !realpath(params->db_dir, ix->db_real))
         ix->db_real[0] = 0;
+    const char *cb = getenv("DSQ_COMMIT_BYTES");
+    ix->commit_bytes = cb && strtoull(cb, NULL, 10) > 0 ? strtoull(cb, NULL, 10) : COMMIT_BYTES;
     clock_gettime(CLOCK_MONOTONIC, &ix->t0);
     *out = ix;
     return 0;
@@ -286,6 +297,25 @@ static uint32_t host_from_path(dsq_indexer *ix, const char *path)
     return 0;
 }
 
+/* Commits what a big file has given so far, its source record marked partial, and
+ * opens the next write. Events the scanner still holds (a memory report waiting
+ * for its last line) go into a later commit. */
+static int checkpoint(dsq_indexer *ix)
+{
+    dsq_source_rec rec = *ix->cur_rec;
+    int rc;
+    ix->since_commit = 0;
+    if ((rc = flush_blocks(ix)) || (rc = dsq_rollup_checkpoint(ix->roll, ix->cur_err)))
+        return rc;
+    rec.id = ix->cur_source;
+    rec.nblocks = ix->cur_seq;
+    rec.flags |= DSQ_SRC_PARTIAL;
+    if ((rc = dsq_store_source_put(ix->p.store, ix->cur_abs, &rec, ix->cur_err)) ||
+        (rc = dsq_store_commit(ix->p.store, ix->cur_err)))
+        return rc;
+    return dsq_store_begin(ix->p.store, ix->cur_err);
+}
+
 /* Streams one member through splitter and scanner. Returns a write error (stop);
  * a damaged member is reported and ends with what was read. */
 static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_rec *rec,
@@ -321,6 +351,8 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
             return rc;
         ix->pend.bytes_decoded += len;
         maybe_progress(ix, 0);
+        if ((ix->since_commit += len) >= ix->commit_bytes && (rc = checkpoint(ix)))
+            return rc;
     }
     if ((rc = dsq_lines_finish(ix->lines)) || (rc = dsq_scan_end(ix->scan)))
         return rc;
@@ -382,6 +414,9 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     memset(&ix->pend, 0, sizeof ix->pend);
     ix->cur_err = err;
     ix->cur_seq = 0;
+    ix->cur_abs = abs;
+    ix->cur_rec = &rec;
+    ix->since_commit = 0;
     int status = dsq_store_begin(ix->p.store, err);
     if (status)
         return status;
@@ -408,8 +443,8 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
 fail:
     for (int i = 0; i < MAX_OPEN_BLOCKS; i++)
         ix->ob[i].used = 0;
-    if (status == DSQ_ELIMIT)
-        return dsq_store_commit(ix->p.store, err); /* aborts and grows the map */
+    if (status == DSQ_ELIMIT) /* the map is full: abort, grow it (done if a commit hit it) */
+        return dsq_store_writing(ix->p.store) ? dsq_store_commit(ix->p.store, err) : DSQ_ELIMIT;
     dsq_store_abort(ix->p.store);
     return status;
 }
@@ -448,7 +483,8 @@ static int index_file(dsq_indexer *ix, const char *path, const char *run, dsq_er
     if (found < 0)
         return found;
     if (found && old.size == fi.size && old.mtime_ns == fi.mtime_ns &&
-        old.fingerprint == fi.fingerprint && old.run == ix->cur_run) {
+        old.fingerprint == fi.fingerprint && old.run == ix->cur_run &&
+        !(old.flags & DSQ_SRC_PARTIAL)) {
         ix->st.files_unchanged++;
         return 0;
     }

@@ -302,6 +302,8 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     return 0;
 }
 
+int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err) { return dsq_rollup_finish(r, err); }
+
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
 {
     int rc = 0;

@@ -74,5 +74,8 @@ void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source);
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err);
 /* Writes the remaining chunks, the summaries and the attributes. */
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
+/* The same in the middle of a source, before an intermediate commit: everything
+ * so far is written (summaries are rewritten by later checkpoints and finish). */
+int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err);
 
 #endif

@@ -20,6 +20,7 @@
 #include "error.h"
 
 #define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
+#define DSQ_EMPTY_INDEX 1 /* read_txn: nothing to read (not an error) */
 
 struct dsq_store {
     MDB_env *env;
@@ -29,6 +30,7 @@ struct dsq_store {
     dsq_dict *dict;
     uint32_t dict_saved; /* highest dictionary id already in the index */
     int readonly;
+    int empty;        /* read-only: an environment without tables, read as an empty index */
     int map_full;
     int lock_fd;
     char dir[4096];
@@ -127,6 +129,13 @@ static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
              {"srcroll", &st->srcroll}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int rc = mdb_dbi_open(txn, t[i].name, fl, t[i].dbi);
+        MDB_dbi main_db;
+        MDB_stat ms;
+        if (rc == MDB_NOTFOUND && i == 0 && mdb_dbi_open(txn, NULL, 0, &main_db) == 0 &&
+            mdb_stat(txn, main_db, &ms) == 0 && ms.ms_entries == 0) {
+            st->empty = 1; /* created, then stopped before its first commit: no data yet */
+            return 0;
+        }
         if (rc == MDB_NOTFOUND)
             return dsq_error_set(err, DSQ_EINDEX, "%s is not a dsq index (no '%s' table)",
                                  st->dir, t[i].name);
@@ -195,9 +204,9 @@ static int init_tables(dsq_store *st, dsq_error *err)
     if (rc)
         return lmdb_error(err, rc, "starting transaction");
     int status = open_dbis(st, txn, err);
-    if (!status)
+    if (!status && !st->empty)
         status = check_schema(st, txn, err);
-    if (!status)
+    if (!status && !st->empty)
         status = load_dict(st, txn, err);
     if (status) {
         mdb_txn_abort(txn);
@@ -272,6 +281,8 @@ dsq_dict *dsq_store_dict(dsq_store *st) { return st->dict; }
 static int read_txn(dsq_store *st, MDB_txn **txn, int *own, dsq_error *err)
 {
     *own = 0;
+    if (st->empty)
+        return DSQ_EMPTY_INDEX;
     *txn = st->rtxn ? st->rtxn : st->txn;
     if (*txn)
         return 0;
@@ -287,7 +298,7 @@ int dsq_store_source_find(dsq_store *st, const char *path, dsq_source_rec *rec, 
     MDB_txn *txn;
     int own, rc, found = 0;
     if ((rc = read_txn(st, &txn, &own, err)))
-        return rc;
+        return rc == DSQ_EMPTY_INDEX ? 0 : rc;
     MDB_val k = {strlen(path), (void *)path}, v;
     rc = mdb_get(txn, st->sources, &k, &v);
     if (rc == 0 && v.mv_size == sizeof *rec) {
@@ -622,6 +633,8 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     return 0;
 }
 
+int dsq_store_writing(const dsq_store *st) { return st->txn != NULL; }
+
 void dsq_store_abort(dsq_store *st)
 {
     if (st->txn)
@@ -639,7 +652,7 @@ int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, vo
     unsigned char pre[4];
     put_be32(pre, run);
     if ((status = read_txn(st, &txn, &own, err)))
-        return status;
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
     if ((rc = mdb_cursor_open(txn, st->events, &c))) {
         status = lmdb_error(err, rc, "reading events");
         goto done;
@@ -673,7 +686,7 @@ int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq
     int status, rc, own = 0;
     char path[4096];
     if ((status = read_txn(st, &txn, &own, err)))
-        return status;
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
     if ((rc = mdb_cursor_open(txn, st->sources, &c))) {
         status = lmdb_error(err, rc, "reading sources");
         goto done;
@@ -709,7 +722,7 @@ int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, u
     put_be32(pre, field_lo);
     put_be32(pre + 4, run);
     if ((status = read_txn(st, &txn, &own, err)))
-        return status;
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
     if ((rc = mdb_cursor_open(txn, st->series, &c))) {
         status = lmdb_error(err, rc, "reading rollups");
         goto done;
@@ -747,7 +760,7 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, dsq_store_chu
     unsigned char pre[DSQ_SERIES_KEY_LEN];
     series_key_pack(sk, pre);
     if ((status = read_txn(st, &txn, &own, err)))
-        return status;
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
     if ((rc = mdb_cursor_open(txn, st->chunks, &c))) {
         status = lmdb_error(err, rc, "reading rollups");
         goto done;
@@ -776,7 +789,7 @@ int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_err
     MDB_cursor *c = NULL;
     int status, rc, own = 0;
     if ((status = read_txn(st, &txn, &own, err)))
-        return status;
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
     if ((rc = mdb_cursor_open(txn, st->attrs, &c))) {
         status = lmdb_error(err, rc, "reading attributes");
         goto done;

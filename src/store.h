@@ -96,9 +96,14 @@ typedef struct dsq_source_rec {
     uint64_t events;
     uint32_t nblocks;
     uint32_t errors;       /* members or reads that failed */
+    uint32_t flags;        /* DSQ_SRC_PARTIAL: committed in part; redo it */
     uint64_t family_lines[DSQ_REC_FAMILIES];
     uint64_t level_lines[DSQ_REC_LEVELS];
 } dsq_source_rec;
+
+/* A source being indexed in several commits carries this flag until its last
+ * commit; a killed indexer leaves it, and the next run redoes the source. */
+#define DSQ_SRC_PARTIAL 1u
 
 /* One member of a source (for a plain file: the file itself, name ""). */
 typedef struct dsq_member_rec {
@@ -143,6 +148,8 @@ int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t sour
  * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */
 int dsq_store_commit(dsq_store *st, dsq_error *err);
 void dsq_store_abort(dsq_store *st);
+/* 1 while a write transaction is open. */
+int dsq_store_writing(const dsq_store *st);
 
 /* --- reading ------------------------------------------------------------------ */
 /* Called for each block; a non-zero return stops the scan and is returned. */

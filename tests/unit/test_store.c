@@ -452,6 +452,39 @@ static void test_missing_or_foreign_dir(void)
     test_tmpdir_remove(tmp);
 }
 
+static int count_block(void *ctx, const dsq_block_key *k, const void *data, size_t n)
+{
+    (void)k, (void)data, (void)n;
+    ++*(int *)ctx;
+    return 0;
+}
+
+/* An environment created by an indexer killed before its first commit (no tables
+ * yet) reads as an empty index, not as a broken one. */
+static void test_killed_before_first_commit_reads_empty(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    MDB_env *env = NULL;
+    CHECK_INT(mdb_env_create(&env), 0);
+    CHECK_INT(mdb_env_open(env, tmp, 0, 0644), 0);
+    mdb_env_close(env);
+    dsq_store_params p = {tmp, 1};
+    dsq_store *st = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
+    int n = 0;
+    dsq_source_rec rec;
+    if (st) {
+        CHECK_INT(dsq_store_scan_blocks(st, 0, count_block, &n, &err), 0);
+        CHECK_INT(n, 0);
+        CHECK_INT(dsq_store_source_find(st, "/x", &rec, &err), 0);
+    }
+    dsq_store_close(st);
+    test_tmpdir_remove(tmp);
+}
+
 /* An index written with another schema version is refused, with a hint. */
 static void test_schema_mismatch(void)
 {
@@ -517,4 +550,4 @@ static void test_key_pack(void)
 
 TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
-          T(test_schema_mismatch), T(test_key_pack))
+          T(test_killed_before_first_commit_reads_empty), T(test_schema_mismatch), T(test_key_pack))

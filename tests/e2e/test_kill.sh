@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Crash safety: `dsq index` killed with SIGKILL at 50 random moments. Each time the
+# index left behind opens and answers a query, and running the same command again
+# gives exactly the index an uninterrupted run gives: the same events (all of
+# them, in time order, with their fields), runs, fields and per-file counts.
+# DSQ_COMMIT_BYTES makes the 4 MB file commit every 128 KiB, so kills land between,
+# inside and after its many commits. DSQ_KILL_ROUNDS overrides the 50.
+source "$(dirname "$0")/lib.sh"
+e2e_init
+need_tool python3 python3
+need_tool zstd zstd
+
+ARCH="$DSQ_TMP/archive"
+mkdir -p "$ARCH/big-run" "$ARCH/small"
+python3 "$DSQ_SRC/tools/gen-log.py" 4 "$ARCH/big-run/gpu001.log" --hosts 4 2>/dev/null
+python3 "$DSQ_SRC/tools/gen-log.py" 1 "$DSQ_TMP/z.log" --hosts 2 --seed 3 2>/dev/null
+zstd -q "$DSQ_TMP/z.log" -o "$ARCH/big-run/gpu002.log.zst"
+cp -r "$SAMPLE"/* "$ARCH/small/"
+export DSQ_COMMIT_BYTES=131072
+
+dump() { # DB: everything the index answers, as text
+    "$DSQ" --db "$1" --csv show --limit 0 2>/dev/null
+    "$DSQ" --db "$1" --csv runs
+    "$DSQ" --db "$1" --csv fields
+    "$DSQ" --db "$1" --csv "count, max Max_MA, p95 Max_MA by file, host, rank"
+}
+
+CLEAN="$DSQ_TMP/clean"
+start=$(date +%s%N)
+index_ok "uninterrupted index" "$CLEAN" "$ARCH"
+ms=$((($(date +%s%N) - start) / 1000000 + 20))
+dump "$CLEAN" >"$DSQ_TMP/clean.txt"
+check "the clean dump has the events" test "$(wc -l <"$DSQ_TMP/clean.txt")" -gt 10000
+
+rounds=${DSQ_KILL_ROUNDS:-50}
+bad=0 killed=0 unusable=0
+for ((i = 0; i < rounds; i++)); do
+    db="$DSQ_TMP/k"
+    rm -rf "$db"
+    "$DSQ" --db "$db" -q index "$ARCH" >/dev/null 2>&1 &
+    pid=$!
+    sleep "$(printf '0.%03d' $((RANDOM % ms % 1000)))"
+    kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
+    wait "$pid" 2>/dev/null
+    if [ -e "$db/data.mdb" ]; then # what the kill left opens and answers
+        "$DSQ" --db "$db" "count" >/dev/null 2>"$DSQ_TMP/q.err" || { unusable=$((unusable + 1)); echo "round $i: index unusable after the kill: $(cat "$DSQ_TMP/q.err")"; }
+    fi
+    "$DSQ" --db "$db" -q index "$ARCH" >/dev/null 2>"$DSQ_TMP/rerun.err" ||
+        { bad=$((bad + 1)); echo "round $i: re-run failed: $(cat "$DSQ_TMP/rerun.err")"; continue; }
+    if ! dump "$db" | cmp -s - "$DSQ_TMP/clean.txt"; then
+        bad=$((bad + 1))
+        echo "round $i: the re-run index differs from the clean one:"
+        dump "$db" | diff - "$DSQ_TMP/clean.txt" | head -5
+    fi
+done
+echo "$rounds rounds, $killed killed while running (the rest had finished: ${ms} ms budget)"
+expect_eq "every killed index opened and answered" 0 "$unusable"
+expect_eq "every re-run equals the uninterrupted index" 0 "$bad"
+check "most kills hit a running indexer" test "$killed" -ge $((rounds / 2))
+e2e_finish
