@@ -14,11 +14,14 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSQ_FUZZ=O
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(scan pdsh prefix deepspeed hf megatron mmengine glog torchrun
-                                     traceback pywarn nccl misc)
+                                     traceback pywarn nccl misc lines time query input)
 for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"
-  cp -n tests/golden/*/*.log tests/fuzz/corpus/* "$corpus/" 2>/dev/null || true
+  case $t in
+    time|query|input) cp -n tests/fuzz/corpus-"$t"/* "$corpus/" 2>/dev/null || true ;;
+    *) cp -n tests/golden/*/*.log tests/fuzz/corpus/* "$corpus/" 2>/dev/null || true ;;
+  esac
   echo "== fuzz_$t for ${secs}s"
   (cd build-fuzz && ./tests/fuzz/fuzz_"$t" -max_total_time="$secs" -max_len=65536 \
      -print_final_stats=1 "corpus/$t" 2>&1 | grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY" || true)

@@ -7,6 +7,7 @@
  *   <grammar>   bytes -> line splitter -> that one recognizer on every line
  *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
  *               traceback, pywarn, nccl, misc)
+ *   lines time query input   see fuzz_surfaces.c
  *
  * The same file links with fuzz_replay.c into an ordinary program that runs the
  * checked-in seeds (the golden logs) as a ctest, so every target is exercised in
@@ -18,6 +19,7 @@
 
 #include "dict.h"
 #include "event.h"
+#include "fuzz_surfaces.h"
 #include "grammar.h"
 #include "lines.h"
 #include "scan.h"
@@ -71,6 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static dsq_dict *dict;
     static dsq_scan *sc;
     static dsq_lines *lb;
+    if (fuzz_surface(STR(FUZZ_TARGET), data, size))
+        return 0;
     int (*fn)(const char *, size_t, dsq_match *) = target_fn();
     if (!lb) {
         dsq_dict_new(&dict);

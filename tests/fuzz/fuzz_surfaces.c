@@ -1,0 +1,145 @@
+/* libFuzzer targets for the surfaces below the grammars (see fuzz_target.c for
+ * how targets are built and replayed):
+ *
+ *   lines   bytes -> line splitter in input-chosen chunks; every line handed out
+ *           must respect the cap and end on its sentinel ('\n' or '\r')
+ *   time    bytes -> the query time literal parser, and civil <-> epoch
+ *           conversions of the numbers the bytes make (round trips checked)
+ *   query   bytes -> the query parser; an error must point inside the text
+ *   input   bytes -> a file -> format detection and every decoder (zstd, gzip,
+ *           xz, bzip2, tar, zip, nested members), every member read to the end
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz_surfaces.h"
+#include "input.h"
+#include "lines.h"
+#include "query.h"
+#include "timeconv.h"
+
+#define MAX_LINE 4096
+
+static int check_line(void *ctx, const char *line, size_t len, unsigned flags)
+{
+    (void)ctx, (void)flags;
+    if (len > MAX_LINE || (line[len] != '\n' && line[len] != '\r'))
+        abort();
+    return 0;
+}
+
+static void fuzz_lines(const uint8_t *data, size_t size)
+{
+    static dsq_lines *lb;
+    if (!lb) {
+        dsq_lines_params lp = {MAX_LINE, check_line, NULL};
+        if (dsq_lines_new(&lp, &lb))
+            abort();
+    }
+    size_t chunk = size ? (size_t)data[0] % 97 + 1 : 1;
+    dsq_lines_reset(lb);
+    for (size_t off = 0; off < size; off += chunk) {
+        size_t n = size - off < chunk ? size - off : chunk;
+        char *copy = malloc(n); /* exact size: ASan sees any read past the chunk */
+        memcpy(copy, data + off, n);
+        dsq_lines_feed(lb, copy, n);
+        free(copy);
+    }
+    dsq_lines_finish(lb);
+}
+
+static char *cstr(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (!s)
+        abort();
+    memcpy(s, data, size);
+    s[size] = 0;
+    return s;
+}
+
+static void fuzz_time(const uint8_t *data, size_t size)
+{
+    char *s = cstr(data, size);
+    double t;
+    char out[64];
+    if (dsq_query_time(s, &t) == 0)
+        dsq_time_format((int64_t)t, out);
+    if (size >= 8) { /* civil fields from the bytes; in range ones must round-trip */
+        int y = 1900 + data[0] % 200, mo = 1 + data[1] % 12, d = 1 + data[2] % 28;
+        int h = data[3] % 24, mi = data[4] % 60, sec = data[5] % 60, us = (data[6] << 8 | data[7]) * 15;
+        int64_t e = dsq_time_from_civil(y, mo, d, h, mi, sec, us);
+        if (dsq_time_year(e) != y)
+            abort();
+        dsq_time_format(e, out);
+        int64_t any;
+        memcpy(&any, data, 8);
+        dsq_time_year(any);
+        dsq_time_format(any, out);
+    }
+    free(s);
+}
+
+static void fuzz_query(const uint8_t *data, size_t size)
+{
+    char *s = cstr(data, size);
+    dsq_query q;
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (dsq_query_parse(s, &q, &err) != 0 &&
+        (err.offset < 0 || (size_t)err.offset > strlen(s) || err.length < 0))
+        abort();
+    free(s);
+}
+
+static void fuzz_input(const uint8_t *data, size_t size)
+{
+    static dsq_input *in;
+    static char path[64];
+    if (!in) {
+        snprintf(path, sizeof path, "/tmp/dsq-fuzz-input-%d", (int)getpid());
+        if (dsq_input_new(&in))
+            abort();
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    fwrite(data, 1, size, f);
+    fclose(f);
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (dsq_input_open(in, path, &err) == 0) {
+        dsq_member_info mi;
+        uint64_t total = 0;
+        while (total < ((uint64_t)64 << 20) && dsq_input_next_member(in, &mi, &err) == 1) {
+            const char *p;
+            size_t n;
+            while (dsq_input_read(in, &p, &n, &err) == 0 && n > 0 && total < ((uint64_t)64 << 20)) {
+                volatile char first = p[0], last = p[n - 1]; /* the view must be readable */
+                (void)first, (void)last;
+                total += n;
+            }
+            dsq_input_take_damage(in, &err);
+        }
+        dsq_input_close(in);
+    }
+    unlink(path);
+}
+
+int fuzz_surface(const char *name, const uint8_t *data, size_t size)
+{
+    if (strcmp(name, "lines") == 0)
+        fuzz_lines(data, size);
+    else if (strcmp(name, "time") == 0)
+        fuzz_time(data, size);
+    else if (strcmp(name, "query") == 0)
+        fuzz_query(data, size);
+    else if (strcmp(name, "input") == 0)
+        fuzz_input(data, size);
+    else
+        return 0;
+    return 1;
+}
