@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 #include "dsq/dsq.h"
 #include "error.h"
 #include "indexer.h"
+#include "prune.h"
 #include "query.h"
 #include "result.h"
 #include "runs.h"
@@ -37,6 +39,9 @@ static const char usage_text[] =
     "  dsq fields                       list numeric fields: unit, count, runs, min, max\n"
     "  dsq show [CONDITION]             the events a condition selects, in time order\n"
     "                                   across files, e.g. dsq show \"run = x and kind = failure\"\n"
+    "  dsq prune                        drop indexed files that no longer exist (until\n"
+    "                                   then they stay queryable, counted as missing)\n"
+    "  dsq drop RUN...                  drop whole runs (to index them again from scratch)\n"
     "  dsq explain --stats PATH...      what dsq recognizes in these logs: lines per\n"
     "                                   family, events per kind, unrecognized shapes\n"
     "  dsq help                         this text\n"
@@ -405,6 +410,45 @@ static int cmd_runs(cli *c)
     return code;
 }
 
+/* `dsq prune` (files gone from disk) and `dsq drop RUN...` (whole runs). */
+static int cmd_prune(cli *c, int drop)
+{
+    dsq_error err;
+    dsq_store *st = NULL;
+    uint64_t dropped = 0;
+    dsq_error_clear(&err);
+    if (drop ? c->nargs < 2 : c->nargs != 1) {
+        fprintf(stderr, drop ? "dsq drop: name the runs to drop: dsq drop RUN...\n"
+                             : "dsq prune takes no arguments (it drops files that are gone)\n");
+        return EXIT_USAGE;
+    }
+    if (c->ndbs > 1) {
+        fprintf(stderr, "dsq %s: changes one index: give one --db\n", drop ? "drop" : "prune");
+        return EXIT_USAGE;
+    }
+    struct stat sb;
+    if (stat(c->db, &sb) != 0) {
+        fprintf(stderr, "dsq: no index at %s\n", c->db);
+        return EXIT_INDEX;
+    }
+    dsq_store_params sp = {.dir = c->db, .readonly = 0};
+    int code = 0;
+    if (dsq_store_open(&sp, &st, &err) != 0 ||
+        dsq_prune(st, drop ? c->args + 1 : NULL, drop ? c->nargs - 1 : 0, &dropped, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        code = EXIT_INDEX;
+    } else {
+        printf("dropped %llu %s from %s\n", (unsigned long long)dropped,
+               dropped == 1 ? "file" : "files", c->db);
+        if (drop && dropped == 0) {
+            fprintf(stderr, "dsq drop: no such run in the index (dsq runs lists them)\n");
+            code = EXIT_SKIPPED;
+        }
+    }
+    dsq_store_close(st);
+    return code;
+}
+
 static int cmd_fields(cli *c)
 {
     readers rd;
@@ -544,6 +588,10 @@ int main(int argc, char **argv)
         code = cmd_fields(&c);
     } else if (strcmp(c.args[0], "show") == 0) {
         code = cmd_show(&c);
+    } else if (strcmp(c.args[0], "prune") == 0) {
+        code = cmd_prune(&c, 0);
+    } else if (strcmp(c.args[0], "drop") == 0) {
+        code = cmd_prune(&c, 1);
     } else if (strcmp(c.args[0], "query") == 0 && c.nargs == 2) {
         code = cmd_query(&c, c.args[1]);
     } else if (c.nargs == 1) {

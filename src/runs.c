@@ -1,6 +1,7 @@
 /* Discovery listings (see runs.h): runs and fields, merged by name over every index.
  *
- * Runs: one line per run.
+ * Runs: one line per run. Files whose path no longer exists are counted as missing
+ * (one stat per file).
  *
  * Everything comes from small tables: the source records (files, lines, damage),
  * the per-kind count series (events, time span, hosts, ranks), the Max_MA series
@@ -9,8 +10,10 @@
  */
 #include "runs.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "num.h"
@@ -18,7 +21,7 @@
 #include "timeconv.h"
 
 typedef struct run_info {
-    uint64_t files, lines, events, errors, hosts, ranks;
+    uint64_t files, lines, events, errors, hosts, ranks, missing;
     int64_t start, end;   /* DSQ_TIME_NONE when no event had a time */
     uint32_t failure;     /* gdict id of the failure class, 0 if none */
     int64_t failure_t;
@@ -94,12 +97,14 @@ static int add_source(void *ctx, const char *path, const dsq_source_rec *rec)
 {
     runs_ctx *rc = ctx;
     run_info *ri = info(rc, rec->run);
-    (void)path;
     if (!ri)
         return dsq_error_set(rc->err, DSQ_ENOMEM, "runs");
     ri->files++;
     ri->lines += rec->lines;
     ri->errors += rec->errors;
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        ri->missing++; /* still queryable until `dsq prune` */
     return 0;
 }
 
@@ -191,9 +196,10 @@ int dsq_runs_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_e
     runs_ctx rc = {.err = err};
     dsq_result *r = NULL;
     int status = 0;
-    static const char *const names[] = {"run",   "start", "duration", "hosts",   "ranks",      "files",
-                                        "lines", "events", "failure", "peak Max_MA", "damaged"};
-    if (dsq_dict_new(&rc.names) || !(r = dsq_result_new(11, names))) {
+    static const char *const names[] = {"run",     "start",       "duration", "hosts",
+                                        "ranks",   "files",       "lines",    "events",
+                                        "failure", "peak Max_MA", "damaged",  "missing"};
+    if (dsq_dict_new(&rc.names) || !(r = dsq_result_new(12, names))) {
         status = dsq_error_set(err, DSQ_ENOMEM, "runs");
         goto done;
     }
@@ -205,7 +211,7 @@ int dsq_runs_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_e
         if (!ri->files && !ri->events)
             continue;
         int timed = ri->start != DSQ_TIME_NONE && ri->end != DSQ_TIME_NONE;
-        dsq_cell cells[11] = {
+        dsq_cell cells[12] = {
             {.s = dsq_dict_str(rc.names, (uint32_t)id, NULL)},
             {.v = (double)ri->start, .unit = DSQ_U_TIME, .is_null = ri->start == DSQ_TIME_NONE},
             {.v = timed ? (double)(ri->end - ri->start) / 1e6 : 0, .unit = DSQ_U_S,
@@ -218,6 +224,7 @@ int dsq_runs_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq_e
             {.s = ri->failure ? dsq_dict_str(rc.names, ri->failure, NULL) : "-"},
             {.v = ri->peak, .unit = ri->peak_unit, .is_null = !ri->has_peak},
             {.v = (double)ri->errors, .is_int = 1},
+            {.v = (double)ri->missing, .is_int = 1},
         };
         if (dsq_result_add_row(r, cells)) {
             status = dsq_error_set(err, DSQ_ENOMEM, "runs");

@@ -50,7 +50,7 @@ expect_contains "dsq fields: Max_MA in GB" "Max_MA" "$OUT"
 expect_contains "dsq fields: header" "field" "$OUT"
 
 run_dsq --db "$ALL" --csv runs
-expect_contains "dsq runs: columns" "run,start,duration,hosts,ranks,files,lines,events,failure,peak Max_MA,damaged" "$OUT"
+expect_contains "dsq runs: columns" "run,start,duration,hosts,ranks,files,lines,events,failure,peak Max_MA,damaged,missing" "$OUT"
 expect_contains "dsq runs: llama peak" "llama7b-zero3,2024-07-20 21:29:58.101" "$OUT"
 
 run_dsq --db "$ALL" --csv show "run = llama7b-zero3 and Max_MA > 20"

@@ -1,6 +1,7 @@
 /* Run listing over indexes written through the store and rollup APIs: files,
  * lines and damage from the source records; events, time span, hosts and ranks
  * from the count series; the first failure's class; the peak Max_MA across units;
+ * files no longer on disk as missing;
  * and the same run spread over two indexes listed once, merged. */
 #include <stdlib.h>
 
@@ -93,7 +94,7 @@ static dsq_store *open_store(const char *dir, int ro)
     return st;
 }
 
-#define HEAD "run,start,duration,hosts,ranks,files,lines,events,failure,peak Max_MA,damaged\n"
+#define HEAD "run,start,duration,hosts,ranks,files,lines,events,failure,peak Max_MA,damaged,missing\n"
 
 static void test_runs_columns_and_merge(void)
 {
@@ -131,8 +132,9 @@ static void test_runs_columns_and_merge(void)
 
     st = open_store(a, 1);
     csv = runs_csv(&st, 1);
-    CHECK_STR(csv, HEAD "llama,2024-07-20 00:00:30.000,7170,2,4,2,150,7,cuda_oom,21.37,1\n"
-                        "zeta,,,0,0,1,10,0,-,,0\n");
+    /* the paths do not exist on this machine: every file counts as missing */
+    CHECK_STR(csv, HEAD "llama,2024-07-20 00:00:30.000,7170,2,4,2,150,7,cuda_oom,21.37,1,2\n"
+                        "zeta,,,0,0,1,10,0,-,,0,1\n");
     free(csv);
 
     /* a second index with more of llama (a later failure, a bigger peak in MB, a
@@ -153,9 +155,9 @@ static void test_runs_columns_and_merge(void)
     st2 = open_store(b, 1);
     dsq_store *both[2] = {st, st2};
     csv = runs_csv(both, 2);
-    CHECK_STR(csv, HEAD "bert,,,0,0,1,7,1,-,1,0\n"
-                        "llama,2024-07-20 00:00:10.000,7190,3,6,3,155,9,cuda_oom,30,1\n"
-                        "zeta,,,0,0,1,10,0,-,,0\n");
+    CHECK_STR(csv, HEAD "bert,,,0,0,1,7,1,-,1,0,1\n"
+                        "llama,2024-07-20 00:00:10.000,7190,3,6,3,155,9,cuda_oom,30,1,3\n"
+                        "zeta,,,0,0,1,10,0,-,,0,1\n");
     free(csv);
     dsq_result *r = NULL;
     CHECK_INT(dsq_runs_list(both, 2, &r, &err), 0);
