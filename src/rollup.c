@@ -19,9 +19,10 @@
 #include "timeconv.h"
 #include "varint.h"
 
-/* A chunk is written before it outgrows one LMDB overflow page (4096 bytes less
- * the page header); a pair takes at most DSQ_VARINT_MAX + DSQ_NUM_MAX bytes. */
-#define CHUNK_BYTES (4080 - DSQ_VARINT_MAX - DSQ_NUM_MAX)
+/* A chunk holds up to 32 KiB of pairs before it is written (zstd-packed by the
+ * store, typically to 8-12 KiB: whole LMDB overflow pages waste little); a pair
+ * takes at most DSQ_VARINT_MAX + DSQ_NUM_MAX bytes. */
+#define CHUNK_BYTES (32768 - DSQ_VARINT_MAX - DSQ_NUM_MAX)
 #define MAX_ATTRS 256
 
 double dsq_unit_convert(double v, uint8_t from, uint8_t to)

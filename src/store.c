@@ -4,6 +4,10 @@
  * commit/abort; dictionary ids above `dict_saved` exist only in memory until the
  * next commit writes them (in the same transaction as the events that use them).
  * The map starts large (it is sparse on disk) and doubles on MDB_MAP_FULL.
+ *
+ * Event blocks and rollup chunks are stored packed: a tag byte, 'Z' and a zstd
+ * frame (level 1) when that is smaller, else 'R' and the bytes as they are.
+ * Readers get the unpacked bytes in a buffer the store reuses.
  */
 #include "store.h"
 
@@ -16,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "error.h"
 
@@ -33,6 +38,10 @@ struct dsq_store {
     int empty;        /* read-only: an environment without tables, read as an empty index */
     int map_full;
     int lock_fd;
+    ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
+    ZSTD_DCtx *zd;
+    unsigned char *raw, *packed, *unpacked; /* reused buffers */
+    size_t raw_cap, packed_cap, unpacked_cap;
     char dir[4096];
 };
 
@@ -84,6 +93,81 @@ void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k)
     k->t_us = (int64_t)(get_be64(in + 12) ^ (1ull << 63));
     k->source = get_be32(in + 20);
     k->seq = get_be32(in + 24);
+}
+
+#define PACK_LEVEL 1
+
+static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
+
+static int reserve(unsigned char **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 4096;
+    while (c < n)
+        c *= 2;
+    unsigned char *b = realloc(*buf, c);
+    if (!b)
+        return -1;
+    *buf = b;
+    *cap = c;
+    return 0;
+}
+
+/* Packs st->raw[0..n) into st->packed; returns its length, 0 when out of memory. */
+static size_t pack(dsq_store *st, size_t n)
+{
+    size_t bound = ZSTD_compressBound(n) + 1;
+    if (reserve(&st->packed, &st->packed_cap, bound > n + 1 ? bound : n + 1))
+        return 0;
+    if (!st->zc && !(st->zc = ZSTD_createCCtx()))
+        return 0;
+    size_t z = ZSTD_compressCCtx(st->zc, st->packed + 1, bound - 1, st->raw, n, PACK_LEVEL);
+    if (!ZSTD_isError(z) && z + 1 < n + 1) {
+        st->packed[0] = 'Z';
+        return z + 1;
+    }
+    st->packed[0] = 'R';
+    memcpy(st->packed + 1, st->raw, n);
+    return n + 1;
+}
+
+/* The bytes of a packed value; 0, or -1 when it is damaged (or memory ran out). */
+static int unpack(dsq_store *st, const MDB_val *v, const void **data, size_t *n)
+{
+    const unsigned char *p = v->mv_data;
+    if (v->mv_size < 1)
+        return -1;
+    if (p[0] == 'R') {
+        *data = p + 1;
+        *n = v->mv_size - 1;
+        return 0;
+    }
+    if (p[0] != 'Z')
+        return -1;
+    unsigned long long size = ZSTD_getFrameContentSize(p + 1, v->mv_size - 1);
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1u << 30) ||
+        reserve(&st->unpacked, &st->unpacked_cap, (size_t)size + 1) ||
+        (!st->zd && !(st->zd = ZSTD_createDCtx())))
+        return -1;
+    size_t got = ZSTD_decompressDCtx(st->zd, st->unpacked, (size_t)size + 1, p + 1, v->mv_size - 1);
+    if (ZSTD_isError(got) || got != size)
+        return -1;
+    *data = st->unpacked;
+    *n = got;
+    return 0;
+}
+
+/* Puts st->raw[0..n), packed. */
+static int put_packed(dsq_store *st, MDB_dbi dbi, MDB_val *k, size_t n, dsq_error *err,
+                      const char *what)
+{
+    size_t len = pack(st, n);
+    if (!len)
+        return dsq_error_set(err, DSQ_ENOMEM, "%s: out of memory", what);
+    MDB_val v = {len, st->packed};
+    int rc = mdb_put(st->txn, dbi, k, &v, 0);
+    return rc ? put_failed(st, rc, err, what) : 0;
 }
 
 /* mkdir -p for the index directory. */
@@ -269,6 +353,11 @@ void dsq_store_close(dsq_store *st)
     if (st->env)
         mdb_env_close(st->env);
     dsq_dict_free(st->dict);
+    ZSTD_freeCCtx(st->zc);
+    ZSTD_freeDCtx(st->zd);
+    free(st->raw);
+    free(st->packed);
+    free(st->unpacked);
     if (st->lock_fd >= 0)
         close(st->lock_fd);
     free(st);
@@ -471,12 +560,14 @@ int dsq_store_block_put(dsq_store *st, const dsq_block_key *bk, const dsq_block 
         c >>= 7;
     } while (c);
     dsq_block_key_pack(bk, key);
-    MDB_val k = {sizeof key, key}, v = {h + b->len, NULL};
-    int rc = mdb_put(st->txn, st->events, &k, &v, MDB_RESERVE);
+    MDB_val k = {sizeof key, key};
+    if (reserve(&st->raw, &st->raw_cap, h + b->len))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing events: out of memory");
+    memcpy(st->raw, hdr, h);
+    memcpy(st->raw + h, b->buf, b->len);
+    int rc = put_packed(st, st->events, &k, h + b->len, err, "writing events");
     if (rc)
-        return put_failed(st, rc, err, "writing events");
-    memcpy(v.mv_data, hdr, h);
-    memcpy((unsigned char *)v.mv_data + h, b->buf, b->len);
+        return rc;
     put_be32(skey, bk->source);
     put_be32(skey + 4, bk->seq);
     MDB_val sk = {8, skey}, sv = {sizeof key, key};
@@ -560,9 +651,11 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, c
     unsigned char key[DSQ_SERIES_KEY_LEN + 4];
     series_key_pack(sk, key);
     put_be32(key + DSQ_SERIES_KEY_LEN, seq);
-    MDB_val k = {sizeof key, key}, v = {n, (void *)data};
-    int rc = mdb_put(st->txn, st->chunks, &k, &v, 0);
-    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+    MDB_val k = {sizeof key, key};
+    if (reserve(&st->raw, &st->raw_cap, n))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    memcpy(st->raw, data, n);
+    return put_packed(st, st->chunks, &k, n, err, "writing rollups");
 }
 
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
@@ -665,8 +758,14 @@ int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, vo
         if (run && memcmp(k.mv_data, pre, 4) != 0)
             break;
         dsq_block_key bk;
+        const void *data;
+        size_t n;
         dsq_block_key_unpack(k.mv_data, &bk);
-        if ((status = fn(ctx, &bk, v.mv_data, v.mv_size)))
+        if (unpack(st, &v, &data, &n)) {
+            status = dsq_error_set(err, DSQ_EINDEX, "damaged event block (source %u)", bk.source);
+            goto done;
+        }
+        if ((status = fn(ctx, &bk, data, n)))
             goto done;
     }
     if (rc && rc != MDB_NOTFOUND)
@@ -770,7 +869,13 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, dsq_store_chu
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != sizeof pre + 4 || memcmp(k.mv_data, pre, sizeof pre) != 0)
             break;
-        if ((status = fn(ctx, v.mv_data, v.mv_size)))
+        const void *data;
+        size_t n;
+        if (unpack(st, &v, &data, &n)) {
+            status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup chunk (source %u)", sk->source);
+            goto done;
+        }
+        if ((status = fn(ctx, data, n)))
             goto done;
     }
     if (rc && rc != MDB_NOTFOUND)
