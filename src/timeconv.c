@@ -34,7 +34,12 @@ static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+/* a / b rounded down (b > 0), for every a: no negation, so INT64_MIN + 1 is fine. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
 
 void dsq_time_format(int64_t t_us, char out[64])
 {

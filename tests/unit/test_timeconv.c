@@ -111,5 +111,21 @@ static void test_digits(void)
     CHECK_INT(dsq_time_digits("", 0), 0);
 }
 
-TEST_MAIN(T(test_known_values), T(test_leap_years), T(test_format), T(test_round_trip),
+/* The most negative times (found by fuzzing: rounding down used to negate them
+ * and overflow) format and give a year without undefined behaviour. */
+static void test_extreme_times(void)
+{
+    char out[64];
+    const int64_t ts[] = {INT64_MIN + 1, INT64_MIN + 5, -1, INT64_MAX, INT64_MAX - 999999};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        dsq_time_format(ts[i], out);
+        CHECK(out[0] != 0);
+        (void)dsq_time_year(ts[i]);
+    }
+    dsq_time_format(-1, out);
+    CHECK_STR(out, "1969-12-31 23:59:59");
+    CHECK_INT(dsq_time_year(-1), 1969);
+}
+
+TEST_MAIN(T(test_extreme_times), T(test_known_values), T(test_leap_years), T(test_format), T(test_round_trip),
           T(test_digits))
