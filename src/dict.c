@@ -30,6 +30,7 @@ struct dsq_dict {
     size_t id_cap;
     uint32_t count;
     chunk *chunks;
+    dsq_dict_backing backing; /* .str == NULL: none */
 };
 
 uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed)
@@ -99,8 +100,12 @@ uint32_t dsq_dict_find(const dsq_dict *d, const char *s, size_t n)
 {
     size_t slot;
     const entry *e = lookup(d, s, n, dsq_hash64(s, n, 0), &slot);
-    return e ? e->id : 0;
+    if (e)
+        return e->id;
+    return d->backing.find ? d->backing.find(d->backing.ctx, s, n) : 0;
 }
+
+void dsq_dict_set_backing(dsq_dict *d, const dsq_dict_backing *b) { d->backing = *b; }
 
 static int grow_table(dsq_dict *d)
 {
@@ -184,6 +189,11 @@ uint32_t dsq_dict_intern(dsq_dict *d, const char *s, size_t n)
 
 const char *dsq_dict_str(const dsq_dict *d, uint32_t id, size_t *n)
 {
+    if (id > d->count && d->backing.str && id <= d->backing.count) {
+        const char *s = d->backing.str(d->backing.ctx, id, n);
+        if (s)
+            return s;
+    }
     if (id == 0 || id > d->count) {
         if (n)
             *n = 0;
@@ -194,4 +204,7 @@ const char *dsq_dict_str(const dsq_dict *d, uint32_t id, size_t *n)
     return d->by_id[id];
 }
 
-uint32_t dsq_dict_count(const dsq_dict *d) { return d->count; }
+uint32_t dsq_dict_count(const dsq_dict *d)
+{
+    return d->backing.str && d->backing.count > d->count ? d->backing.count : d->count;
+}

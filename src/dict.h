@@ -28,6 +28,19 @@ const char *dsq_dict_str(const dsq_dict *d, uint32_t id, size_t *n);
 /* Number of ids assigned (the highest id). */
 uint32_t dsq_dict_count(const dsq_dict *d);
 
+/* A dictionary backed by a read-only source (an index opened for queries): ids
+ * and strings it does not hold in memory are looked up there on demand, so opening
+ * an index does not load every string. Backing strings are NUL-terminated and stay
+ * valid as long as the source does. */
+typedef struct dsq_dict_backing {
+    void *ctx;
+    uint32_t count; /* the source holds ids 1..count */
+    const char *(*str)(void *ctx, uint32_t id, size_t *n); /* NULL if absent */
+    uint32_t (*find)(void *ctx, const char *s, size_t n);  /* 0 if absent */
+} dsq_dict_backing;
+
+void dsq_dict_set_backing(dsq_dict *d, const dsq_dict_backing *b);
+
 /* 64-bit hash used by the dictionary and for fingerprints (FNV-1a-style, 8 bytes a step). */
 uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed);
 

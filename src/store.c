@@ -31,7 +31,8 @@ struct dsq_store {
     MDB_env *env;
     MDB_txn *txn;     /* the open write transaction, if any */
     MDB_txn *rtxn;    /* read-only stores: the snapshot every read uses */
-    MDB_dbi meta, dict_db, events, sources, members, srcblocks, series, chunks, attrs, srcroll;
+    MDB_dbi meta, dict_db, dictrev, events, sources, members, srcblocks, series, chunks, attrs,
+        srcroll;
     dsq_dict *dict;
     uint32_t dict_saved; /* highest dictionary id already in the index */
     int readonly;
@@ -210,7 +211,7 @@ static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
     } t[] = {{"meta", &st->meta},       {"dict", &st->dict_db},   {"events", &st->events},
              {"sources", &st->sources}, {"members", &st->members}, {"srcblocks", &st->srcblocks},
              {"series", &st->series},   {"chunks", &st->chunks},   {"attrs", &st->attrs},
-             {"srcroll", &st->srcroll}};
+             {"srcroll", &st->srcroll}, {"dictrev", &st->dictrev}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int rc = mdb_dbi_open(txn, t[i].name, fl, t[i].dbi);
         MDB_dbi main_db;
@@ -251,6 +252,65 @@ static int check_schema(dsq_store *st, MDB_txn *txn, dsq_error *err)
     return 0;
 }
 
+/* --- the dictionary of a read-only index: looked up in the snapshot on demand --- */
+
+static const char *backing_str(void *ctx, uint32_t id, size_t *n)
+{
+    dsq_store *st = ctx;
+    unsigned char key[4];
+    put_be32(key, id);
+    MDB_val k = {4, key}, v;
+    const char *s;
+    if (mdb_get(st->rtxn, st->dict_db, &k, &v) != 0 || v.mv_size < 1 ||
+        (s = v.mv_data)[v.mv_size - 1] != 0)
+        return NULL;
+    if (n)
+        *n = v.mv_size - 1;
+    return s;
+}
+
+static uint32_t backing_find(void *ctx, const char *s, size_t n)
+{
+    dsq_store *st = ctx;
+    unsigned char pre[8];
+    MDB_cursor *c = NULL;
+    uint32_t found = 0;
+    put_be64(pre, dsq_hash64(s, n, 0));
+    if (mdb_cursor_open(st->rtxn, st->dictrev, &c) != 0)
+        return 0;
+    MDB_val k = {8, pre}, v;
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 && !found;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 12 || memcmp(k.mv_data, pre, 8) != 0)
+            break;
+        uint32_t id = get_be32((const unsigned char *)k.mv_data + 8);
+        size_t len;
+        const char *t = backing_str(st, id, &len);
+        if (t && len == n && memcmp(t, s, n) == 0)
+            found = id;
+    }
+    mdb_cursor_close(c);
+    return found;
+}
+
+/* Readers: the dictionary stays in the index; only its size is read now. */
+static int back_dict(dsq_store *st, dsq_error *err)
+{
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    int rc = mdb_cursor_open(st->rtxn, st->dict_db, &c);
+    if (rc)
+        return lmdb_error(err, rc, "reading dictionary");
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND)
+        return lmdb_error(err, rc, "reading dictionary");
+    dsq_dict_backing b = {.ctx = st, .str = backing_str, .find = backing_find,
+                          .count = rc == 0 && k.mv_size == 4 ? get_be32(k.mv_data) : 0};
+    dsq_dict_set_backing(st->dict, &b);
+    return 0;
+}
+
 static int load_dict(dsq_store *st, MDB_txn *txn, dsq_error *err)
 {
     MDB_cursor *c = NULL;
@@ -261,7 +321,13 @@ static int load_dict(dsq_store *st, MDB_txn *txn, dsq_error *err)
     int status = 0;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         uint32_t want = k.mv_size == 4 ? get_be32(k.mv_data) : 0;
-        uint32_t got = dsq_dict_intern(st->dict, v.mv_data, v.mv_size);
+        const char *str = v.mv_data; /* stored with its NUL */
+        if (v.mv_size < 1 || str[v.mv_size - 1] != 0) {
+            status = dsq_error_set(err, DSQ_EINDEX, "dictionary in %s is damaged (id %u)", st->dir,
+                                   want);
+            goto done;
+        }
+        uint32_t got = dsq_dict_intern(st->dict, str, v.mv_size - 1);
         if (got == 0) {
             status = dsq_error_set(err, DSQ_ENOMEM, "loading dictionary");
             goto done;
@@ -290,7 +356,7 @@ static int init_tables(dsq_store *st, dsq_error *err)
     int status = open_dbis(st, txn, err);
     if (!status && !st->empty)
         status = check_schema(st, txn, err);
-    if (!status && !st->empty)
+    if (!status && !st->empty && !st->readonly)
         status = load_dict(st, txn, err);
     if (status) {
         mdb_txn_abort(txn);
@@ -335,6 +401,8 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
         status = lmdb_error(err, rc, "reading index");
         goto fail;
     }
+    if (st->readonly && !st->empty && (status = back_dict(st, err)))
+        goto fail;
     *out = st;
     return 0;
 fail:
@@ -679,9 +747,14 @@ static int save_dict(dsq_store *st, dsq_error *err)
         unsigned char key[4];
         size_t len;
         const char *s = dsq_dict_str(st->dict, id, &len);
+        unsigned char rev[12];
         put_be32(key, id);
-        MDB_val k = {4, key}, v = {len, (void *)s};
-        int rc = mdb_put(st->txn, st->dict_db, &k, &v, MDB_APPEND);
+        put_be64(rev, dsq_hash64(s, len, 0));
+        put_be32(rev + 8, id);
+        MDB_val k = {4, key}, v = {len + 1, (void *)s}, rk = {12, rev}, rv = {0, ""};
+        int rc = mdb_put(st->txn, st->dict_db, &k, &v, MDB_APPEND); /* with its NUL */
+        if (!rc)
+            rc = mdb_put(st->txn, st->dictrev, &rk, &rv, 0);
         if (rc)
             return put_failed(st, rc, err, "writing dictionary");
     }
