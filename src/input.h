@@ -22,6 +22,14 @@
 
 typedef struct dsq_input dsq_input;
 
+/* Decompression bomb guard: a file stops being decoded once its members together
+ * have produced more than DSQ_INPUT_MAX_DECODED bytes AND more than
+ * DSQ_INPUT_MAX_RATIO times the file's own size. The read that crosses the limit
+ * fails with DSQ_ELIMIT (what was read before stays valid) and next_member then
+ * says the file has ended. Plain files are never limited. */
+#define DSQ_INPUT_MAX_DECODED (1ull << 30)
+#define DSQ_INPUT_MAX_RATIO 1000
+
 typedef struct dsq_member_info {
     const char *name;    /* "" for the file itself; view valid until next_member */
     int64_t mtime_ns;    /* member mtime in an archive, else the file's */
