@@ -175,6 +175,7 @@ static int open_archive(dsq_input *in, dsq_error *err)
     archive_read_support_format_tar(in->ar);
     archive_read_support_format_zip(in->ar);
     archive_read_support_format_raw(in->ar); /* a single compressed file */
+    archive_read_support_format_empty(in->ar); /* ... that holds nothing */
     if (archive_read_open_memory(in->ar, in->map, in->size) != ARCHIVE_OK)
         return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
     in->kind = K_ARCHIVE;
@@ -321,6 +322,13 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
         int r = archive_read_next_header(in->ar, &e);
         if (r == ARCHIVE_EOF) {
             in->archive_eof = 1;
+            if (first && archive_format(in->ar) == ARCHIVE_FORMAT_EMPTY &&
+                archive_filter_count(in->ar) > 1) { /* an empty .gz: one empty member */
+                start_member(in);
+                in->member_eof = in->member_started = 1;
+                *mi = (dsq_member_info){"", in->mtime_ns, 0};
+                return 1;
+            }
             return 0;
         }
         if (r == ARCHIVE_FATAL) {
