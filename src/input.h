@@ -4,8 +4,15 @@
  * handed out in one chunk), zstd (libzstd streaming, multi-frame), and through
  * libarchive gzip / xz / bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip
  * archives, whose members are streamed in place (nothing is extracted to disk,
- * member paths are only recorded). A zstd-compressed member inside an archive is
- * decompressed on the fly.
+ * member paths are only recorded, never followed). A zstd, gzip, xz or bzip2
+ * member inside an archive is decompressed on the fly.
+ *
+ * Hostile input is refused with a reason, never read as if it were text: magic
+ * bytes followed by something else, bytes after the end of a single gzip / xz /
+ * bzip2 stream (zero padding excepted), a zip member failing its CRC (after its
+ * data), a member whose first chunk is binary (SNIFF_* in input.c: 30% or more
+ * control bytes or invalid UTF-8, NUL bytes not counted), a member of NUL bytes
+ * only (at its end), and decoding beyond the limit below.
  *
  * The loop follows libarchive's: open, then next_member until it returns 0, and
  * read until it returns an empty chunk. Chunks are views valid until the next read
