@@ -10,8 +10,9 @@
  * Hostile input is refused with a reason, never read as if it were text: magic
  * bytes followed by something else, bytes after the end of a single gzip / xz /
  * bzip2 stream (zero padding excepted), a zip member failing its CRC (after its
- * data), a member whose first chunk is binary (SNIFF_* in input.c: 30% or more
- * control bytes or invalid UTF-8, NUL bytes not counted), a member of NUL bytes
+ * data), a member whose first chunk is binary (SNIFF_* in input.c: 5% or more
+ * control bytes other than whitespace, backspace and ESC, NUL bytes not counted;
+ * text in any encoding has next to none), a member of NUL bytes
  * only (at its end), and decoding beyond the limit below.
  *
  * The loop follows libarchive's: open, then next_member until it returns 0, and

@@ -638,7 +638,8 @@ static void test_zip_bad_crc(void)
 }
 
 /* Binary data and NUL-only members are refused with a reason; text with NUL runs
- * (a crashed writer's tail, a copytruncate hole) or some invalid UTF-8 is not. */
+ * (a crashed writer's tail, a copytruncate hole), stray control bytes or text that
+ * is not UTF-8 is not. */
 static void test_binary_and_nul(void)
 {
     size_t n = 20000;
@@ -678,6 +679,14 @@ static void test_binary_and_nul(void)
     CHECK_INT(test_write_file(tmp, "latin.log", text, tn), 0);
     member w3 = {"", text, tn, 0};
     expect_file("latin.log", "plain", &w3, 1);
+    /* a log in GBK: mostly bytes that are not UTF-8, still text */
+    buf gbk = {0};
+    for (int i = 0; i < 200; i++)
+        buf_add(&gbk, "[INFO] \xd1\xb5\xc1\xb7\xbf\xaa\xca\xbc \xb2\xbd\xd6\xe8 \xcb\xf0\xca\xa7\n", 26);
+    CHECK_INT(test_write_file(tmp, "gbk.log", gbk.p, gbk.n), 0);
+    member w4 = {"", gbk.p, gbk.n, 0};
+    expect_file("gbk.log", "plain", &w4, 1);
+    free(gbk.p);
     free(m.p);
     free(m2.p);
     free(z.p);
