@@ -59,6 +59,9 @@ struct dsq_input {
     uint64_t decode_limit;   /* decoded beyond this: a decompression bomb (see input.h) */
     int stopped;             /* the decode limit was hit: no more members */
     uint64_t member_bytes;   /* bytes handed out for the current member */
+    uint64_t member_raw;     /* bytes of it read from the container (before nested decoding) */
+    int64_t member_size;     /* its size as the container declares it, else -1 */
+    uint64_t skip_pending;   /* bytes the next header read skips (decodes) to get there */
     int all_nul;             /* every byte of the current member so far was NUL */
     int member_started;
     int member_eof;
@@ -254,7 +257,8 @@ static void start_member(dsq_input *in)
 {
     end_nested(in);
     in->member_started = in->member_eof = 0;
-    in->member_bytes = 0;
+    in->member_bytes = in->member_raw = 0;
+    in->member_size = -1;
     in->all_nul = 1;
     in->pending[0] = 0;
     if (in->dctx)
@@ -276,7 +280,7 @@ void dsq_input_close(dsq_input *in)
     in->format = NULL;
     in->member_done = in->data_done = 0;
     in->archive_eof = in->stopped = 0;
-    in->decoded = 0;
+    in->decoded = in->skip_pending = 0;
     in->last_name[0] = in->damage[0] = 0;
 }
 
@@ -312,12 +316,53 @@ static int check_container(dsq_input *in, dsq_error *err)
                          f, f);
 }
 
+static int limit_error(dsq_input *in, dsq_error *err)
+{
+    in->stopped = 1;
+    return dsq_error_set(err, DSQ_ELIMIT,
+                         "decompression bomb: %llu bytes decoded from a %zu-byte file, over the "
+                         "limit (%d GiB and %dx the file size): rest of the file skipped",
+                         (unsigned long long)in->decoded, in->size,
+                         (int)(DSQ_INPUT_MAX_DECODED >> 30), DSQ_INPUT_MAX_RATIO);
+}
+
+/* In a compressed container, getting past what the caller did not read (the rest
+ * of a member refused as binary, a member that is no regular file, a damaged
+ * region) means decoding it: that counts against the limit too, and is checked
+ * before libarchive does it. */
+static int check_skip(dsq_input *in, dsq_error *err)
+{
+    if (archive_filter_count(in->ar) < 2) {
+        in->skip_pending = 0; /* not compressed: skipping is free */
+        return 0;
+    }
+    la_int64_t pos = archive_filter_bytes(in->ar, 0);
+    if (in->decoded + in->skip_pending > in->decode_limit ||
+        (pos > 0 && (uint64_t)pos > in->decode_limit)) {
+        in->stopped = in->archive_eof = 1;
+        return dsq_error_set(err, DSQ_ELIMIT,
+                             "decompression bomb: skipping past member %.120s would decode "
+                             "%llu more bytes from a %zu-byte file, over the limit (%d GiB and "
+                             "%dx the file size): rest of the file skipped",
+                             in->last_name, (unsigned long long)in->skip_pending, in->size,
+                             (int)(DSQ_INPUT_MAX_DECODED >> 30), DSQ_INPUT_MAX_RATIO);
+    }
+    in->decoded += in->skip_pending;
+    in->skip_pending = 0;
+    return 0;
+}
+
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
 {
     struct archive_entry *e;
     if (in->archive_eof || in->stopped)
         return 0;
+    if (in->member_size > 0 && !in->member_eof && (uint64_t)in->member_size > in->member_raw)
+        in->skip_pending += (uint64_t)in->member_size - in->member_raw; /* its unread rest */
+    in->member_size = -1;
     for (;;) {
+        if (check_skip(in, err) != 0)
+            return DSQ_ELIMIT;
         int first = archive_file_count(in->ar) == 0;
         int r = archive_read_next_header(in->ar, &e);
         if (r == ARCHIVE_EOF) {
@@ -350,8 +395,11 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             return DSQ_EFORMAT;
         }
         /* ARCHIVE_OK or ARCHIVE_WARN: the header is usable */
-        if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW && archive_entry_filetype(e) != AE_IFREG)
+        if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW && archive_entry_filetype(e) != AE_IFREG) {
+            if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
+                in->skip_pending += (uint64_t)archive_entry_size(e);
             continue;
+        }
         const char *name = archive_entry_pathname(e);
         in->name = archive_format(in->ar) == ARCHIVE_FORMAT_RAW ? "" : (name ? name : "?");
         mi->name = in->name;
@@ -362,6 +410,7 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
                            : in->mtime_ns;
         mi->size = archive_entry_size_is_set(e) ? archive_entry_size(e) : -1;
         start_member(in);
+        in->member_size = mi->size;
         return 1;
     }
 }
@@ -415,8 +464,10 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
                 return dsq_error_set(err, DSQ_EFORMAT, "%s", why ? why : "damaged member");
             snprintf(in->pending, sizeof in->pending, "%s", why ? why : "damaged member");
         }
-        if (*sz > 0)
+        if (*sz > 0) {
+            in->member_raw += *sz;
             return 1;
+        }
     }
 }
 
@@ -607,15 +658,8 @@ static int check_chunk(dsq_input *in, const char *data, size_t len, dsq_error *e
     }
     if (in->kind != K_PLAIN) {
         in->decoded += len;
-        if (in->decoded > in->decode_limit) {
-            in->stopped = 1;
-            return dsq_error_set(
-                err, DSQ_ELIMIT,
-                "decompression bomb: %llu bytes decoded from a %zu-byte file, over the limit "
-                "(%d GiB and %dx the file size): rest of the file skipped",
-                (unsigned long long)in->decoded, in->size,
-                (int)(DSQ_INPUT_MAX_DECODED >> 30), DSQ_INPUT_MAX_RATIO);
-        }
+        if (in->decoded > in->decode_limit)
+            return limit_error(in, err);
     }
     if (in->member_bytes == 0) {
         size_t bad, seen;

@@ -391,7 +391,7 @@ evil.zip,node5,2
 good.log,-,2" "$(by_file)"
 
 # 13. a decompression bomb ---------------------------------------------------------------
-# 1.25 GiB of text (lines of 4 MiB) behind one report, in a .zst of about 40 KB:
+# 1.25 GiB of text (lines of 4 MiB) behind one report, in a .zst of about 50 KB:
 # over 1 GiB decoded and over 1000 times the file size, the file is stopped
 new_case bomb
 python3 - "$GOOD" <<'EOF' | zstd -q -1 -c >"$C/bomb.log.zst"
@@ -402,12 +402,44 @@ line = b"A" * ((4 << 20) - 1) + b"\n"
 for _ in range(320):
     out.write(line)
 EOF
+# a tar.zst whose middle member is 1.25 GiB of binary (refused at its first chunk):
+# getting to the next member would mean decoding all of it, so the file is stopped
+# before libarchive does
+python3 - "$GOOD" <<'EOF' | zstd -q -1 -c >"$C/skip.tar.zst"
+import io, sys, tarfile
+class Binary(io.RawIOBase):
+    left = 1280 << 20
+    def readable(self):
+        return True
+    def readinto(self, b):
+        n = min(len(b), self.left)
+        b[:n] = (b"\x01\x02\x03\x04" * (n // 4 + 1))[:n]
+        self.left -= n
+        return n
+good = open(sys.argv[1], "rb").read()
+with tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.USTAR_FORMAT) as t:
+    ti = tarfile.TarInfo("node1.log")
+    ti.size = len(good)
+    t.addfile(ti, io.BytesIO(good))
+    ti = tarfile.TarInfo("core.bin")
+    ti.size = Binary.left
+    t.addfile(ti, io.BufferedReader(Binary(), 1 << 20))
+    ti = tarfile.TarInfo("node2.log")
+    ti.size = len(good)
+    t.addfile(ti, io.BytesIO(good))
+EOF
+start=$(date +%s)
 run_dsq --db "$DB" index "$C"
+took=$(($(date +%s) - start))
 expect_code "decompression bomb: index" 1 "$RC"
 expect_problem "decompression bomb: named with the limit" "bomb.log.zst" "decompression bomb"
 expect_problem "decompression bomb: the limit is stated" "bomb.log.zst" "1 GiB and 1000x the file size"
+expect_problem "binary bomb member: refused" "skip.tar.zst: core.bin" "binary data"
+expect_problem "binary bomb member: not skipped by decoding it" "skip.tar.zst" "skipping past member core.bin would decode"
 expect_eq "decompression bomb: the good file and what came before the limit" "bomb.log.zst,-,2
-good.log,-,2" "$(by_file)"
+good.log,-,2
+skip.tar.zst,node1,2" "$(by_file)"
+echo "note: both bombs indexed in $took s"
 rm -rf "$C"
 
 # 14. directory symlink loops --------------------------------------------------------------
