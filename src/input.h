@@ -34,7 +34,9 @@ typedef struct dsq_input dsq_input;
  * have produced more than DSQ_INPUT_MAX_DECODED bytes AND more than
  * DSQ_INPUT_MAX_RATIO times the file's own size. The read that crosses the limit
  * fails with DSQ_ELIMIT (what was read before stays valid) and next_member then
- * says the file has ended. Plain files are never limited. */
+ * says the file has ended. What a compressed archive would decode only to skip
+ * (the unread rest of a member, entries that are no files) counts too: next_member
+ * fails with DSQ_ELIMIT before decoding it. Plain files are never limited. */
 #define DSQ_INPUT_MAX_DECODED (1ull << 30)
 #define DSQ_INPUT_MAX_RATIO 1000
 
