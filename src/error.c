@@ -1,11 +1,20 @@
 /* Error structs: filling them and naming codes. The library reports through these
  * only; nothing here prints. Messages are truncated to the fixed buffer, never
- * allocated. */
+ * allocated, and never carry control bytes. */
 #include "error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Control bytes (ANSI escapes in a hostile member name or log line) become '?' so
+ * a message printed to a terminal cannot drive it. */
+static void defuse(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7F)
+            *s = '?';
+}
 
 void dsq_error_clear(dsq_error *err)
 {
@@ -26,6 +35,7 @@ int dsq_error_set(dsq_error *err, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    defuse(err->msg);
     return code;
 }
 
@@ -35,6 +45,8 @@ void dsq_error_where(dsq_error *err, const char *file, const char *member)
         return;
     snprintf(err->file, sizeof err->file, "%s", file ? file : "");
     snprintf(err->member, sizeof err->member, "%s", member ? member : "");
+    defuse(err->file);
+    defuse(err->member);
 }
 
 const char *dsq_strerror(int code)

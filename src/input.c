@@ -26,6 +26,15 @@
 #define FP_SPAN (64 * 1024)
 
 enum kind { K_NONE, K_PLAIN, K_ZSTD, K_ARCHIVE };
+/* how the current archive member is encoded inside its container */
+enum nested { N_NONE, N_ZSTD, N_ARCHIVE };
+
+/* Bytes of a member's first chunk looked at to tell text from binary data, the
+ * least number of non-NUL ones that decides, and the share (percent) of control
+ * bytes among those that makes a member binary. */
+#define SNIFF_SPAN (64 * 1024)
+#define SNIFF_MIN 64
+#define SNIFF_BINARY_PCT 5
 
 struct dsq_input {
     enum kind kind;
@@ -41,7 +50,19 @@ struct dsq_input {
     size_t zlast;            /* last ZSTD_decompressStream result: 0 = frame complete */
     unsigned char *zout;
     size_t zout_cap;
-    int nested_zstd;         /* current archive member is zstd-compressed */
+    int nested;              /* N_*: current archive member is compressed itself */
+    struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
+    const void *inner_first; /* the member's first block, handed to inner first */
+    size_t inner_first_len;
+    char pending[256];       /* an error to report at the next read (data came with it) */
+    uint64_t decoded;        /* bytes decoded from this file so far, all members */
+    uint64_t decode_limit;   /* decoded beyond this: a decompression bomb (see input.h) */
+    int stopped;             /* the decode limit was hit: no more members */
+    uint64_t member_bytes;   /* bytes handed out for the current member */
+    uint64_t member_raw;     /* bytes of it read from the container (before nested decoding) */
+    int64_t member_size;     /* its size as the container declares it, else -1 */
+    uint64_t skip_pending;   /* bytes the next header read skips (decodes) to get there */
+    int all_nul;             /* every byte of the current member so far was NUL */
     int member_started;
     int member_eof;
     int archive_eof;         /* next_header said EOF: libarchive must not be asked again */
@@ -157,6 +178,7 @@ static int open_archive(dsq_input *in, dsq_error *err)
     archive_read_support_format_tar(in->ar);
     archive_read_support_format_zip(in->ar);
     archive_read_support_format_raw(in->ar); /* a single compressed file */
+    archive_read_support_format_empty(in->ar); /* ... that holds nothing */
     if (archive_read_open_memory(in->ar, in->map, in->size) != ARCHIVE_OK)
         return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
     in->kind = K_ARCHIVE;
@@ -177,6 +199,9 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     }
     in->size = (size_t)sb.st_size;
     in->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    in->decode_limit = (uint64_t)in->size > DSQ_INPUT_MAX_DECODED / DSQ_INPUT_MAX_RATIO
+                           ? (uint64_t)in->size * DSQ_INPUT_MAX_RATIO
+                           : DSQ_INPUT_MAX_DECODED;
     if (in->size > 0) {
         void *m = mmap(NULL, in->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
@@ -218,8 +243,32 @@ uint64_t dsq_input_bytes_in(const dsq_input *in)
     return in->size;
 }
 
+/* Ends the current member's own decoding (a nested compressed stream). */
+static void end_nested(dsq_input *in)
+{
+    if (in->inner)
+        archive_read_free(in->inner);
+    in->inner = NULL;
+    in->inner_first_len = 0;
+    in->nested = N_NONE;
+}
+
+static void start_member(dsq_input *in)
+{
+    end_nested(in);
+    in->member_started = in->member_eof = 0;
+    in->member_bytes = in->member_raw = 0;
+    in->member_size = -1;
+    in->all_nul = 1;
+    in->pending[0] = 0;
+    if (in->dctx)
+        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
+    in->zlast = 0;
+}
+
 void dsq_input_close(dsq_input *in)
 {
+    start_member(in);
     if (in->ar)
         archive_read_free(in->ar);
     in->ar = NULL;
@@ -230,25 +279,107 @@ void dsq_input_close(dsq_input *in)
     in->kind = K_NONE;
     in->format = NULL;
     in->member_done = in->data_done = 0;
-    in->nested_zstd = in->member_started = in->member_eof = in->archive_eof = 0;
+    in->archive_eof = in->stopped = 0;
+    in->decoded = in->skip_pending = 0;
     in->last_name[0] = in->damage[0] = 0;
-    if (in->dctx)
-        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
+}
+
+/* Copies a name for a message with control bytes (ANSI escapes...) made harmless. */
+static void safe_copy(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < cap; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = (char)(c < 0x20 || c == 0x7F ? '?' : c);
+    }
+    dst[i] = 0;
+}
+
+/* The container the magic bytes promised must be the one libarchive reads: a file
+ * that starts like gzip but holds garbage is otherwise read raw, as if it were text. */
+static int check_container(dsq_input *in, dsq_error *err)
+{
+    const char *f = in->format;
+    int fmt = archive_format(in->ar) & ARCHIVE_FORMAT_BASE_MASK;
+    int filtered = archive_filter_count(in->ar) > 1 &&
+                   archive_filter_code(in->ar, 0) != ARCHIVE_FILTER_NONE;
+    int ok = 1;
+    if (strcmp(f, "zip") == 0)
+        ok = fmt == ARCHIVE_FORMAT_ZIP;
+    else if (strcmp(f, "tar") == 0)
+        ok = fmt == ARCHIVE_FORMAT_TAR;
+    else
+        ok = filtered;
+    if (ok)
+        return 0;
+    return dsq_error_set(err, DSQ_EFORMAT, "starts with %s magic bytes but is no valid %s data",
+                         f, f);
+}
+
+static int limit_error(dsq_input *in, dsq_error *err)
+{
+    in->stopped = 1;
+    return dsq_error_set(err, DSQ_ELIMIT,
+                         "decompression bomb: %llu bytes decoded from a %zu-byte file, over the "
+                         "limit (%d GiB and %dx the file size): rest of the file skipped",
+                         (unsigned long long)in->decoded, in->size,
+                         (int)(DSQ_INPUT_MAX_DECODED >> 30), DSQ_INPUT_MAX_RATIO);
+}
+
+/* In a compressed container, getting past what the caller did not read (the rest
+ * of a member refused as binary, a member that is no regular file, a damaged
+ * region) means decoding it: that counts against the limit too, and is checked
+ * before libarchive does it. */
+static int check_skip(dsq_input *in, dsq_error *err)
+{
+    if (archive_filter_count(in->ar) < 2) {
+        in->skip_pending = 0; /* not compressed: skipping is free */
+        return 0;
+    }
+    la_int64_t pos = archive_filter_bytes(in->ar, 0);
+    if (in->decoded + in->skip_pending > in->decode_limit ||
+        (pos > 0 && (uint64_t)pos > in->decode_limit)) {
+        in->stopped = in->archive_eof = 1;
+        return dsq_error_set(err, DSQ_ELIMIT,
+                             "decompression bomb: skipping past member %.120s would decode "
+                             "%llu more bytes from a %zu-byte file, over the limit (%d GiB and "
+                             "%dx the file size): rest of the file skipped",
+                             in->last_name, (unsigned long long)in->skip_pending, in->size,
+                             (int)(DSQ_INPUT_MAX_DECODED >> 30), DSQ_INPUT_MAX_RATIO);
+    }
+    in->decoded += in->skip_pending;
+    in->skip_pending = 0;
+    return 0;
 }
 
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
 {
     struct archive_entry *e;
-    if (in->archive_eof)
+    if (in->archive_eof || in->stopped)
         return 0;
+    if (in->member_size > 0 && !in->member_eof && (uint64_t)in->member_size > in->member_raw)
+        in->skip_pending += (uint64_t)in->member_size - in->member_raw; /* its unread rest */
+    in->member_size = -1;
     for (;;) {
+        if (check_skip(in, err) != 0)
+            return DSQ_ELIMIT;
+        int first = archive_file_count(in->ar) == 0;
         int r = archive_read_next_header(in->ar, &e);
         if (r == ARCHIVE_EOF) {
             in->archive_eof = 1;
+            if (first && archive_format(in->ar) == ARCHIVE_FORMAT_EMPTY &&
+                archive_filter_count(in->ar) > 1) { /* an empty .gz: one empty member */
+                start_member(in);
+                in->member_eof = in->member_started = 1;
+                *mi = (dsq_member_info){"", in->mtime_ns, 0};
+                return 1;
+            }
             return 0;
         }
-        if (r == ARCHIVE_FATAL)
+        if (r == ARCHIVE_FATAL) {
+            in->archive_eof = 1;
             return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
+        }
         if (r == ARCHIVE_RETRY) { /* a damaged header: libarchive skips ahead; say so once */
             if (!in->damage[0]) {
                 const char *why = archive_error_string(in->ar);
@@ -259,21 +390,27 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             }
             continue;
         }
+        if (first && check_container(in, err) != 0) {
+            in->archive_eof = 1;
+            return DSQ_EFORMAT;
+        }
         /* ARCHIVE_OK or ARCHIVE_WARN: the header is usable */
-        if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW && archive_entry_filetype(e) != AE_IFREG)
+        if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW && archive_entry_filetype(e) != AE_IFREG) {
+            if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
+                in->skip_pending += (uint64_t)archive_entry_size(e);
             continue;
+        }
         const char *name = archive_entry_pathname(e);
         in->name = archive_format(in->ar) == ARCHIVE_FORMAT_RAW ? "" : (name ? name : "?");
         mi->name = in->name;
-        snprintf(in->last_name, sizeof in->last_name, "%s", in->name);
+        safe_copy(in->last_name, sizeof in->last_name, in->name);
         mi->mtime_ns = archive_entry_mtime_is_set(e)
                            ? (int64_t)archive_entry_mtime(e) * 1000000000 +
                                  archive_entry_mtime_nsec(e)
                            : in->mtime_ns;
         mi->size = archive_entry_size_is_set(e) ? archive_entry_size(e) : -1;
-        in->nested_zstd = in->member_started = in->member_eof = 0;
-        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
-        in->zlast = 0;
+        start_member(in);
+        in->member_size = mi->size;
         return 1;
     }
 }
@@ -294,10 +431,44 @@ int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)
     if (in->member_done)
         return 0;
     in->member_done = 1;
+    start_member(in);
     mi->name = "";
     mi->mtime_ns = in->mtime_ns;
     mi->size = in->kind == K_PLAIN ? (int64_t)in->size : -1;
     return 1;
+}
+
+/* Next data block of the current archive member, skipping empty ones: 1 and the
+ * block, 0 at the member's end, < 0 on damage. A block that came with a warning
+ * (a zip member whose CRC does not match) is returned and the warning kept for the
+ * next read. */
+static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err)
+{
+    for (;;) {
+        la_int64_t off;
+        if (in->member_eof)
+            return 0;
+        int r = archive_read_data_block(in->ar, buf, sz, &off);
+        if (r == ARCHIVE_EOF) {
+            in->member_eof = 1;
+            return 0;
+        }
+        if (r < ARCHIVE_WARN) {
+            in->member_eof = 1;
+            return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
+        }
+        if (r == ARCHIVE_WARN) {
+            const char *why = archive_error_string(in->ar);
+            in->member_eof = 1;
+            if (*sz == 0)
+                return dsq_error_set(err, DSQ_EFORMAT, "%s", why ? why : "damaged member");
+            snprintf(in->pending, sizeof in->pending, "%s", why ? why : "damaged member");
+        }
+        if (*sz > 0) {
+            in->member_raw += *sz;
+            return 1;
+        }
+    }
 }
 
 /* Decompresses from in->zin into zout; refills zin from the archive member when
@@ -307,18 +478,15 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
     ZSTD_outBuffer zo = {in->zout, in->zout_cap, 0};
     while (zo.pos == 0) {
         if (in->zin.pos == in->zin.size) {
-            if (in->kind != K_ARCHIVE || in->member_eof)
+            if (in->kind != K_ARCHIVE)
                 break;
             const void *buf;
             size_t sz;
-            la_int64_t off;
-            int r = archive_read_data_block(in->ar, &buf, &sz, &off);
-            if (r == ARCHIVE_EOF) {
-                in->member_eof = 1;
+            int r = member_block(in, &buf, &sz, err);
+            if (r == 0)
                 break;
-            }
-            if (r < ARCHIVE_WARN)
-                return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
+            if (r < 0)
+                return r;
             in->zin = (ZSTD_inBuffer){buf, sz, 0};
             continue;
         }
@@ -335,50 +503,212 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
     return 0;
 }
 
-static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+/* libarchive read callback of a nested decoder: the member's blocks, the first one
+ * (already read to look at its magic) first. */
+static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
 {
-    if (in->nested_zstd)
-        return zstd_read(in, data, len, err);
-    if (in->member_eof) {
-        *len = 0;
-        return 0;
+    dsq_input *in = ctx;
+    if (in->inner_first_len) {
+        size_t n = in->inner_first_len;
+        *buf = in->inner_first;
+        in->inner_first_len = 0;
+        return (la_ssize_t)n;
     }
-    const void *buf;
     size_t sz;
+    dsq_error e;
+    dsq_error_clear(&e);
+    int r = member_block(in, buf, &sz, &e);
+    if (r < 0) {
+        archive_set_error(a, EIO, "%s", e.msg);
+        return -1;
+    }
+    return r == 0 ? 0 : (la_ssize_t)sz;
+}
+
+/* A gzip, xz or bzip2 member inside an archive: a second libarchive reader decodes it. */
+static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *what,
+                      dsq_error *err)
+{
+    struct archive_entry *e;
+    in->inner = archive_read_new();
+    if (!in->inner)
+        return dsq_error_set(err, DSQ_ENOMEM, "libarchive");
+    archive_read_support_filter_all(in->inner);
+    archive_read_support_format_raw(in->inner);
+    in->inner_first = buf;
+    in->inner_first_len = sz;
+    in->nested = N_ARCHIVE;
+    if (archive_read_open(in->inner, in, NULL, inner_feed, NULL) != ARCHIVE_OK ||
+        archive_read_next_header(in->inner, &e) < ARCHIVE_WARN)
+        return dsq_error_set(err, DSQ_EFORMAT, "%s member: %s", what,
+                             archive_error_string(in->inner));
+    if (archive_filter_count(in->inner) < 2 ||
+        archive_filter_code(in->inner, 0) == ARCHIVE_FILTER_NONE)
+        return dsq_error_set(err, DSQ_EFORMAT,
+                             "starts with %s magic bytes but is no valid %s data", what, what);
+    return 0;
+}
+
+static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    const void *buf;
+    size_t sz = 0;
     la_int64_t off;
-    int r = archive_read_data_block(in->ar, &buf, &sz, &off);
+    int r;
+    do
+        r = archive_read_data_block(in->inner, &buf, &sz, &off);
+    while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && sz == 0);
     if (r == ARCHIVE_EOF) {
-        in->member_eof = 1;
         *len = 0;
         return 0;
     }
-    if (r < ARCHIVE_WARN)
-        return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
-    if (!in->member_started && is_zstd(buf, sz)) { /* a .zst member: decode it on the fly */
-        in->member_started = 1;
-        in->nested_zstd = 1;
-        in->zin = (ZSTD_inBuffer){buf, sz, 0};
-        return zstd_read(in, data, len, err);
+    if (r < ARCHIVE_WARN) {
+        const char *why = archive_error_string(in->inner);
+        return dsq_error_set(err, DSQ_EFORMAT, "%s", why ? why : "damaged compressed member");
     }
-    in->member_started = 1;
     *data = buf;
     *len = sz;
     return 0;
 }
 
+/* End of a single gzip/xz/bzip2 file: bytes after the compressed stream are reported. */
+static int check_trailing(dsq_input *in, dsq_error *err)
+{
+    if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW || archive_filter_count(in->ar) < 2)
+        return 0;
+    la_int64_t used = archive_filter_bytes(in->ar, -1);
+    if (used < 0 || (uint64_t)used >= in->size)
+        return 0;
+    size_t at = (size_t)used, extra = in->size - at;
+    size_t nz = 0;
+    while (at + nz < in->size && in->map[at + nz] == 0)
+        nz++;
+    if (nz == extra) /* zero padding (tape blocks): harmless, like gzip says */
+        return 0;
+    return dsq_error_set(err, DSQ_EFORMAT,
+                         "%zu bytes of trailing garbage after the %s data (at byte %zu)", extra,
+                         archive_filter_name(in->ar, 0), at);
+}
+
+static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    if (in->nested == N_ZSTD)
+        return zstd_read(in, data, len, err);
+    if (in->nested == N_ARCHIVE)
+        return inner_read(in, data, len, err);
+    const void *buf;
+    size_t sz;
+    int r = member_block(in, &buf, &sz, err);
+    if (r < 0)
+        return r;
+    if (r == 0) {
+        *len = 0;
+        return in->member_started ? check_trailing(in, err) : 0;
+    }
+    if (!in->member_started) { /* a compressed member: decode it on the fly */
+        in->member_started = 1;
+        const char *m = is_zstd(buf, sz) ? "zstd" : archive_magic(buf, sz);
+        if (m && strcmp(m, "zstd") == 0) {
+            in->nested = N_ZSTD;
+            in->zin = (ZSTD_inBuffer){buf, sz, 0};
+            return zstd_read(in, data, len, err);
+        }
+        if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "xz") == 0 || strcmp(m, "bzip2") == 0)) {
+            if ((r = open_inner(in, buf, sz, m, err)) != 0)
+                return r;
+            return inner_read(in, data, len, err);
+        }
+    }
+    *data = buf;
+    *len = sz;
+    return 0;
+}
+
+/* Share of control bytes (but whitespace, backspace and ESC) in a sample, NUL
+ * bytes left out: about 10% in random or compressed data, almost none in text
+ * whatever its encoding (GBK or Latin-1 logs are not UTF-8, and are still logs). */
+static int looks_binary(const unsigned char *p, size_t n, size_t *bad_out, size_t *seen_out)
+{
+    size_t bad = 0, seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c == 0)
+            continue;
+        seen++;
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r' &&
+             c != '\b' && c != 0x1B) ||
+            c == 0x7F)
+            bad++;
+    }
+    *bad_out = bad;
+    *seen_out = seen;
+    return seen >= SNIFF_MIN && bad * 100 >= seen * SNIFF_BINARY_PCT;
+}
+
+/* What every chunk goes through whatever its container: the decode limit, the
+ * binary sniff of a member's first chunk, and the NUL-only check at its end. */
+static int check_chunk(dsq_input *in, const char *data, size_t len, dsq_error *err)
+{
+    if (len == 0) {
+        if (in->member_bytes > 0 && in->all_nul)
+            return dsq_error_set(err, DSQ_EFORMAT,
+                                 "only NUL bytes (%llu of them), no text: skipped",
+                                 (unsigned long long)in->member_bytes);
+        return 0;
+    }
+    if (in->kind != K_PLAIN) {
+        in->decoded += len;
+        if (in->decoded > in->decode_limit)
+            return limit_error(in, err);
+    }
+    if (in->member_bytes == 0) {
+        size_t bad, seen;
+        if (looks_binary((const unsigned char *)data, len < SNIFF_SPAN ? len : SNIFF_SPAN, &bad,
+                         &seen)) {
+            in->all_nul = 0;
+            return dsq_error_set(err, DSQ_EFORMAT,
+                                 "binary data, not text (%zu%% of the first %zu bytes are "
+                                 "control bytes): skipped",
+                                 bad * 100 / seen, len < SNIFF_SPAN ? len : SNIFF_SPAN);
+        }
+    }
+    if (in->all_nul) {
+        size_t i = 0;
+        while (i < len && data[i] == 0)
+            i++;
+        in->all_nul = i == len;
+    }
+    in->member_bytes += len;
+    return 0;
+}
+
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
+    int rc;
+    if (in->pending[0]) { /* a warning that came with the last chunk */
+        rc = dsq_error_set(err, DSQ_EFORMAT, "%s", in->pending);
+        in->pending[0] = 0;
+        return rc;
+    }
+    if (in->stopped)
+        return dsq_error_set(err, DSQ_ELIMIT, "decode limit reached");
     switch (in->kind) {
     case K_PLAIN:
         *data = (const char *)in->map;
         *len = in->data_done ? 0 : in->size;
         in->data_done = 1;
-        return 0;
+        rc = 0;
+        break;
     case K_ZSTD:
-        return zstd_read(in, data, len, err);
+        rc = zstd_read(in, data, len, err);
+        break;
     case K_ARCHIVE:
-        return archive_read(in, data, len, err);
+        rc = archive_read(in, data, len, err);
+        break;
     default:
         return dsq_error_set(err, DSQ_EUSAGE, "no file open");
     }
+    if (rc)
+        return rc;
+    return check_chunk(in, *data, *len, err);
 }

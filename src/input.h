@@ -4,8 +4,16 @@
  * handed out in one chunk), zstd (libzstd streaming, multi-frame), and through
  * libarchive gzip / xz / bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip
  * archives, whose members are streamed in place (nothing is extracted to disk,
- * member paths are only recorded). A zstd-compressed member inside an archive is
- * decompressed on the fly.
+ * member paths are only recorded, never followed). A zstd, gzip, xz or bzip2
+ * member inside an archive is decompressed on the fly.
+ *
+ * Hostile input is refused with a reason, never read as if it were text: magic
+ * bytes followed by something else, bytes after the end of a single gzip / xz /
+ * bzip2 stream (zero padding excepted), a zip member failing its CRC (after its
+ * data), a member whose first chunk is binary (SNIFF_* in input.c: 5% or more
+ * control bytes other than whitespace, backspace and ESC, NUL bytes not counted;
+ * text in any encoding has next to none), a member of NUL bytes
+ * only (at its end), and decoding beyond the limit below.
  *
  * The loop follows libarchive's: open, then next_member until it returns 0, and
  * read until it returns an empty chunk. Chunks are views valid until the next read
@@ -21,6 +29,16 @@
 #include "dsq/dsq.h"
 
 typedef struct dsq_input dsq_input;
+
+/* Decompression bomb guard: a file stops being decoded once its members together
+ * have produced more than DSQ_INPUT_MAX_DECODED bytes AND more than
+ * DSQ_INPUT_MAX_RATIO times the file's own size. The read that crosses the limit
+ * fails with DSQ_ELIMIT (what was read before stays valid) and next_member then
+ * says the file has ended. What a compressed archive would decode only to skip
+ * (the unread rest of a member, entries that are no files) counts too: next_member
+ * fails with DSQ_ELIMIT before decoding it. Plain files are never limited. */
+#define DSQ_INPUT_MAX_DECODED (1ull << 30)
+#define DSQ_INPUT_MAX_RATIO 1000
 
 typedef struct dsq_member_info {
     const char *name;    /* "" for the file itself; view valid until next_member */

@@ -199,6 +199,18 @@ static void time_text(double v, char *out, size_t cap)
     snprintf(out, cap, "%.40s.%03lld", buf, ms);
 }
 
+/* Copies text taken from logs (labels, names) with its control bytes made '?':
+ * an ANSI escape in a log line must not reach the reader's terminal. */
+static void defused(const char *s, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        out[i] = (char)(ch < 0x20 || ch == 0x7F ? '?' : ch);
+    }
+    out[i] = 0;
+}
+
 /* The text a table shows for a cell. */
 static void cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
 {
@@ -207,7 +219,7 @@ static void cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
         return;
     }
     if (c->s) {
-        snprintf(out, cap, "%s", c->s);
+        defused(c->s, out, cap);
         return;
     }
     if (c->unit == DSQ_U_TIME) {
@@ -260,29 +272,52 @@ static void print_table(const dsq_result *r, FILE *f)
 
 static void csv_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
+    int quote = strpbrk(s, ",\"\n\r") != NULL;
+    if (quote)
+        fputc('"', f);
     for (; *s; s++) {
-        if (*s == '"')
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"')
             fputc('"', f);
-        fputc(*s, f);
+        fputc(ch == '\n' || ch == '\r' || (ch >= 0x20 && ch != 0x7F) ? ch : '?', f);
     }
-    fputc('"', f);
+    if (quote)
+        fputc('"', f);
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p)
+{
+    size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xC2 && p[0] <= 0xDF ? 2
+             : p[0] >= 0xE0 && p[0] <= 0xEF ? 3 : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((n == 3 && p[0] == 0xE0 && p[1] < 0xA0) || (n == 3 && p[0] == 0xED && p[1] >= 0xA0) ||
+        (n == 4 && p[0] == 0xF0 && p[1] < 0x90) || (n == 4 && p[0] == 0xF4 && p[1] >= 0x90))
+        return 0; /* overlong, surrogate, beyond U+10FFFF */
+    return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (logs are not always) become U+FFFD. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p++;
+        } else if (*p == '"' || *p == '\\') {
             fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
+            p++;
+        } else if (*p < 0x20 || *p == 0x7F) {
             fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
+            p++;
+        } else {
+            fwrite(p, 1, n, f);
+            p += n;
+        }
     }
     fputc('"', f);
 }

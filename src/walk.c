@@ -27,6 +27,20 @@ static void report(const walker *w, const char *path, const char *what, int e)
         w->p->problem(w->p->ctx, &err);
 }
 
+/* Whether the directory link resolves to dir or a directory above it: following
+ * it would walk the same files forever. (No directory link is followed anyway;
+ * this only decides whether to say so.) */
+static int links_to_ancestor(const char *dir, const char *link)
+{
+    char d[PATH_MAX], t[PATH_MAX];
+    if (!realpath(dir, d) || !realpath(link, t))
+        return 0;
+    size_t n = strlen(t);
+    if (strcmp(t, "/") == 0)
+        return 1;
+    return strncmp(d, t, n) == 0 && (d[n] == 0 || d[n] == '/');
+}
+
 static int walk_dir(const walker *w, const char *dir)
 {
     struct dirent **names = NULL;
@@ -55,6 +69,10 @@ static int walk_dir(const walker *w, const char *dir)
         }
         if (S_ISLNK(sb.st_mode) && stat(full, &sb) != 0) {
             report(w, full, "broken symbolic link", errno);
+            continue;
+        }
+        if (S_ISDIR(sb.st_mode) && links_to_ancestor(dir, full)) {
+            report(w, full, "symbolic link loop (to a directory above it), not followed", ELOOP);
             continue;
         }
         if (S_ISREG(sb.st_mode))

@@ -2,8 +2,9 @@
  *
  * Directories are read with scandir in byte order (so runs are indexed in a
  * stable order), symlinked directories are not followed (no loops), symlinks to
- * files are, and a directory that cannot be read or a dangling link is reported
- * to `problem` without stopping the walk.
+ * files are, and a directory that cannot be read, a dangling link, and a link to
+ * the directory it sits in or one above it (a loop) are reported to `problem`
+ * without stopping the walk.
  */
 #ifndef DSQ_WALK_H
 #define DSQ_WALK_H

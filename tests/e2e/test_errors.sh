@@ -156,10 +156,11 @@ root, bert = sys.argv[1], open(sys.argv[2], "rb").read()
 r = random.Random(7)
 junk = bytes(r.getrandbits(8) for _ in range(1 << 16))
 open(root + "/plain/garbage.bin", "wb").write(junk)
-# NUL bytes, invalid UTF-8 and ANSI colours between two good reports
+# NUL bytes, invalid UTF-8, ANSI colours and a short binary blob between two good
+# reports (a longer blob would make the file binary: see test_hostile.sh)
 lines = bert.split(b"\n")
 noisy = b"\n".join(lines[:4]) + b"\n\x00\x00\xff\xfe\xc3\x28 \x1b[31mred\x1b[0m \x00tail\n" + \
-        junk[:4096].replace(b"\n", b"").replace(b"\r", b"") + b"\n" + b"\n".join(lines[4:])
+        junk[:256].replace(b"\n", b"").replace(b"\r", b"") + b"\n" + b"\n".join(lines[4:])
 open(root + "/plain/noisy.log", "wb").write(noisy)
 for name, magic in [("fake.zst", b"\x28\xb5\x2f\xfd"), ("fake.gz", b"\x1f\x8b"),
                     ("fake.xz", b"\xfd7zXZ\x00"), ("fake.bz2", b"BZh9"),
@@ -168,7 +169,10 @@ for name, magic in [("fake.zst", b"\x28\xb5\x2f\xfd"), ("fake.gz", b"\x1f\x8b"),
     open(root + "/magic/" + name, "wb").write(data)
 EOF
 run_dsq --db "$DSQ_TMP/db-garbage" index "$G/plain"
-expect_index_status "empty and garbage files: index" 0
+expect_index_status "empty and garbage files: index" 1
+expect_problem "binary garbage named with its reason" "plain/garbage.bin" "binary data"
+expect_not_contains "the noisy log is not binary" "noisy.log" "$ERR"
+expect_not_contains "the empty file is no problem" "empty.log" "$ERR"
 expect_eq "empty and garbage files: the good run and the noisy copy" "run,max Max_MA,count Max_MA
 bert-baseline,1.5,2
 noisy,1.5,2" "$(query "$DSQ_TMP/db-garbage" "max Max_MA, count Max_MA by run" --csv)"

@@ -475,9 +475,231 @@ static void test_stat(void)
     free(t);
 }
 
+/* The bytes of a file in tmp, appended to out. */
+static void slurp(const char *name, buf *out)
+{
+    FILE *f = fopen(path_of(name), "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_add(out, chunk, n);
+    fclose(f);
+}
+
+/* Reads every member of name: some step must fail with a message containing
+ * `why`; *read_out gets the bytes read before. Returns the member names seen. */
+static int expect_failure(const char *name, const char *why, size_t *read_out)
+{
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    int failed = 0, members = 0;
+    size_t total = 0;
+    buf got = {0};
+    if (dsq_input_open(in, path_of(name), &err) != 0) {
+        failed = 1;
+    } else {
+        dsq_member_info mi;
+        int rc;
+        while (!failed && (rc = dsq_input_next_member(in, &mi, &err)) == 1) {
+            members++;
+            failed = read_member(in, &got, &err) != 0;
+            total += got.n;
+        }
+        failed |= !failed && rc < 0;
+    }
+    if (!failed || !strstr(err.msg, why)) {
+        fprintf(stderr, "%s: expected a failure saying '%s', got %s'%s'\n", name, why,
+                failed ? "" : "none ", err.msg);
+        test_failures++;
+    }
+    if (read_out)
+        *read_out = total;
+    free(got.p);
+    dsq_input_free(in);
+    return members;
+}
+
+/* gzip, xz and bzip2 members inside a tar are decoded like zstd ones. */
+static void test_compressed_members(void)
+{
+    size_t n = 300000;
+    char *t = log_text(n, 13);
+    member m = {"payload", t, n, 0};
+    const char *filters[] = {"gzip", "xz", "bzip2"};
+    const char *names[] = {"node1.log.gz", "node2.log.xz", "node3.log.bz2"};
+    buf z[3] = {{0}, {0}, {0}};
+    member in[3], out[3];
+    for (int i = 0; i < 3; i++) {
+        write_archive("one", "raw", filters[i], &m, 1);
+        slurp("one", &z[i]);
+        in[i] = (member){names[i], z[i].p, z[i].n, 0};
+        out[i] = (member){names[i], t, n, 0};
+    }
+    write_archive("nested.tar", "pax", "none", in, 3);
+    expect_file("nested.tar", "tar", out, 3);
+    write_archive("nested.zip", "zip", "none", in, 3);
+    expect_file("nested.zip", "zip", out, 3);
+    /* a member with gzip magic and garbage behind it is reported, not read as text */
+    const char fake[] = "\x1f\x8b not gzip at all, just text behind the magic bytes\n";
+    member bad[] = {{"fake.log.gz", fake, sizeof fake - 1, 0}, in[0]};
+    write_archive("fake-member.tar", "pax", "none", bad, 2);
+    CHECK_INT(expect_failure("fake-member.tar", "magic bytes but is no valid gzip", NULL), 1);
+    for (int i = 0; i < 3; i++)
+        free(z[i].p);
+    free(t);
+}
+
+/* Single compressed files: garbage after the stream, garbage behind the magic
+ * bytes, and an empty stream. */
+static void test_compressed_edges(void)
+{
+    size_t n = 100000, got;
+    char *t = log_text(n, 17);
+    member m = {"payload", t, n, 0};
+    write_archive("t.gz", "raw", "gzip", &m, 1);
+    buf g = {0};
+    slurp("t.gz", &g);
+    size_t gz_len = g.n;
+    buf_add(&g, "GARBAGE", 7);
+    CHECK_INT(test_write_file(tmp, "trail.gz", g.p, g.n), 0);
+    CHECK_INT(expect_failure("trail.gz", "7 bytes of trailing garbage after the gzip data", &got),
+              1);
+    CHECK_INT(got, n); /* all of the data, then the complaint */
+    char at[64];
+    snprintf(at, sizeof at, "(at byte %zu)", gz_len);
+    expect_failure("trail.gz", at, NULL); /* says where the garbage starts */
+    g.n = gz_len;
+    buf_add(&g, "\0\0\0\0\0\0\0\0", 8); /* zero padding is fine */
+    CHECK_INT(test_write_file(tmp, "pad.gz", g.p, g.n), 0);
+    member want = {"", t, n, 0};
+    expect_file("pad.gz", "gzip", &want, 1);
+    g.n = gz_len; /* two gzip members back to back are one stream */
+    slurp("t.gz", &g);
+    CHECK_INT(test_write_file(tmp, "two.gz", g.p, g.n), 0);
+    char *tt = malloc(2 * n);
+    memcpy(tt, t, n);
+    memcpy(tt + n, t, n);
+    member want2 = {"", tt, 2 * n, 0};
+    expect_file("two.gz", "gzip", &want2, 1);
+    /* magic bytes, then garbage */
+    const char *fakes[][2] = {{"fake.gz", "\x1f\x8bjunk junk junk junk junk junk junk"},
+                              {"fake.bz2", "BZh9junk junk junk junk junk junk junk"}};
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(test_write_file(tmp, fakes[i][0], fakes[i][1], strlen(fakes[i][1])), 0);
+        expect_failure(fakes[i][0], "magic bytes but is no valid", NULL);
+    }
+    /* an empty compressed stream is one empty member, like an empty file */
+    member none = {"payload", "", 0, 0};
+    member empty = {"", "", 0, 0};
+    write_archive("empty.gz", "raw", "gzip", &none, 1);
+    expect_file("empty.gz", "gzip", &empty, 1);
+    free(g.p);
+    free(tt);
+    free(t);
+}
+
+/* A stored zip member whose bytes do not match its CRC: its data, then an error. */
+static void test_zip_bad_crc(void)
+{
+    const char *a = "first member\n", *b = "second member, to be damaged\n";
+    member in[] = {{"a.log", a, strlen(a), 0}, {"b.log", b, strlen(b), 0}};
+    struct archive *w = archive_write_new();
+    archive_write_set_format_zip(w);
+    CHECK_INT(archive_write_set_options(w, "zip:compression=store"), ARCHIVE_OK);
+    CHECK_INT(archive_write_open_filename(w, path_of("crc.zip")), ARCHIVE_OK);
+    for (int i = 0; i < 2; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, in[i].name);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, (la_int64_t)in[i].len);
+        CHECK_INT(archive_write_header(w, e), ARCHIVE_OK);
+        CHECK_INT(archive_write_data(w, in[i].data, in[i].len), (la_ssize_t)in[i].len);
+        archive_entry_free(e);
+    }
+    CHECK_INT(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+    buf z = {0};
+    slurp("crc.zip", &z);
+    char *hit = memmem(z.p, z.n, "to be damaged", 13);
+    CHECK(hit != NULL);
+    if (hit)
+        hit[0] = 'T';
+    CHECK_INT(test_write_file(tmp, "crc.zip", z.p, z.n), 0);
+    size_t got;
+    CHECK_INT(expect_failure("crc.zip", "CRC", &got), 2);
+    CHECK_INT(got, strlen(a) + strlen(b)); /* both members' bytes were handed out */
+    free(z.p);
+}
+
+/* Binary data and NUL-only members are refused with a reason; text with NUL runs
+ * (a crashed writer's tail, a copytruncate hole), stray control bytes or text that
+ * is not UTF-8 is not. */
+static void test_binary_and_nul(void)
+{
+    size_t n = 20000;
+    char *junk = malloc(n);
+    unsigned x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        junk[i] = (char)(x >> 16);
+    }
+    CHECK_INT(test_write_file(tmp, "core.bin", junk, n), 0);
+    expect_failure("core.bin", "binary data, not text", NULL);
+    buf z = {0};
+    zstd_frame(&z, junk, n, 1);
+    CHECK_INT(test_write_file(tmp, "core.bin.zst", z.p, z.n), 0);
+    expect_failure("core.bin.zst", "binary data, not text", NULL);
+    char *zeros = calloc(1, n);
+    CHECK_INT(test_write_file(tmp, "zeros.log", zeros, n), 0);
+    expect_failure("zeros.log", "only NUL bytes (20000 of them)", NULL);
+    /* text, then NULs; NULs, then text; text with a few bad bytes */
+    char *text = log_text(5000, 3);
+    size_t tn = strlen(text);
+    buf m = {0};
+    buf_add(&m, text, tn);
+    buf_add(&m, zeros, n);
+    CHECK_INT(test_write_file(tmp, "tail.log", m.p, m.n), 0);
+    member w1 = {"", m.p, m.n, 0};
+    expect_file("tail.log", "plain", &w1, 1);
+    buf m2 = {0};
+    buf_add(&m2, zeros, n);
+    buf_add(&m2, text, tn);
+    CHECK_INT(test_write_file(tmp, "hole.log", m2.p, m2.n), 0);
+    member w2 = {"", m2.p, m2.n, 0};
+    expect_file("hole.log", "plain", &w2, 1);
+    text[10] = '\xff';
+    text[20] = '\x01';
+    text[30] = '\xc3';
+    CHECK_INT(test_write_file(tmp, "latin.log", text, tn), 0);
+    member w3 = {"", text, tn, 0};
+    expect_file("latin.log", "plain", &w3, 1);
+    /* a log in GBK: mostly bytes that are not UTF-8, still text */
+    buf gbk = {0};
+    for (int i = 0; i < 200; i++)
+        buf_add(&gbk, "[INFO] \xd1\xb5\xc1\xb7\xbf\xaa\xca\xbc \xb2\xbd\xd6\xe8 \xcb\xf0\xca\xa7\n", 26);
+    CHECK_INT(test_write_file(tmp, "gbk.log", gbk.p, gbk.n), 0);
+    member w4 = {"", gbk.p, gbk.n, 0};
+    expect_file("gbk.log", "plain", &w4, 1);
+    free(gbk.p);
+    free(m.p);
+    free(m2.p);
+    free(z.p);
+    free(text);
+    free(zeros);
+    free(junk);
+}
+
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_plain), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
-          T(test_damaged_archives), T(test_errors_and_reuse), T(test_stat), T(test_teardown))
+          T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
+          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_errors_and_reuse), T(test_stat),
+          T(test_teardown))
