@@ -486,6 +486,13 @@ static int index_file(dsq_indexer *ix, const char *path, const char *run, dsq_er
         old.fingerprint == fi.fingerprint && old.run == ix->cur_run &&
         !(old.flags & DSQ_SRC_PARTIAL)) {
         ix->st.files_unchanged++;
+        if (old.errors) { /* the same damage as last time: say so again */
+            dsq_error_set(&e, DSQ_EFORMAT,
+                          "unchanged since it was indexed with %u damaged members or reads (the "
+                          "rest is indexed)",
+                          old.errors);
+            problem(ix, &e, NULL);
+        }
         return 0;
     }
     int status = DSQ_ELIMIT;

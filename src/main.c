@@ -208,10 +208,15 @@ static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
         return;
     c->last_progress = now;
     const char *base = strrchr(path, '/');
-    fprintf(stderr, "\r\033[Kindexing: %llu files, %.1f MB, %.0f MB/s, %llu events  %.40s",
+    char name[41];
+    snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+    for (char *p = name; *p; p++) /* a file name must not drive the terminal */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    fprintf(stderr, "\r\033[Kindexing: %llu files, %.1f MB, %.0f MB/s, %llu events  %s",
             (unsigned long long)s->files_seen, (double)s->bytes_decoded / 1e6,
             s->seconds > 0 ? (double)s->bytes_decoded / 1e6 / s->seconds : 0.0,
-            (unsigned long long)s->events, base ? base + 1 : path);
+            (unsigned long long)s->events, name);
 }
 
 /* "532 B", "12.4 kB", "3.1 MB", "2.0 GB" (decimal units, like the MB/s figures). */

@@ -227,4 +227,11 @@ longz,1.5,2
 over,1.5,2
 tail,1.5,2" "$(query "$DSQ_TMP/db-long" "max Max_MA, count Max_MA by run" --csv)"
 
+# re-running over the same damaged files: nothing is redone, but the damage is
+# reported again and the exit status still says something was skipped
+run_dsq --db "$DSQ_TMP/db-mixed" index "$E"
+expect_code "re-run over unchanged damaged files" 1 "$RC"
+expect_contains "re-run: the damaged file is named again" "gpt2-zero2/rank2.log.zst" "$ERR"
+expect_contains "re-run: says it is unchanged" "unchanged since it was indexed with" "$ERR"
+
 e2e_finish
