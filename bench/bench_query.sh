@@ -203,7 +203,7 @@ done
 # ---- 5. report ---------------------------------------------------------------------
 echo "dsq query benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 echo "archive: $dir/runs, $nruns runs, $nfiles files, $((arc_bytes / 1000000)) MB zstd;" \
-     "generated in ${gen_s} s"
+     "generated ${gen_s}"
 echo "events: CSV $total, dsq count $dsq_events"
 echo "counts check, count by run, host, kind: $check_rhk"
 echo "counts check, count Max_MA/CurrSamplesPerSec/loss by run: $check_f"
