@@ -205,6 +205,10 @@ for i in 0 1 2 3; do
   res+=("$d|$best|$(compare "$out/q$i.dsq" "$out/q$i.sq$bj")")
 done
 
+# the floor: starting the process and opening the database
+floor_d=$(bench "$out/floor.dsq" 0 "$dsq" --version)
+floor_s=$(bench "$out/floor.sq" 0 sqlite3 "$sdb" "SELECT 1;")
+
 # ---- 5. report ---------------------------------------------------------------------
 echo "dsq query benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores," \
      "load average at start $load0, now $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -220,6 +224,7 @@ for i in 0 1 2 3; do
   IFS='|' read -r d s same <<<"${res[$i]}"
   echo "| \`${names[$i]}\` | $d | $s | $(printf '%.3f' "$(echo "scale=4; $d / $s" | bc)") | $same |"
 done
+echo "| (process floor: \`dsq --version\`, \`sqlite3 DB 'SELECT 1'\`) | $floor_d | $floor_s | | |"
 echo
 echo "| sqlite3 form | ms | answers vs dsq |"
 echo "|---|---:|---|"
