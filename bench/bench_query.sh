@@ -2,13 +2,14 @@
 # Query speed of whole `dsq` processes next to sqlite3 on the same events, measured in
 # the same run (issue 4, point 6).
 #
-#   bench/bench_query.sh [-n RUNS] [-r REPEATS] [-b BUILD_DIR] [-d DIR] [-x]
+#   bench/bench_query.sh [-n RUNS] [-r REPEATS] [-b BUILD_DIR] [-d DIR] [-x] [-i INDEX]
 #       defaults: -n 10000, -r 5, -b build,
 #                 -d $BENCH_QUERY_DIR, else /tmp/dsq-bench/runs10k (runs<N> for other N)
 #       -x: skip the event-count check of step 2 (it takes minutes at full size)
 #
 # 1. gen_runs writes DIR/runs/<run>/<host>.log.zst and DIR/events.csv.zst (the same
 #    events, one CSV row per dsq event); cached: delete DIR to regenerate.
+#    -i INDEX: query an index already built from DIR/runs instead of building one.
 # 2. `dsq index` into a fresh DIR/dsq.db, timed; its event counts are checked against
 #    the CSV (`count by run, host, kind` and `count F by run` for each queried field).
 # 3. sqlite3 gets the CSV in one table `ev` (DIR/events.sqlite, cached) and, for each
@@ -31,9 +32,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 nruns=10000 reps=5 build=$here/build dir=${BENCH_QUERY_DIR:-} slow=${BENCH_SLOW_S:-20} check=1
-while getopts n:r:b:d:x o; do
+reuse=""
+while getopts n:r:b:d:xi: o; do
   case $o in
     n) nruns=$OPTARG ;; r) reps=$OPTARG ;; b) build=$OPTARG ;; d) dir=$OPTARG ;; x) check=0 ;;
+    i) reuse=$OPTARG ;;
     *) sed -n '2,9p' "$0" >&2; exit 2 ;;
   esac
 done
@@ -63,9 +66,13 @@ arc_bytes=$(du -sb "$dir/runs" | cut -f1)
 nfiles=$(find "$dir/runs" -name '*.log.zst' | wc -l)
 
 # ---- 2. dsq index ------------------------------------------------------------------
-rm -rf "$db"; note "dsq index $dir/runs"
-t0=$(now); rc=0; "$dsq" index -q --db "$db" "$dir/runs" || rc=$?; idx_s=$(secs "$t0" "$(now)")
-[ "$rc" = 0 ] || note "WARNING: dsq index exited $rc"
+if [ -n "$reuse" ]; then
+  db=$reuse idx_s="(reused $reuse)"
+else
+  rm -rf "$db"; note "dsq index $dir/runs"
+  t0=$(now); rc=0; "$dsq" index -q --db "$db" "$dir/runs" || rc=$?; idx_s=$(secs "$t0" "$(now)")
+  [ "$rc" = 0 ] || note "WARNING: dsq index exited $rc"
+fi
 dsq_events=$("$dsq" --db "$db" --csv "count" | tail -n 1)
 dsq_bytes=$(du -sb "$db" | cut -f1)
 
