@@ -60,6 +60,7 @@ typedef struct exec {
     size_t ngroups, cap;  /* open addressing: cap is a power of two */
     int rollups;          /* answer from rollups (plan_rollups) */
     int need_values;      /* rollups: read chunks (percentiles, every, time ranges) */
+    int run_level;        /* rollups: one merged record per run is enough (plan_rollups) */
     int time_nodes;       /* the where clause tests time */
     dsq_error *err;
     /* the index being read */
@@ -602,13 +603,18 @@ static int plan_rollups(exec *x)
         if (k == DSQ_KEY_LABEL || (k == DSQ_KEY_KIND && fields))
             return 0;
     }
+    x->run_level = !x->need_values;
+    for (int i = 0; i < q->nby; i++)
+        if (q->by[i] != DSQ_KEY_RUN && q->by[i] != DSQ_KEY_FIELD && q->by[i] != DSQ_KEY_KIND)
+            x->run_level = 0;
     for (int i = 0; i < q->nnodes; i++) {
         if (q->nodes[i].type != DSQ_N_CMP)
             continue;
         int k = x->node_key[i];
-        if (k == DSQ_KEY_LABEL || (k == DSQ_KEY_KIND && fields) ||
-            (k == DSQ_KEY_FIELD && q->nodes[i].key == DSQ_KEY_FIELD))
+        if (k == DSQ_KEY_LABEL || (k == DSQ_KEY_KIND && fields) || k == DSQ_KEY_FIELD)
             return 0;
+        if (k != DSQ_KEY_RUN && k != DSQ_KEY_ATTR && k != DSQ_KEY_KIND)
+            x->run_level = 0; /* host, rank, file, time: per-series records */
     }
     return 1;
 }
@@ -688,22 +694,23 @@ static int run_rollups(exec *x, uint32_t run)
     const dsq_query *q = x->q;
     roll_ctx rc = {.x = x};
     int status = 0;
+    /* per run (one merged record) or per run/host/rank/file series */
+    int (*scan)(dsq_store *, uint32_t, uint32_t, uint32_t, dsq_store_series_fn, void *,
+                dsq_error *) = x->run_level ? dsq_store_scan_runroll : dsq_store_scan_series;
     for (int i = 0; i < q->naggs && !status; i++) {
         rc.agg = i;
         uint32_t f = x->agg_field[i];
         if (f == MISSING)
             continue;
         if (f)
-            status = dsq_store_scan_series(x->st, f, f, run, roll_series, &rc, x->err);
+            status = scan(x->st, f, f, run, roll_series, &rc, x->err);
         else if (!run)
-            status = dsq_store_scan_series(x->st, DSQ_SERIES_KIND_BASE,
-                                           DSQ_SERIES_KIND_BASE + DSQ_EV_KIND_COUNT, 0, roll_series,
-                                           &rc, x->err);
+            status = scan(x->st, DSQ_SERIES_KIND_BASE, DSQ_SERIES_KIND_BASE + DSQ_EV_KIND_COUNT, 0,
+                          roll_series, &rc, x->err);
         else
             for (uint32_t kd = 0; kd < DSQ_EV_KIND_COUNT && !status; kd++)
-                status = dsq_store_scan_series(x->st, DSQ_SERIES_KIND_BASE + kd,
-                                               DSQ_SERIES_KIND_BASE + kd, run, roll_series, &rc,
-                                               x->err);
+                status = scan(x->st, DSQ_SERIES_KIND_BASE + kd, DSQ_SERIES_KIND_BASE + kd, run,
+                              roll_series, &rc, x->err);
     }
     return status;
 }
@@ -962,7 +969,7 @@ static void store_reset(exec *x)
     x->nattrs = x->attr_cap = 0;
     x->xlat = NULL;
     x->st = NULL;
-    x->rollups = x->need_values = x->time_nodes = 0;
+    x->rollups = x->need_values = x->time_nodes = x->run_level = 0;
 }
 
 /* Makes st the index being read: its dictionary, attributes and sources. */

@@ -58,6 +58,43 @@ void dsq_series_add(dsq_series_rec *r, int64_t t, double v, uint8_t unit)
     }
 }
 
+void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counting)
+{
+    if (!from->count)
+        return;
+    if (!to->count) {
+        *to = *from;
+        to->nchunks = 0;
+        return;
+    }
+    if (counting) {
+        to->count += from->count;
+        if (from->first_t != DSQ_TIME_NONE &&
+            (to->first_t == DSQ_TIME_NONE || from->first_t < to->first_t))
+            to->first_t = from->first_t;
+        if (from->last_t != DSQ_TIME_NONE &&
+            (to->last_t == DSQ_TIME_NONE || from->last_t > to->last_t))
+            to->last_t = from->last_t;
+        return;
+    }
+    uint8_t u = from->unit;
+    double mn = dsq_unit_convert(from->min, u, to->unit), mx = dsq_unit_convert(from->max, u, to->unit);
+    to->count += from->count;
+    to->sum += dsq_unit_convert(from->sum, u, to->unit);
+    if (mn < to->min)
+        to->min = mn;
+    if (mx > to->max)
+        to->max = mx;
+    if (from->first_t < to->first_t) {
+        to->first_t = from->first_t;
+        to->first_v = dsq_unit_convert(from->first_v, u, to->unit);
+    }
+    if (from->last_t >= to->last_t) {
+        to->last_t = from->last_t;
+        to->last_v = dsq_unit_convert(from->last_v, u, to->unit);
+    }
+}
+
 /* --- chunks ------------------------------------------------------------------ */
 
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
@@ -303,6 +340,31 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Recomputes the run rollup of every field this source has, once per field. */
+static int update_run_rollups(dsq_rollup *r, dsq_error *err)
+{
+    uint32_t *f = malloc((r->n ? r->n : 1) * sizeof *f);
+    size_t n = 0;
+    int rc = 0;
+    if (!f)
+        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+    for (size_t i = 0; i < r->cap && n < r->n; i++)
+        if (r->tab[i].field)
+            f[n++] = r->tab[i].field;
+    qsort(f, n, sizeof *f, cmp_u32);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (i == 0 || f[i] != f[i - 1])
+            rc = dsq_store_runroll_update(r->st, f[i], r->run, err);
+    free(f);
+    return rc;
+}
+
 int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err) { return dsq_rollup_finish(r, err); }
 
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
@@ -320,5 +382,5 @@ int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
     }
     for (int i = 0; i < r->nattrs && !rc; i++)
         rc = dsq_store_attr_put(r->st, r->run, r->attrs[i].name, r->source, &r->attrs[i].rec, err);
-    return rc;
+    return rc ? rc : update_run_rollups(r, err);
 }

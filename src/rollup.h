@@ -16,6 +16,10 @@
  * first failure event is kept the same way as the attribute `failure` (the
  * earliest wins), so `by failure` and `dsq runs` need no event.
  *
+ * Per (field, run), the merge of all that run's series is kept too (the run
+ * rollup: a query by run reads one record per run, not one per host and file); the
+ * store recomputes it whenever a source of the run is written or dropped.
+ *
  * The builder collects one source's series in memory (chunks are written as they
  * fill) and writes the summaries into the open store transaction at the end.
  */
@@ -33,6 +37,11 @@
 
 /* Adds one value (already in rec->unit, or in `unit` when rec is empty). */
 void dsq_series_add(dsq_series_rec *rec, int64_t t, double v, uint8_t unit);
+
+/* Merges summary `from` into `to`, converting units like dsq_series_add (an empty
+ * `to` takes `from` as it is). counting: count series, whose times span only the
+ * events that have one (DSQ_TIME_NONE is "no time", not "earliest"). */
+void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counting);
 
 /* Converts v from unit `from` to unit `to` when both measure the same thing
  * (MB and GB); otherwise returns v. */

@@ -23,6 +23,7 @@
 #include <zstd.h>
 
 #include "error.h"
+#include "rollup.h"
 
 #define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
 #define DSQ_EMPTY_INDEX 1 /* read_txn: nothing to read (not an error) */
@@ -32,7 +33,7 @@ struct dsq_store {
     MDB_txn *txn;     /* the open write transaction, if any */
     MDB_txn *rtxn;    /* read-only stores: the snapshot every read uses */
     MDB_dbi meta, dict_db, dictrev, events, sources, members, srcblocks, series, chunks, attrs,
-        srcroll;
+        srcroll, runroll;
     dsq_dict *dict;
     uint32_t dict_saved; /* highest dictionary id already in the index */
     int readonly;
@@ -211,7 +212,7 @@ static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
     } t[] = {{"meta", &st->meta},       {"dict", &st->dict_db},   {"events", &st->events},
              {"sources", &st->sources}, {"members", &st->members}, {"srcblocks", &st->srcblocks},
              {"series", &st->series},   {"chunks", &st->chunks},   {"attrs", &st->attrs},
-             {"srcroll", &st->srcroll}, {"dictrev", &st->dictrev}};
+             {"srcroll", &st->srcroll}, {"dictrev", &st->dictrev}, {"runroll", &st->runroll}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int rc = mdb_dbi_open(txn, t[i].name, fl, t[i].dbi);
         MDB_dbi main_db;
@@ -511,11 +512,20 @@ static int drop_prefix(dsq_store *st, MDB_dbi dbi, const unsigned char *pre, siz
     return status;
 }
 
-/* Drops a source's series (summaries and chunks) and attributes. */
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Drops a source's series (summaries and chunks) and attributes, then recomputes
+ * the run rollups of the fields it had. */
 static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
 {
     unsigned char pre[4], key[DSQ_SERIES_KEY_LEN];
     MDB_cursor *c = NULL;
+    uint32_t *fields = NULL, run = 0;
+    size_t nf = 0, capf = 0;
     put_be32(pre, source);
     int rc = mdb_cursor_open(st->txn, st->srcroll, &c), status = 0;
     if (rc)
@@ -530,6 +540,17 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
         if (k.mv_size < 5 || memcmp(p, pre, 4) != 0)
             break;
         if (p[4] == 'S' && k.mv_size == 5 + 16) { /* field run host rank, then the source */
+            if (nf == capf) {
+                capf = capf ? capf * 2 : 64;
+                uint32_t *nfp = realloc(fields, capf * sizeof *fields);
+                if (!nfp) {
+                    status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups");
+                    break;
+                }
+                fields = nfp;
+            }
+            fields[nf++] = get_be32(p + 5);
+            run = get_be32(p + 9);
             memcpy(key, p + 5, 16);
             memcpy(key + 16, pre, 4);
             MDB_val sk = {sizeof key, key};
@@ -552,7 +573,42 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
     if (!status && rc && rc != MDB_NOTFOUND)
         status = put_failed(st, rc, err, "dropping rollups");
     mdb_cursor_close(c);
+    if (nf)
+        qsort(fields, nf, sizeof *fields, cmp_u32);
+    for (size_t i = 0; i < nf && !status; i++) /* fields repeat per host and rank */
+        if (i == 0 || fields[i] != fields[i - 1])
+            status = dsq_store_runroll_update(st, fields[i], run, err);
+    free(fields);
     return status;
+}
+
+int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
+{
+    unsigned char pre[8];
+    MDB_cursor *c = NULL;
+    dsq_series_rec acc, rec;
+    memset(&acc, 0, sizeof acc);
+    put_be32(pre, field);
+    put_be32(pre + 4, run);
+    int rc = mdb_cursor_open(st->txn, st->series, &c);
+    if (rc)
+        return put_failed(st, rc, err, "writing run rollups");
+    MDB_val k = {8, pre}, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
+            break;
+        if (v.mv_size != sizeof rec)
+            continue;
+        memcpy(&rec, v.mv_data, sizeof rec);
+        dsq_series_merge(&acc, &rec, field >= DSQ_SERIES_KIND_BASE);
+    }
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND)
+        return put_failed(st, rc, err, "writing run rollups");
+    MDB_val rk = {8, pre}, rv = {sizeof acc, &acc};
+    rc = acc.count ? mdb_put(st->txn, st->runroll, &rk, &rv, 0) : mdb_del(st->txn, st->runroll, &rk, NULL);
+    return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing run rollups") : 0;
 }
 
 int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err)
@@ -884,8 +940,24 @@ done:
     return status;
 }
 
+static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_t field_hi,
+                          uint32_t run, dsq_store_series_fn fn, void *ctx, dsq_error *err);
+
 int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
                           dsq_store_series_fn fn, void *ctx, dsq_error *err)
+{
+    return scan_series_in(st, st->series, field_lo, field_hi, run, fn, ctx, err);
+}
+
+int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
+                           dsq_store_series_fn fn, void *ctx, dsq_error *err)
+{
+    return scan_series_in(st, st->runroll, field_lo, field_hi, run, fn, ctx, err);
+}
+
+/* Scans series summaries (keys of 20 bytes) or run rollups (8 bytes: field, run). */
+static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_t field_hi,
+                          uint32_t run, dsq_store_series_fn fn, void *ctx, dsq_error *err)
 {
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
@@ -895,17 +967,24 @@ int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, u
     put_be32(pre + 4, run);
     if ((status = read_txn(st, &txn, &own, err)))
         return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, st->series, &c))) {
+    if ((rc = mdb_cursor_open(txn, dbi, &c))) {
         status = lmdb_error(err, rc, "reading rollups");
         goto done;
     }
     MDB_val k = {run ? 8 : 4, pre}, v;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != DSQ_SERIES_KEY_LEN || v.mv_size != sizeof(dsq_series_rec))
+        int run_level = dbi == st->runroll;
+        if (k.mv_size != (run_level ? 8 : DSQ_SERIES_KEY_LEN) ||
+            v.mv_size != sizeof(dsq_series_rec))
             continue;
-        dsq_series_key sk;
-        series_key_unpack(k.mv_data, &sk);
+        dsq_series_key sk = {.rank = -1};
+        if (run_level) {
+            sk.field = get_be32(k.mv_data);
+            sk.run = get_be32((const unsigned char *)k.mv_data + 4);
+        } else {
+            series_key_unpack(k.mv_data, &sk);
+        }
         if (sk.field > field_hi || (run && sk.run != run))
             break;
         dsq_series_rec rec;

@@ -9,6 +9,7 @@
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
  *   series    field, run, host, rank, source (BE) -> dsq_series_rec   rollups (rollup.h)
  *   chunks    series key, chunk seq (BE) -> (time, value) pairs of that series
+ *   runroll   field, run (BE) -> dsq_series_rec   the merge of the run's series of that field
  *   attrs     run, name, source (BE) -> dsq_attr_rec   latest run attribute per source
  *   srcroll   source id, 'S' field run host rank | 'A' run name -> ""   for dropping
  * Block keys are run/host/rank/time/source/seq, big-endian, so one run (or one
@@ -144,6 +145,9 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, co
                         size_t n, dsq_error *err);
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
                        const dsq_attr_rec *rec, dsq_error *err);
+/* Recomputes the run rollup of (field, run) from that run's series (in the open
+ * write); removes it when no series is left. */
+int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err);
 /* Commits, saving new dictionary strings first. When the map is full the write is
  * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */
 int dsq_store_commit(dsq_store *st, dsq_error *err);
@@ -163,6 +167,10 @@ int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, vo
 typedef int (*dsq_store_series_fn)(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec);
 int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
                           dsq_store_series_fn fn, void *ctx, dsq_error *err);
+/* Run rollups with field in [field_lo, field_hi] (one run's when run != 0, which
+ * needs field_lo == field_hi); the key's host is 0, rank -1, source 0. */
+int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
+                           dsq_store_series_fn fn, void *ctx, dsq_error *err);
 /* The chunks of one series, in order. */
 typedef int (*dsq_store_chunk_fn)(void *ctx, const void *data, size_t n);
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, dsq_store_chunk_fn fn, void *ctx,
