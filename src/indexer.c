@@ -24,6 +24,7 @@
 #include "lines.h"
 #include "rollup.h"
 #include "scan.h"
+#include "shard.h"
 #include "timeconv.h"
 #include "walk.h"
 
@@ -532,6 +533,11 @@ static int walk_file(void *ctx, const char *full, const char *rel)
         const char *inner = strchr(rel, '/');
         run_name(ix, rel, run, sizeof run);
         ix->cur_inner = inner && !ix->p.run ? inner + 1 : NULL;
+    }
+    if (ix->p.shard_n && dsq_shard_of(run, strlen(run), ix->p.shard_n) != ix->p.shard_k) {
+        ix->st.files_other_shard++; /* another shard's run: not even stat'ed */
+        ix->cur_inner = NULL;
+        return 0;
     }
     int status = index_file(ix, full, run, ix->walk_err);
     ix->cur_inner = NULL;

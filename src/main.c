@@ -21,6 +21,7 @@
 #include "query.h"
 #include "result.h"
 #include "runs.h"
+#include "shard.h"
 #include "store.h"
 
 #define EXIT_SKIPPED 1
@@ -33,6 +34,8 @@ static const char usage_text[] =
     "\n"
     "Usage:\n"
     "  dsq index [--run NAME] PATH...   index files, directories and archives\n"
+    "  dsq index --shard K/N PATH...    index only the runs of shard K of N (0 <= K < N),\n"
+    "                                   e.g. one Slurm array task each (tools/slurm-index.sh)\n"
     "  dsq \"QUERY\"                      answer a query, e.g. dsq \"max Max_MA by run\"\n"
     "  dsq runs                         list runs: start, duration, hosts, ranks, failure,\n"
     "                                   peak Max_MA\n"
@@ -52,6 +55,8 @@ static const char usage_text[] =
     "               directory holding indexes (shards) stands for all of them\n"
     "  --run NAME   (index) put every input into run NAME instead of naming runs\n"
     "               after the top-level directory or archive below each PATH\n"
+    "  --shard K/N  (index) only runs whose name hashes to shard K of N; a whole run is\n"
+    "               in one shard. Query the shards with --db DIR-of-shards\n"
     "  --csv        comma-separated output, plain numbers\n"
     "  --json       one JSON object per line, plain numbers, units as *_unit\n"
     "  --limit N    (show) at most N events (default 200; 0: all)\n"
@@ -87,6 +92,8 @@ typedef struct cli {
     const char *dbs[64]; /* every --db, for queries */
     int ndbs;
     const char *run;
+    const char *shard;   /* --shard K/N as given */
+    uint32_t shard_k, shard_n;
     int format;
     int quiet;
     int stats;
@@ -119,7 +126,8 @@ static int parse_args(cli *c, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((strcmp(a, "--db") == 0 || strcmp(a, "--run") == 0) && i + 1 >= argc) {
+        if ((strcmp(a, "--db") == 0 || strcmp(a, "--run") == 0 || strcmp(a, "--shard") == 0) &&
+            i + 1 >= argc) {
             fprintf(stderr, "dsq: %s needs a value\n", a);
             return -1;
         }
@@ -138,6 +146,15 @@ static int parse_args(cli *c, int argc, char **argv)
             c->run = argv[++i];
         else if (strncmp(a, "--run=", 6) == 0)
             c->run = a + 6;
+        else if (strcmp(a, "--shard") == 0 || strncmp(a, "--shard=", 8) == 0) {
+            dsq_error e;
+            dsq_error_clear(&e);
+            c->shard = a[7] == '=' ? a + 8 : argv[++i];
+            if (dsq_shard_parse(c->shard, &c->shard_k, &c->shard_n, &e) != 0) {
+                fprintf(stderr, "dsq: %s\n", e.msg);
+                return -1;
+            }
+        }
         else if (strcmp(a, "--csv") == 0)
             c->format = DSQ_FMT_CSV;
         else if (strcmp(a, "--json") == 0)
@@ -238,6 +255,8 @@ static void print_summary(const dsq_index_stats *s, const char *db)
            s->seconds > 0 ? mb / s->seconds : 0.0);
     if (s->files_unchanged)
         printf("  skipped %llu unchanged files\n", (unsigned long long)s->files_unchanged);
+    if (s->files_other_shard)
+        printf("  left %llu files of other shards' runs\n", (unsigned long long)s->files_other_shard);
     if (s->cut_lines)
         printf("  cut %llu lines longer than the line cap\n", (unsigned long long)s->cut_lines);
     if (s->files_failed || s->members_failed)
@@ -262,7 +281,8 @@ static int cmd_index(cli *c)
     }
     dsq_store_params sp = {.dir = c->db, .readonly = 0};
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
-                             .progress = on_progress, .ctx = c};
+                             .progress = on_progress, .ctx = c,
+                             .shard_k = c->shard_k, .shard_n = c->shard_n};
     if (dsq_store_open(&sp, &st, &err) != 0)
         goto index_failed;
     ip.store = st;
@@ -575,6 +595,9 @@ int main(int argc, char **argv)
         else
             fputs(usage_text, help ? stdout : stderr);
         code = (help || version) ? 0 : EXIT_USAGE;
+    } else if (c.shard && strcmp(c.args[0], "index") != 0) {
+        fprintf(stderr, "dsq: --shard is for dsq index (queries take the shards as --db DIR)\n");
+        code = EXIT_USAGE;
     } else if (strcmp(c.args[0], "help") == 0) {
         fputs(usage_text, stdout);
         code = 0;
