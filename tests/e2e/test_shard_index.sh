@@ -106,6 +106,32 @@ for ((k = 0; k < N; k++)); do
 done
 expect_eq "--run with --shard: the named run is in exactly one shard" 1 "$have"
 
+# tools/slurm-index.sh --local: the same shards on this machine (xargs -P), checked
+SCRIPT="$DSQ_SRC/tools/slurm-index.sh"
+bash "$SCRIPT" --local --jobs 2 --dsq "$DSQ" "$ARCH" "$N" "$DSQ_TMP/local" >"$DSQ_TMP/local.out" 2>&1
+expect_code "slurm-index.sh --local" 0 "$?"
+expect_contains "--local: the check says every shard finished" "all $N shards finished" \
+    "$(cat "$DSQ_TMP/local.out")"
+run_dsq --db "$DSQ_TMP/local" --csv runs
+expect_eq "--local shards equal the whole index" "$whole_runs" "$OUT"
+bash "$SCRIPT" --local --dsq "$DSQ" "$ARCH" 3 "$DSQ_TMP/local" >"$DSQ_TMP/local.out" 2>&1
+expect_code "--local with another N for the same directory" 2 "$?"
+mkdir -p "$DSQ_TMP/local/shard-9"
+cp "$DSQ_TMP/local/shard-0/"* "$DSQ_TMP/local/shard-9/"
+bash "$SCRIPT" --local --dsq "$DSQ" "$ARCH" "$N" "$DSQ_TMP/local" >"$DSQ_TMP/local.out" 2>&1
+expect_code "--local: a stray shard directory fails the check" 1 "$?"
+expect_contains "--local: names the stray shard" "stray: $DSQ_TMP/local/shard-9" "$(cat "$DSQ_TMP/local.out")"
+FAKE="$DSQ_TMP/fake-dsq"
+printf '#!/bin/sh\ncase " $* " in *" --shard 1/"*) exit 3 ;; esac\nexec "%s" "$@"\n' "$DSQ" >"$FAKE"
+chmod +x "$FAKE"
+bash "$SCRIPT" --local --dsq "$FAKE" "$ARCH" "$N" "$DSQ_TMP/local-bad" >"$DSQ_TMP/local.out" 2>&1
+expect_code "--local: a failing shard fails the check" 1 "$?"
+expect_contains "--local: names the failed shard" "shard 1: FAILED: dsq exited 3" "$(cat "$DSQ_TMP/local.out")"
+bash "$SCRIPT" --local "$ARCH" 0 "$DSQ_TMP/x" >"$DSQ_TMP/local.out" 2>&1
+expect_code "slurm-index.sh: N = 0 refused" 2 "$?"
+bash "$SCRIPT" --dsq "$DSQ" "$ARCH" 2 "$DSQ_TMP/x" >"$DSQ_TMP/local.out" 2>&1
+expect_code "slurm-index.sh: no partition" 2 "$?"
+
 # bad values
 for bad in 4/4 5/4 0/0 1 a/2 1/ -1/2 "1/2/3"; do
     run_dsq --db "$DSQ_TMP/bad" index --shard "$bad" "$ARCH"
