@@ -255,8 +255,9 @@ static void print_summary(const dsq_index_stats *s, const char *db)
            s->seconds > 0 ? mb / s->seconds : 0.0);
     if (s->files_unchanged)
         printf("  skipped %llu unchanged files\n", (unsigned long long)s->files_unchanged);
-    if (s->files_other_shard)
-        printf("  left %llu files of other shards' runs\n", (unsigned long long)s->files_other_shard);
+    if (s->other_shard)
+        printf("  left %llu run directories and files to other shards\n",
+               (unsigned long long)s->other_shard);
     if (s->cut_lines)
         printf("  cut %llu lines longer than the line cap\n", (unsigned long long)s->cut_lines);
     if (s->files_failed || s->members_failed)
