@@ -26,6 +26,9 @@
 #   --local        no Slurm: run the N shards on this machine, J at a time (xargs -P)
 #   --jobs J       (--local) shards at a time (default: nproc)
 #   --time T       (Slurm) time limit per task (sbatch --time; default 12:00:00)
+#   --max-running M  (Slurm) at most M tasks at once (--array=0-(N-1)%M): with N a few
+#                  times M, Slurm hands shards to free slots as others finish, which
+#                  evens out shards of unequal size
 #   SBATCH_ARGS    passed to both sbatch calls (--account, --qos, --mem, ...)
 #
 # INDEXDIR/.slurm holds the task scripts, logs (shard-K.log) and markers. The shard
@@ -123,7 +126,7 @@ run_check() { # DSQ INDEXDIR N [JOBID]
 
 # --- submit ------------------------------------------------------------------------
 main() {
-    local local_mode=0 jobs wait=0 dsq=${DSQ:-} tlimit=12:00:00
+    local local_mode=0 jobs wait=0 dsq=${DSQ:-} tlimit=12:00:00 throttle=""
     jobs=$(nproc 2>/dev/null || echo 2)
     local pos=()
     while [ $# -gt 0 ]; do
@@ -135,6 +138,9 @@ main() {
         --jobs) [ $# -ge 2 ] || die "--jobs needs a number"; jobs=$2; shift ;;
         --dsq) [ $# -ge 2 ] || die "--dsq needs a path"; dsq=$2; shift ;;
         --time) [ $# -ge 2 ] || die "--time needs a value"; tlimit=$2; shift ;;
+        --max-running)
+            [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--max-running needs a whole number, 1 or more"
+            throttle="%$2"; shift ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
         -*) die "unknown option $1 (see --help)" ;;
@@ -184,7 +190,7 @@ main() {
     command -v sbatch >/dev/null 2>&1 || die "sbatch not found: is this a Slurm login node? (or use --local)"
     [ -n "$part" ] || die "give a partition"
     local array check
-    array=$(sbatch --parsable --array="0-$((n - 1))" --partition="$part" --job-name=dsq-index \
+    array=$(sbatch --parsable --array="0-$((n - 1))$throttle" --partition="$part" --job-name=dsq-index \
         --time="$tlimit" --output="$dir/.slurm/shard-%a.log" "${extra[@]}" \
         --wrap="bash '$self' --task '$dsq' '$root' '$dir' $n") ||
         die "sbatch of the array job failed"

@@ -183,11 +183,12 @@ all_same() {
 }
 all_same
 
-# --- night 2: nothing changed, one file added --------------------------------------------
+# --- night 2: one run added, the rest unchanged --------------------------------------------
 cp "$SAMPLE/bert-baseline.log" "$ARCH/bert-new.log"
 index_ok "one process: the new run" "$ALL" "$ARCH"
-timeout 300 bash "$SCRIPT" --wait --dsq "$DSQ" "$ARCH" "$N" "$IDX" dsqtest >"$DSQ_TMP/submit.out" 2>&1
-expect_code "second night" 0 "$?"
+timeout 300 bash "$SCRIPT" --wait --max-running 2 --dsq "$DSQ" "$ARCH" "$N" "$IDX" dsqtest \
+    >"$DSQ_TMP/submit.out" 2>&1
+expect_code "second night (at most 2 tasks at once)" 0 "$?"
 indexed=$(cat "$IDX"/.slurm/shard-*.log | sed -n 's/^indexed \([0-9]*\) files.*/\1/p' | awk '{s += $1} END {print s + 0}')
 expect_eq "second night: only the new file is read" 1 "$indexed"
 all_same
