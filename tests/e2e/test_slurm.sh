@@ -33,7 +33,12 @@ chmod 700 "$C"
 mkdir -p "$C/munge" "$C/state" "$C/spool" "$C/log"
 chmod 700 "$C/munge"
 PIDS=()
+SUBMIT="" # a running tools/slurm-index.sh --wait (under timeout)
 stop_cluster() {
+    if [ -n "$SUBMIT" ]; then # it and its sbatch --wait, which would outlive the cluster
+        pkill -TERM -P "$(pgrep -P "$SUBMIT" | head -n1)" 2>/dev/null || true
+        kill "$SUBMIT" 2>/dev/null || true
+    fi
     if [ -n "${SLURM_CONF:-}" ] && [ -f "$SLURM_CONF" ]; then
         scancel --quiet --user="$(id -un)" >/dev/null 2>&1 || true
         sleep 1
@@ -146,7 +151,17 @@ index_ok "index the whole archive in one process" "$ALL" "$ARCH"
 N=4
 IDX="$DSQ_TMP/shards"
 SCRIPT="$DSQ_SRC/tools/slurm-index.sh"
-timeout 300 bash "$SCRIPT" --wait --dsq "$DSQ" "$ARCH" "$N" "$IDX" dsqtest >"$DSQ_TMP/submit.out" 2>&1
+# submit ARGS...: tools/slurm-index.sh --wait ARGS, output in submit.out. In the
+# background so that a TERM to this test stops the cluster right away.
+submit() {
+    timeout 300 bash "$SCRIPT" --wait "$@" >"$DSQ_TMP/submit.out" 2>&1 &
+    SUBMIT=$!
+    wait $SUBMIT
+    local rc=$?
+    SUBMIT=""
+    return $rc
+}
+submit --dsq "$DSQ" "$ARCH" "$N" "$IDX" dsqtest
 rc=$?
 OUT=$(cat "$DSQ_TMP/submit.out")
 # shellcheck disable=SC2034 # read by show_last (lib.sh)
@@ -186,8 +201,7 @@ all_same
 # --- night 2: one run added, the rest unchanged --------------------------------------------
 cp "$SAMPLE/bert-baseline.log" "$ARCH/bert-new.log"
 index_ok "one process: the new run" "$ALL" "$ARCH"
-timeout 300 bash "$SCRIPT" --wait --max-running 2 --dsq "$DSQ" "$ARCH" "$N" "$IDX" dsqtest \
-    >"$DSQ_TMP/submit.out" 2>&1
+submit --max-running 2 --dsq "$DSQ" "$ARCH" "$N" "$IDX" dsqtest
 expect_code "second night (at most 2 tasks at once)" 0 "$?"
 indexed=$(cat "$IDX"/.slurm/shard-*.log | sed -n 's/^indexed \([0-9]*\) files.*/\1/p' | awk '{s += $1} END {print s + 0}')
 expect_eq "second night: only the new file is read" 1 "$indexed"
@@ -210,7 +224,7 @@ esac
 exec "$DSQ" "\$@"
 EOF
 chmod +x "$FAKE"
-timeout 300 bash "$SCRIPT" --wait --dsq "$FAKE" "$ARCH" "$N" "$DSQ_TMP/bad" dsqtest >"$DSQ_TMP/submit.out" 2>&1
+submit --dsq "$FAKE" "$ARCH" "$N" "$DSQ_TMP/bad" dsqtest
 rc=$?
 OUT=$(cat "$DSQ_TMP/submit.out")
 # shellcheck disable=SC2034
