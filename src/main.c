@@ -265,6 +265,32 @@ static void print_summary(const dsq_index_stats *s, const char *db)
                (unsigned long long)s->files_failed, (unsigned long long)s->members_failed);
 }
 
+/* Whether dir is a directory of shard indexes (indexes one level down, none of
+ * its own). Writing there would make an index that hides the shards from queries. */
+static int holds_shards(const char *dir)
+{
+    char path[4200];
+    int found = 0;
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    DIR *d = access(path, F_OK) == 0 ? NULL : opendir(dir);
+    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;) {
+        snprintf(path, sizeof path, "%s/%s/data.mdb", dir, e->d_name);
+        found = e->d_name[0] != '.' && access(path, F_OK) == 0;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static int refuse_shards_dir(const cli *c, const char *cmd)
+{
+    if (!holds_shards(c->db))
+        return 0;
+    fprintf(stderr, "dsq %s: %s holds shard indexes; name one of them (--db %s/shard-0)%s\n",
+            cmd, c->db, c->db, strcmp(cmd, "index") == 0 ? "" : ", one at a time");
+    return EXIT_USAGE;
+}
+
 static int cmd_index(cli *c)
 {
     dsq_error err;
@@ -280,6 +306,8 @@ static int cmd_index(cli *c)
         fprintf(stderr, "dsq index: writes one index: give one --db\n");
         return EXIT_USAGE;
     }
+    if (refuse_shards_dir(c, "index"))
+        return EXIT_USAGE;
     dsq_store_params sp = {.dir = c->db, .readonly = 0};
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
                              .progress = on_progress, .ctx = c,
@@ -447,6 +475,8 @@ static int cmd_prune(cli *c, int drop)
         fprintf(stderr, "dsq %s: changes one index: give one --db\n", drop ? "drop" : "prune");
         return EXIT_USAGE;
     }
+    if (refuse_shards_dir(c, drop ? "drop" : "prune"))
+        return EXIT_USAGE;
     struct stat sb;
     if (stat(c->db, &sb) != 0) {
         fprintf(stderr, "dsq: no index at %s\n", c->db);

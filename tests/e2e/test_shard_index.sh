@@ -147,4 +147,15 @@ expect_code "--shard on a query is refused" 2 "$RC"
 expect_contains "--shard on a query: says where it belongs" "for dsq index" "$ERR"
 check "a refused --shard wrote no index" [ ! -e "$DSQ_TMP/bad" ]
 
+# writing into the directory of shards would hide them from queries: refused
+for cmd in "index $ARCH" prune "drop gpt2-0"; do
+    # shellcheck disable=SC2086 # the command and its argument
+    run_dsq --db "$SHARDS" $cmd
+    expect_code "dsq $cmd on the directory of shards is refused" 2 "$RC"
+    expect_contains "dsq $cmd on the shards: names one" "--db $SHARDS/shard-0" "$ERR"
+done
+check "nothing was written into the directory of shards" [ ! -e "$SHARDS/data.mdb" ]
+run_dsq --db "$SHARDS/shard-0" prune
+expect_code "prune on one shard works" 0 "$RC"
+
 e2e_finish
