@@ -571,8 +571,8 @@ static void walk_problem(void *ctx, const dsq_error *e)
 
 int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
 {
-    dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .enter = walk_enter, .ctx = ix,
-                          .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
+    dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .enter = walk_enter,
+                          .ctx = ix, .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
     ix->walk_err = err;
     int status = dsq_walk(&wp, path);
     ix->st.seconds = elapsed(&ix->t0);
