@@ -24,6 +24,7 @@
 #include "lines.h"
 #include "rollup.h"
 #include "scan.h"
+#include "shard.h"
 #include "timeconv.h"
 #include "walk.h"
 
@@ -540,9 +541,29 @@ static int walk_file(void *ctx, const char *full, const char *rel)
         run_name(ix, rel, run, sizeof run);
         ix->cur_inner = inner && !ix->p.run ? inner + 1 : NULL;
     }
+    if (ix->p.shard_n && dsq_shard_of(run, strlen(run), ix->p.shard_n) != ix->p.shard_k) {
+        ix->st.other_shard++; /* another shard's run (a file in the root): not even stat'ed */
+        ix->cur_inner = NULL;
+        return 0;
+    }
     int status = index_file(ix, full, run, ix->walk_err);
     ix->cur_inner = NULL;
     return status;
+}
+
+/* dsq_walk enter callback: another shard's run directory is not walked at all. */
+static int walk_enter(void *ctx, const char *full, const char *rel)
+{
+    dsq_indexer *ix = ctx;
+    char run[256];
+    (void)full;
+    if (!ix->p.shard_n || strchr(rel, '/'))
+        return 0;
+    snprintf(run, sizeof run, "%s", ix->p.run ? ix->p.run : rel); /* as run_name does */
+    if (dsq_shard_of(run, strlen(run), ix->p.shard_n) == ix->p.shard_k)
+        return 0;
+    ix->st.other_shard++;
+    return 1;
 }
 
 /* dsq_walk problem callback: a directory or link that could not be read. */
@@ -557,8 +578,8 @@ static void walk_problem(void *ctx, const dsq_error *e)
 
 int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
 {
-    dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .ctx = ix,
-                          .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
+    dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .enter = walk_enter,
+                          .ctx = ix, .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
     ix->walk_err = err;
     int status = dsq_walk(&wp, path);
     ix->st.seconds = elapsed(&ix->t0);

@@ -24,6 +24,7 @@ typedef struct dsq_index_stats {
     uint64_t files_indexed;
     uint64_t files_unchanged;   /* skipped: same size, mtime and fingerprint */
     uint64_t files_failed;      /* could not be read at all */
+    uint64_t other_shard;       /* run directories and files of other shards' runs, not read */
     uint64_t members;
     uint64_t members_failed;    /* damaged members (what was read before is kept) */
     uint64_t bytes_in;          /* bytes of the files read */
@@ -39,6 +40,9 @@ typedef struct dsq_indexer_params {
     const char *run;        /* if set, every input belongs to this run */
     const char *db_dir;     /* the index directory: never indexed itself. May be NULL. */
     size_t max_line;        /* line cap, 0 = default */
+    /* if shard_n > 0, only runs with dsq_shard_of(run) == shard_k are indexed
+     * (shard.h); other runs' directories are not even walked (stats: other_shard) */
+    uint32_t shard_k, shard_n;
     /* a file or member could not be (fully) read; err names it. May be NULL. */
     void (*problem)(void *ctx, const dsq_error *err);
     /* called after each file and during long ones. May be NULL. */

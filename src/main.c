@@ -21,6 +21,7 @@
 #include "query.h"
 #include "result.h"
 #include "runs.h"
+#include "shard.h"
 #include "store.h"
 
 #define EXIT_SKIPPED 1
@@ -33,6 +34,8 @@ static const char usage_text[] =
     "\n"
     "Usage:\n"
     "  dsq index [--run NAME] PATH...   index files, directories and archives\n"
+    "  dsq index --shard K/N PATH...    index only the runs of shard K of N (0 <= K < N),\n"
+    "                                   e.g. one Slurm array task each (tools/slurm-index.sh)\n"
     "  dsq \"QUERY\"                      answer a query, e.g. dsq \"max Max_MA by run\"\n"
     "  dsq runs                         list runs: start, duration, hosts, ranks, failure,\n"
     "                                   peak Max_MA\n"
@@ -52,6 +55,8 @@ static const char usage_text[] =
     "               directory holding indexes (shards) stands for all of them\n"
     "  --run NAME   (index) put every input into run NAME instead of naming runs\n"
     "               after the top-level directory or archive below each PATH\n"
+    "  --shard K/N  (index) only runs whose name hashes to shard K of N; a whole run is\n"
+    "               in one shard. Query the shards with --db DIR-of-shards\n"
     "  --csv        comma-separated output, plain numbers\n"
     "  --json       one JSON object per line, plain numbers, units as *_unit\n"
     "  --limit N    (show) at most N events (default 200; 0: all)\n"
@@ -87,6 +92,8 @@ typedef struct cli {
     const char *dbs[64]; /* every --db, for queries */
     int ndbs;
     const char *run;
+    const char *shard;   /* --shard K/N as given */
+    uint32_t shard_k, shard_n;
     int format;
     int quiet;
     int stats;
@@ -119,7 +126,8 @@ static int parse_args(cli *c, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((strcmp(a, "--db") == 0 || strcmp(a, "--run") == 0) && i + 1 >= argc) {
+        if ((strcmp(a, "--db") == 0 || strcmp(a, "--run") == 0 || strcmp(a, "--shard") == 0) &&
+            i + 1 >= argc) {
             fprintf(stderr, "dsq: %s needs a value\n", a);
             return -1;
         }
@@ -138,6 +146,15 @@ static int parse_args(cli *c, int argc, char **argv)
             c->run = argv[++i];
         else if (strncmp(a, "--run=", 6) == 0)
             c->run = a + 6;
+        else if (strcmp(a, "--shard") == 0 || strncmp(a, "--shard=", 8) == 0) {
+            dsq_error e;
+            dsq_error_clear(&e);
+            c->shard = a[7] == '=' ? a + 8 : argv[++i];
+            if (dsq_shard_parse(c->shard, &c->shard_k, &c->shard_n, &e) != 0) {
+                fprintf(stderr, "dsq: %s\n", e.msg);
+                return -1;
+            }
+        }
         else if (strcmp(a, "--csv") == 0)
             c->format = DSQ_FMT_CSV;
         else if (strcmp(a, "--json") == 0)
@@ -243,11 +260,40 @@ static void print_summary(const dsq_index_stats *s, const char *db)
            s->seconds > 0 ? mb / s->seconds : 0.0);
     if (s->files_unchanged)
         printf("  skipped %llu unchanged files\n", (unsigned long long)s->files_unchanged);
+    if (s->other_shard)
+        printf("  left %llu run directories and files to other shards\n",
+               (unsigned long long)s->other_shard);
     if (s->cut_lines)
         printf("  cut %llu lines longer than the line cap\n", (unsigned long long)s->cut_lines);
     if (s->files_failed || s->members_failed)
         printf("  problems: %llu unreadable files, %llu damaged members (reasons above)\n",
                (unsigned long long)s->files_failed, (unsigned long long)s->members_failed);
+}
+
+/* Whether dir is a directory of shard indexes (indexes one level down, none of
+ * its own). Writing there would make an index that hides the shards from queries. */
+static int holds_shards(const char *dir)
+{
+    char path[4200];
+    int found = 0;
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    DIR *d = access(path, F_OK) == 0 ? NULL : opendir(dir);
+    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;) {
+        snprintf(path, sizeof path, "%s/%s/data.mdb", dir, e->d_name);
+        found = e->d_name[0] != '.' && access(path, F_OK) == 0;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static int refuse_shards_dir(const cli *c, const char *cmd)
+{
+    if (!holds_shards(c->db))
+        return 0;
+    fprintf(stderr, "dsq %s: %s holds shard indexes; name one of them (--db %s/shard-0)%s\n",
+            cmd, c->db, c->db, strcmp(cmd, "index") == 0 ? "" : ", one at a time");
+    return EXIT_USAGE;
 }
 
 static int cmd_index(cli *c)
@@ -265,9 +311,12 @@ static int cmd_index(cli *c)
         fprintf(stderr, "dsq index: writes one index: give one --db\n");
         return EXIT_USAGE;
     }
+    if (refuse_shards_dir(c, "index"))
+        return EXIT_USAGE;
     dsq_store_params sp = {.dir = c->db, .readonly = 0};
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
-                             .progress = on_progress, .ctx = c};
+                             .progress = on_progress, .ctx = c,
+                             .shard_k = c->shard_k, .shard_n = c->shard_n};
     if (dsq_store_open(&sp, &st, &err) != 0)
         goto index_failed;
     ip.store = st;
@@ -431,6 +480,8 @@ static int cmd_prune(cli *c, int drop)
         fprintf(stderr, "dsq %s: changes one index: give one --db\n", drop ? "drop" : "prune");
         return EXIT_USAGE;
     }
+    if (refuse_shards_dir(c, drop ? "drop" : "prune"))
+        return EXIT_USAGE;
     struct stat sb;
     if (stat(c->db, &sb) != 0) {
         fprintf(stderr, "dsq: no index at %s\n", c->db);
@@ -580,6 +631,9 @@ int main(int argc, char **argv)
         else
             fputs(usage_text, help ? stdout : stderr);
         code = (help || version) ? 0 : EXIT_USAGE;
+    } else if (c.shard && strcmp(c.args[0], "index") != 0) {
+        fprintf(stderr, "dsq: --shard is for dsq index (queries take the shards as --db DIR)\n");
+        code = EXIT_USAGE;
     } else if (strcmp(c.args[0], "help") == 0) {
         fputs(usage_text, stdout);
         code = 0;

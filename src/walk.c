@@ -63,6 +63,7 @@ static int walk_dir(const walker *w, const char *dir)
             continue;
         if (S_ISDIR(sb.st_mode)) {
             int skip = w->p->skip_dir && realpath(full, real) && strcmp(real, w->p->skip_dir) == 0;
+            skip = skip || (w->p->enter && w->p->enter(w->p->ctx, full, full + w->root_len + 1));
             if (!skip)
                 status = walk_dir(w, full);
             continue;

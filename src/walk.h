@@ -19,6 +19,9 @@ typedef struct dsq_walk_params {
     void (*problem)(void *ctx, const dsq_error *err);
     void *ctx;
     const char *skip_dir;  /* a directory never entered (realpath), e.g. the index. May be NULL. */
+    /* a directory about to be entered (rel: its path below the root); non-zero
+     * skips it and everything below. May be NULL. */
+    int (*enter)(void *ctx, const char *full, const char *rel);
 } dsq_walk_params;
 
 /* Walks path. Returns 0 or what a callback returned. */
