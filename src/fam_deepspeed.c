@@ -302,16 +302,24 @@ int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
 {
     dsq_ds_state *st = state;
     if (m->family == DSQ_FAM_DEEPSPEED) {
+        int claim = 0;
+        if (st->mode == MODE_NEXT_MESSAGE && m->func.n == 0 && m->t_us == DSQ_TIME_NONE) {
+            st->base.claim_level = st->next_level; /* a bare print that is the message */
+            claim = 1;
+        }
         st->mode = MODE_NONE;
         st->base.active = 0;
         if (m->kind == DSQ_MK_DS_LOG && !json_start(st, m)) {
             const char *p = m->body.p, *end = p + m->body.n;
             while (p < end && (*p == ' ' || *p == '\t'))
                 p++;
-            if (p == end)
+            if (p == end) {
                 st->mode = MODE_NEXT_MESSAGE, st->base.active = 1;
+                st->next_level = m->level;
+            }
         }
-        return extra_attrs(lc, m);
+        int rc = extra_attrs(lc, m);
+        return rc < 0 ? rc : claim;
     }
     if (st->mode == MODE_NEXT_MESSAGE) {
         st->mode = MODE_NONE;
@@ -325,7 +333,8 @@ int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
         dsq_emit_args a = {.ev = mm.ev, .label = mm.label, .text = mm.text, .f = mm.f,
                            .nf = mm.nf};
         int rc = dsq_scan_emit(lc, &a);
-        return rc < 0 ? rc : 1; /* the header's message: claim the line */
+        st->base.claim_level = st->next_level;
+        return rc < 0 ? rc : 1; /* the header's message: claim the line, at its level */
     }
     if (st->mode == MODE_JSON) {
         if (m->family != DSQ_FAM_OTHER || ++st->lines > MAX_BLOCK_LINES) {

@@ -135,6 +135,8 @@ typedef struct dsq_line_ctx {
  * handle() returns < 0 on error, 0, or 1 to claim the line for its family. */
 typedef struct dsq_fam_state {
     int active;
+    int claim_level; /* set by handle() before returning 1: the claimed line's level
+                        (enum dsq_level) when it has none of its own */
 } dsq_fam_state;
 
 /* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields

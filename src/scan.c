@@ -36,6 +36,7 @@ typedef struct pending {
     uint32_t label;
     int has_ma;
     int in_use;
+    uint32_t seq; /* order of creation: reports are joined first in, first out */
     dsq_event ev;
 } pending;
 
@@ -59,6 +60,8 @@ struct dsq_scan {
     size_t host_cache_n;
     uint32_t host_cache_id;
     pending pend[MAX_PENDING];
+    uint32_t pend_seq;
+    int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
     struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
     unsigned char *fam_state;   /* all families' handler states, one allocation */
@@ -118,6 +121,8 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
     memset(sc->pend, 0, sizeof sc->pend);
+    sc->pend_seq = 0;
+    sc->mem_cpu_seen = 0;
     memset(sc->procs, 0, sizeof sc->procs);
     sc->deferring = 0;
     sc->nqueued = 0;
@@ -163,34 +168,58 @@ static int release_events(dsq_scan *sc)
     return rc;
 }
 
-/* The pending report of (host, rank), creating it; when the table is full the
- * oldest-slot report is emitted to make room. */
-static pending *pending_for(dsq_scan *sc, uint32_t host, int rank, int *rc)
+/* The oldest pending report of (host, rank) that has (want_ma 1) or still lacks
+ * (want_ma 0) its MA line; NULL if none. */
+static pending *pending_oldest(dsq_scan *sc, uint32_t host, int rank, int want_ma)
 {
-    pending *free_slot = NULL;
+    pending *best = NULL;
     for (int i = 0; i < MAX_PENDING; i++) {
         pending *pd = &sc->pend[i];
-        if (pd->in_use && pd->host == host && pd->rank == rank)
-            return pd;
-        if (!pd->in_use && !free_slot)
-            free_slot = pd;
+        if (pd->in_use && pd->host == host && pd->rank == rank && pd->has_ma == want_ma &&
+            (!best || pd->seq < best->seq))
+            best = pd;
     }
-    if (!free_slot) {
-        free_slot = &sc->pend[0];
-        if (free_slot->has_ma)
-            *rc = emit(sc, &free_slot->ev);
-    }
-    memset(free_slot, 0, sizeof *free_slot);
-    free_slot->in_use = 1;
-    free_slot->host = host;
-    free_slot->rank = rank;
-    return free_slot;
+    return best;
 }
 
 static int flush_pending(dsq_scan *sc, pending *pd)
 {
     int rc = pd->has_ma ? emit(sc, &pd->ev) : 0;
     memset(pd, 0, sizeof *pd);
+    return rc;
+}
+
+/* A new pending report of (host, rank); when the table is full the oldest report
+ * is emitted (or dropped, if it has no MA line yet) to make room. */
+static pending *pending_new(dsq_scan *sc, uint32_t host, int rank, int *rc)
+{
+    pending *slot = NULL;
+    for (int i = 0; i < MAX_PENDING && !slot; i++)
+        if (!sc->pend[i].in_use)
+            slot = &sc->pend[i];
+    if (!slot) {
+        slot = &sc->pend[0];
+        for (int i = 1; i < MAX_PENDING; i++)
+            if (sc->pend[i].seq < slot->seq)
+                slot = &sc->pend[i];
+        *rc = flush_pending(sc, slot);
+    }
+    memset(slot, 0, sizeof *slot);
+    slot->in_use = 1;
+    slot->host = host;
+    slot->rank = rank;
+    slot->seq = ++sc->pend_seq;
+    return slot;
+}
+
+/* Emits every report of (host, rank) that has its MA line (the reports a new one
+ * completes, in a stream whose reports have no CPU line). */
+static int flush_key(dsq_scan *sc, uint32_t host, int rank)
+{
+    pending *pd;
+    int rc = 0;
+    while (!rc && (pd = pending_oldest(sc, host, rank, 1)) != NULL)
+        rc = flush_pending(sc, pd);
     return rc;
 }
 
@@ -207,27 +236,41 @@ static uint32_t intern_trimmed(dsq_scan *sc, dsq_span s)
     return s.n ? dsq_dict_intern(sc->p.dict, s.p, s.n) : 0;
 }
 
-/* Feeds one line of a DeepSpeed memory report to its (host, rank) pending slot. */
+/* Feeds one line of a DeepSpeed memory report to the pending reports of its
+ * (host, rank). Ranks that print without a prefix interleave their reports line
+ * by line, all with the same label at the same moment; so reports are joined
+ * first in, first out: a label opens a report, an MA line completes the oldest
+ * report still waiting for one, a CPU line the oldest waiting for its CPU line.
+ * A label unlike the waiting ones means those reports lost a line: a waiting
+ * label is dropped, a report with its MA line is emitted without CPU figures; so
+ * is every report before an MA line that finds no label waiting, and, in a stream
+ * whose reports have shown no CPU line (older DeepSpeed prints none), every
+ * report before a new label. */
 static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank)
 {
     int rc = 0;
-    pending *pd = pending_for(sc, host, rank, &rc);
-    if (rc)
-        return rc;
+    pending *pd;
     switch (m->kind) {
-    case DSQ_MK_DS_MEM_LABEL:
-        if (pd->has_ma && (rc = flush_pending(sc, pd)))
-            return rc;
-        pd = pending_for(sc, host, rank, &rc);
-        pd->label = intern_trimmed(sc, m->body);
+    case DSQ_MK_DS_MEM_LABEL: {
+        uint32_t label = intern_trimmed(sc, m->body);
+        for (int i = 0; i < MAX_PENDING && !rc; i++) {
+            pd = &sc->pend[i];
+            if (!pd->in_use || pd->host != host || pd->rank != rank ||
+                (pd->label == label && sc->mem_cpu_seen))
+                continue;
+            if (pd->has_ma || pd->label != label)
+                rc = flush_pending(sc, pd);
+        }
+        pd = pending_new(sc, host, rank, &rc);
+        pd->label = label;
         return rc;
+    }
     case DSQ_MK_DS_MEM_MA:
-        if (pd->has_ma) {
-            uint32_t keep = 0; /* a second MA line: the first report is complete */
-            if ((rc = flush_pending(sc, pd)))
+        pd = pending_oldest(sc, host, rank, 0);
+        if (!pd) {
+            if ((rc = flush_key(sc, host, rank)))
                 return rc;
-            pd = pending_for(sc, host, rank, &rc);
-            pd->label = keep;
+            pd = pending_new(sc, host, rank, &rc);
         }
         pd->has_ma = 1;
         pd->ev = (dsq_event){.kind = DSQ_EV_MEMORY, .rank = rank, .host = host,
@@ -236,10 +279,10 @@ static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank
             add_field(&pd->ev, sc->fid[F_MA + i], m, i);
         return rc;
     case DSQ_MK_DS_MEM_CPU:
-        if (!pd->has_ma) { /* a CPU line with no MA line before it: nothing to join */
-            memset(pd, 0, sizeof *pd);
+        sc->mem_cpu_seen = 1;
+        pd = pending_oldest(sc, host, rank, 1);
+        if (!pd) /* a CPU line with no MA line before it: nothing to join */
             return 0;
-        }
         add_field(&pd->ev, sc->fid[F_CPU_USED], m, 0);
         add_field(&pd->ev, sc->fid[F_CPU_PERCENT], m, 1);
         return flush_pending(sc, pd);
@@ -341,11 +384,15 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
         dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
         if (d->family != m->family && !st->active)
             continue;
+        st->claim_level = DSQ_LV_NONE;
         int rc = d->handle(st, lc, m, line, len);
         if (rc < 0)
             return rc;
-        if (rc > 0 && m->family == DSQ_FAM_OTHER)
+        if (rc > 0 && (m->family == DSQ_FAM_OTHER || m->family == d->family)) {
             m->family = d->family;
+            if (m->level == DSQ_LV_NONE)
+                m->level = st->claim_level;
+        }
     }
     return 0;
 }
@@ -381,13 +428,41 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
     return sc->procs[i].proc == h && sc->procs[i].host == host ? sc->procs[i].rank : -1;
 }
 
-static void recognize(dsq_match *m, const char *line, size_t len)
+static int recognize_at(dsq_match *m, const char *line, size_t len)
 {
     for (size_t i = 0; i < dsq_nfamilies; i++) {
         if (dsq_families[i].recognize(line, len, m)) {
             m->family = dsq_families[i].family;
-            return;
+            return 1;
         }
+    }
+    return 0;
+}
+
+/* Where a tqdm bar that ended without a '\r' ends ("... 1.01s/it]" or "it/s]")
+ * when another line was printed right after it, else NULL. */
+static const char *after_bar(const char *line, size_t len)
+{
+    const char *end = line + len, *p = line;
+    while (end - p > 6 && (p = memchr(p, ']', (size_t)(end - p - 1))) != NULL) {
+        if (p - line >= 4 && p[1] != ' ' &&
+            (memcmp(p - 4, "it/s", 4) == 0 || memcmp(p - 4, "s/it", 4) == 0))
+            return p + 1;
+        p++;
+    }
+    return NULL;
+}
+
+/* The first recognizer that takes the line owns it. A line nobody takes may be a
+ * progress bar with a logger line glued after it: the glued line is recognized. */
+static void recognize(dsq_match *m, const char *line, size_t len)
+{
+    if (recognize_at(m, line, len))
+        return;
+    const char *g = memchr(line, '|', len) ? after_bar(line, len) : NULL;
+    if (g) {
+        match_init(m);
+        recognize_at(m, g, len - (size_t)(g - line));
     }
 }
 
@@ -404,8 +479,8 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     if (flags & DSQ_LINE_CUT)
         sc->st.cut++;
     match_init(&m);
-    if (sc->lineno == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
-        rest += 3; /* UTF-8 byte order mark */
+    if (len >= 3 && line[0] == '\xEF' && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+        rest += 3; /* a UTF-8 byte order mark (files concatenated: anywhere) */
         rest_n -= 3;
     }
     peel_prefixes(sc, &m, &rest, &rest_n, &host);
@@ -457,10 +532,15 @@ int dsq_scan_end(dsq_scan *sc)
         if (rc)
             return rc;
     }
-    for (int i = 0; i < MAX_PENDING; i++) {
-        int rc = flush_pending(sc, &sc->pend[i]);
+    for (;;) { /* what still waits for a CPU line, in the order it began */
+        pending *old = NULL;
+        for (int i = 0; i < MAX_PENDING; i++)
+            if (sc->pend[i].in_use && (!old || sc->pend[i].seq < old->seq))
+                old = &sc->pend[i];
+        if (!old)
+            return 0;
+        int rc = flush_pending(sc, old);
         if (rc)
             return rc;
     }
-    return 0;
 }
