@@ -186,7 +186,9 @@ const char *dsq_level_name(int level);
  * caller clears m) when the line has this shape, 0 otherwise. */
 typedef int (*dsq_grammar_fn)(const char *line, size_t len, dsq_match *m);
 
-/* grammar/pdsh.re: a pdsh / DeepSpeed-runner host prefix, "gpu009: ". */
+/* grammar/pdsh.re: a pdsh / DeepSpeed-runner host prefix, "gpu009: ". Returns 1
+ * for a sure host, 2 for a name that may be one ("brutasse: ", "bf16: "): the
+ * caller takes it only when a log line follows. */
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m);
 
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,

@@ -28,6 +28,7 @@
 
 #define MAX_PENDING 64
 #define PROC_SLOTS 256
+#define MAYBE_HOSTS 16 /* maybe-host names (pdsh.re) taken for hosts in a stream */
 #define LINE_EVENTS 16 /* events one line may complete before they go out */
 
 typedef struct pending {
@@ -61,6 +62,8 @@ struct dsq_scan {
     uint32_t host_cache_id;
     pending pend[MAX_PENDING];
     uint32_t pend_seq;
+    uint64_t hosts_seen[MAYBE_HOSTS]; /* hashes of maybe-host names taken as hosts */
+    unsigned nhosts_seen;
     int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
     struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
@@ -122,6 +125,8 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->host_cache_id = 0;
     memset(sc->pend, 0, sizeof sc->pend);
     sc->pend_seq = 0;
+    memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
+    sc->nhosts_seen = 0;
     sc->mem_cpu_seen = 0;
     memset(sc->procs, 0, sizeof sc->procs);
     sc->deferring = 0;
@@ -399,11 +404,53 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
 
 /* Peels prefix layers (each may name the host, rank or time), leaving the rest in
  * *line. Layers nest in any order ("gpu009: [rank3]: ..."); at most 8 are peeled. */
+static int recognize_at(dsq_match *m, const char *line, size_t len);
+
+/* Whether a maybe-host prefix ("brutasse: ", "bf16: ", see pdsh.re) is a host:
+ * one already taken in this stream is; otherwise what follows it must be a log
+ * line: a rank tag or any family's line after a lookalike ("bf16"), a stamped
+ * line or an NCCL line naming the same host after a letters-only name (so
+ * "RuntimeError: " and "Warning: " stay what they are). Runs only for such
+ * prefixes, which are rare. */
+static int maybe_host(dsq_scan *sc, const dsq_match *m)
+{
+    uint64_t h = dsq_hash64(m->host.p, m->host.n, 0x9e3779b9) | 1;
+    for (int i = 0; i < MAYBE_HOSTS; i++)
+        if (sc->hosts_seen[i] == h)
+            return 1;
+    int letters_only = 1;
+    for (size_t i = 0; i < m->host.n; i++)
+        if (!((m->host.p[i] >= 'A' && m->host.p[i] <= 'Z') ||
+              (m->host.p[i] >= 'a' && m->host.p[i] <= 'z')))
+            letters_only = 0;
+    dsq_match t;
+    match_init(&t);
+    int ok = 0;
+    if (!letters_only && dsq_gram_prefix(m->body.p, m->body.n, &t) && t.rank >= 0)
+        ok = 1;
+    match_init(&t);
+    if (!ok && recognize_at(&t, m->body.p, m->body.n))
+        ok = !letters_only || t.t_us != DSQ_TIME_NONE || t.civil.mo ||
+             (t.host.n == m->host.n && memcmp(t.host.p, m->host.p, t.host.n) == 0);
+    if (ok)
+        sc->hosts_seen[sc->nhosts_seen++ % MAYBE_HOSTS] = h;
+    return ok;
+}
+
 static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t *len,
                           uint32_t *host)
 {
     for (int layer = 0; layer < 8; layer++) {
-        if (dsq_gram_pdsh(*line, *len, m))
+        dsq_span keep_host = m->host, keep_body = m->body;
+        int keep_kind = m->kind;
+        int ph = dsq_gram_pdsh(*line, *len, m);
+        if (ph == 2 && !maybe_host(sc, m)) {
+            m->host = keep_host;
+            m->body = keep_body;
+            m->kind = keep_kind;
+            return;
+        }
+        if (ph)
             *host = host_id(sc, m->host);
         else if (!dsq_gram_prefix(*line, *len, m))
             return;
