@@ -11,8 +11,11 @@
  * torchrun: a ChildFailedError report lists failures as entries of key : value
  * lines; the entry under "Root Cause (first observed failure):" ends with its
  * traceback line, where one failure event is emitted with the entry's time and
- * rank. Its host is not applied: an event takes the host of its line (see the
- * report of this change).
+ * rank, and the host the entry names. The report's other lines (its '=' and '-'
+ * rules, the "train.py FAILED" title, the code and exception lines of an entry's
+ * traceback) are claimed for the family: the report opens at the exception line
+ * "...ChildFailedError: " (a traceback line, which the handler watches for) or at
+ * its "Failures:" / "Root Cause" line, and closes at its last '=' rule.
  */
 #include "fam_torch.h"
 
@@ -21,6 +24,8 @@
 
 #include "event.h"
 #include "num.h"
+
+#define REPORT_MAX_LINES 400
 
 /* Emits one option as an attribute (see the file comment for the names). */
 static int pg_option(const dsq_line_ctx *lc, dsq_span key, dsq_span val)
@@ -173,14 +178,68 @@ static int entry_emit(dsq_torchrun_state *s, const dsq_line_ctx *lc, dsq_span tb
     return dsq_scan_emit(&at, &a);
 }
 
+/* A rule of the report: a run of '=' (its first and last line) or '-' (between
+ * sections), at least 20 long. */
+static int report_rule(dsq_span s, char c)
+{
+    if (s.n < 20)
+        return 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (s.p[i] != c)
+            return 0;
+    return 1;
+}
+
+/* A line of an open ChildFailedError report that no family took: its rules, its
+ * "train.py FAILED" title, and the lines of an entry's traceback (code lines, the
+ * exception). Returns 1 to claim the line. */
+static int report_line(dsq_torchrun_state *s, const char *line, size_t len)
+{
+    dsq_span t = dsq_trim(line, line + len);
+    if (++s->report_lines > REPORT_MAX_LINES) {
+        s->report = 0;
+        return 0;
+    }
+    if (s->report == 1) { /* right after the exception line: the opening rule */
+        s->report = report_rule(t, '=') ? 2 : 0;
+        return s->report == 2;
+    }
+    if (report_rule(t, '=')) { /* the closing rule */
+        s->report = 0;
+        return 1;
+    }
+    return 1;
+}
+
+static int ends_with(dsq_span s, const char *lit, size_t n)
+{
+    return s.n >= n && memcmp(s.p + s.n - n, lit, n) == 0;
+}
+
 int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
                         const char *line, size_t len)
 {
     dsq_torchrun_state *s = state;
-    (void)line;
-    (void)len;
+    if (m->family == DSQ_FAM_TRACEBACK) { /* "...errors.ChildFailedError: " opens a report */
+        if (ends_with(m->label, DSQ_LIT("ChildFailedError")))
+            s->report = 1, s->report_lines = 0;
+        s->base.active = s->report != 0;
+        return 0;
+    }
+    if (m->family == DSQ_FAM_OTHER) {
+        int claim = s->report ? report_line(s, line, len) : 0;
+        s->base.active = s->report != 0;
+        s->base.claim_level = DSQ_LV_ERROR;
+        return claim;
+    }
     if (m->family != DSQ_FAM_TORCHRUN || m->func.n == 0 || m->func.n > 10)
         return 0;
+    if (!s->report && ((m->func.n == 4 && memcmp(m->func.p, "root", 4) == 0) ||
+                       (m->func.n == 8 && memcmp(m->func.p, "failures", 8) == 0))) {
+        s->report = 2; /* a report whose first lines were cut */
+        s->report_lines = 0;
+        s->base.active = 1;
+    }
     dsq_span k = m->func, v = dsq_trim(m->body.p, m->body.p + m->body.n);
 #define KEY(lit) (k.n == sizeof lit - 1 && memcmp(k.p, lit, k.n) == 0)
     if (KEY("root")) {

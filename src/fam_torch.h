@@ -51,6 +51,8 @@ typedef struct dsq_torchrun_state {
     char exitcode[48];  /* the exitcode value as printed, for a failure without signal */
     char host[64];      /* the entry's `host :` value */
     size_t host_n;
+    int report;         /* 0 none, 1 after "ChildFailedError:", 2 inside the report */
+    int report_lines;   /* lines since the report began, to give up on runaway ones */
 } dsq_torchrun_state;
 
 int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,

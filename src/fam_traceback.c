@@ -241,3 +241,24 @@ int dsq_tb_finish(void *state, const dsq_line_ctx *lc)
     }
     return 0;
 }
+
+int dsq_pywarn_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
+                      const char *line, size_t len)
+{
+    dsq_pywarn_state *st = state;
+    if (m->family == DSQ_FAM_PYWARN) {
+        st->base.active = 1;
+        st->host = lc->host;
+        st->rank = lc->rank;
+        return 0;
+    }
+    st->base.active = 0;
+    if (m->family != DSQ_FAM_OTHER || lc->host != st->host || lc->rank != st->rank ||
+        len < 3 || line[0] != ' ')
+        return 0;
+    dsq_span t = dsq_trim(line, line + len);
+    if (t.n == 0)
+        return 0;
+    st->base.claim_level = DSQ_LV_WARNING;
+    return 1;
+}

@@ -171,6 +171,8 @@ typedef struct dsq_family_def {
     int (*handle)(void *state, const dsq_line_ctx *lc, const struct dsq_match *m,
                   const char *line, size_t len);
     int (*finish)(void *state, const dsq_line_ctx *lc);
+    unsigned watch;       /* 1u << family: the handler also sees these families' lines
+                             (the torchrun report begins at a traceback's exception) */
 } dsq_family_def;
 
 extern const dsq_family_def dsq_families[];

@@ -387,7 +387,7 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
         if (!d->handle)
             continue;
         dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
-        if (d->family != m->family && !st->active)
+        if (d->family != m->family && !st->active && !(d->watch & (1u << m->family)))
             continue;
         st->claim_level = DSQ_LV_NONE;
         int rc = d->handle(st, lc, m, line, len);
