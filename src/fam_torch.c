@@ -78,12 +78,74 @@ static int pg_option_list(const dsq_line_ctx *lc, const char *p, const char *end
     return 0;
 }
 
+/* Emits the wrapped watchdog line kept in the state, joined with what came. */
+static int watchdog_emit(dsq_glog_state *s, const dsq_line_ctx *lc)
+{
+    dsq_match t;
+    memset(&t, 0, sizeof t);
+    dsq_glog_watchdog(&t, s->wd_text, s->wd_text + s->wd_n);
+    dsq_line_ctx at = *lc;
+    at.host = s->wd_host;
+    at.rank = s->wd_rank;
+    dsq_emit_args a = {.ev = t.ev, .label = t.label, .text = t.text, .f = t.f, .nf = t.nf,
+                       .t_us = s->wd_t_us, .lineno = s->wd_lineno};
+    s->wd_pending = 0;
+    return dsq_scan_emit(&at, &a);
+}
+
+/* A line after a wrapped watchdog line: its continuation (an unclaimed line of
+ * the same stream) is appended and claimed; anything else, or the message's end
+ * (" ran for "), emits the failure. Returns 1 to claim the line, < 0 on error. */
+static int watchdog_wrap(dsq_glog_state *s, const dsq_line_ctx *lc, const dsq_match *m,
+                         const char *line, size_t len)
+{
+    dsq_span t = dsq_trim(line, line + len);
+    if (m->family != DSQ_FAM_OTHER || lc->host != s->wd_host || t.n == 0 ||
+        s->wd_n + len > sizeof s->wd_text) {
+        int rc = watchdog_emit(s, lc);
+        return rc < 0 ? rc : 0;
+    }
+    memcpy(s->wd_text + s->wd_n, line, len);
+    s->wd_n += len;
+    s->base.claim_level = DSQ_LV_ERROR;
+    if (memmem(s->wd_text, s->wd_n, ") ran for ", 10) || ++s->wd_pending > 3) {
+        int rc = watchdog_emit(s, lc);
+        return rc < 0 ? rc : 1;
+    }
+    return 1;
+}
+
+int dsq_glog_finish(void *state, const dsq_line_ctx *lc)
+{
+    dsq_glog_state *s = state;
+    s->base.active = s->opts = 0;
+    return s->wd_pending ? watchdog_emit(s, lc) : 0;
+}
+
 int dsq_glog_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                     size_t len)
 {
     dsq_glog_state *s = state;
     const char *end = line + len, *b = m->body.p;
-    if (s->base.active) { /* inside an options block: its bare "KEY: value" lines */
+    if (s->wd_pending) {
+        int rc = watchdog_wrap(s, lc, m, line, len);
+        s->base.active = s->wd_pending != 0 || s->opts;
+        if (rc)
+            return rc;
+    }
+    if (m->family == DSQ_FAM_GLOG && !m->ev && m->label.n == 12 && b &&
+        memcmp(m->label.p, "nccl_timeout", 12) == 0 && m->body.n <= sizeof s->wd_text) {
+        memcpy(s->wd_text, m->body.p, m->body.n); /* a wrapped watchdog line */
+        s->wd_n = m->body.n;
+        s->wd_pending = 1;
+        s->wd_host = lc->host;
+        s->wd_rank = lc->rank;
+        s->wd_t_us = lc->t_us;
+        s->wd_lineno = lc->lineno;
+        s->base.active = 1;
+        return 0;
+    }
+    if (s->opts) { /* inside an options block: its bare "KEY: value" lines */
         if (m->family == DSQ_FAM_OTHER && dsq_glog_is_option(line, len)) {
             const char *colon = memchr(line, ':', len);
             dsq_line_ctx at = *lc;
@@ -92,12 +154,14 @@ int dsq_glog_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
             int rc = pg_option(&at, dsq_trim(line, colon), dsq_trim(colon + 1, end));
             return rc < 0 ? rc : 1; /* the line belongs to the block */
         }
-        s->base.active = 0;
+        s->opts = 0;
+        s->base.active = s->wd_pending != 0;
     }
     if (m->family != DSQ_FAM_GLOG || !b)
         return 0;
     if (dsq_starts(b, end, DSQ_LIT("ProcessGroupNCCL initialized with following options:"))) {
         s->have = 1;
+        s->opts = 1;
         s->base.active = 1;
         s->host = lc->host;
         s->rank = lc->rank;
