@@ -29,6 +29,16 @@
 #define MAX_PENDING 64
 #define PROC_SLOTS 256
 #define MAYBE_HOSTS 16 /* maybe-host names (pdsh.re) taken for hosts in a stream */
+#define RANK_SLOTS 1024 /* (host, rank) pairs counted per stream; more are not counted */
+
+/* Lines of one (host, rank) in the stream: which ranks are present. */
+typedef struct rank_count {
+    uint32_t host;
+    int32_t rank;       /* -1: free slot */
+    uint32_t lines;
+    uint32_t first_line;
+    int64_t first_t;
+} rank_count;
 #define LINE_EVENTS 16 /* events one line may complete before they go out */
 
 typedef struct pending {
@@ -64,6 +74,11 @@ struct dsq_scan {
     uint32_t pend_seq;
     uint64_t hosts_seen[MAYBE_HOSTS]; /* hashes of maybe-host names taken as hosts */
     unsigned nhosts_seen;
+    rank_count ranks[RANK_SLOTS];     /* open addressing by (host, rank) */
+    uint16_t rank_order[RANK_SLOTS];  /* slots in the order their rank first appeared */
+    int nranks;
+    int rank_last;                    /* slot of the previous line's rank, -1 none */
+    uint32_t fid_lines;
     int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
     struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
@@ -90,6 +105,11 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
             free(sc);
             return DSQ_ENOMEM;
         }
+    }
+    sc->fid_lines = dsq_dict_intern(sc->p.dict, "lines", 5);
+    if (!sc->fid_lines) {
+        free(sc);
+        return DSQ_ENOMEM;
     }
     for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
         sc->fam_off[i] = sc->fam_state_size;
@@ -127,6 +147,10 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->pend_seq = 0;
     memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
     sc->nhosts_seen = 0;
+    for (int i = 0; i < RANK_SLOTS; i++)
+        sc->ranks[i].rank = -1;
+    sc->nranks = 0;
+    sc->rank_last = -1;
     sc->mem_cpu_seen = 0;
     memset(sc->procs, 0, sizeof sc->procs);
     sc->deferring = 0;
@@ -406,6 +430,54 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
  * *line. Layers nest in any order ("gpu009: [rank3]: ..."); at most 8 are peeled. */
 static int recognize_at(dsq_match *m, const char *line, size_t len);
 
+/* Counts a line of (host, rank); the previous line's slot is tried first. */
+static void count_rank(dsq_scan *sc, uint32_t host, int rank, int64_t t_us)
+{
+    rank_count *r;
+    if (sc->rank_last >= 0 && (r = &sc->ranks[sc->rank_last])->rank == rank && r->host == host) {
+        r->lines++;
+        if (r->first_t == DSQ_TIME_NONE)
+            r->first_t = t_us;
+        return;
+    }
+    uint32_t h = (uint32_t)rank * 2654435761u ^ host * 40503u;
+    for (int probe = 0; probe < RANK_SLOTS; probe++) {
+        int i = (int)((h + (uint32_t)probe) & (RANK_SLOTS - 1));
+        r = &sc->ranks[i];
+        if (r->rank == rank && r->host == host) {
+            r->lines++;
+            if (r->first_t == DSQ_TIME_NONE)
+                r->first_t = t_us;
+            sc->rank_last = i;
+            return;
+        }
+        if (r->rank < 0) {
+            if (sc->nranks >= RANK_SLOTS * 3 / 4)
+                return; /* full enough: further ranks go uncounted */
+            *r = (rank_count){host, rank, 1, sc->lineno, t_us};
+            sc->rank_order[sc->nranks++] = (uint16_t)i;
+            sc->rank_last = i;
+            return;
+        }
+    }
+}
+
+/* One rank_lines event per (host, rank) the stream had, in order of appearance. */
+static int emit_ranks(dsq_scan *sc)
+{
+    for (int k = 0; k < sc->nranks; k++) {
+        const rank_count *r = &sc->ranks[sc->rank_order[k]];
+        dsq_event e = {.kind = DSQ_EV_RANK_LINES, .rank = r->rank, .host = r->host,
+                       .t_us = r->first_t, .line = r->first_line, .nf = 1};
+        e.f[0] = (dsq_field){sc->fid_lines, DSQ_U_NONE, (double)r->lines};
+        int rc = emit(sc, &e);
+        if (rc)
+            return rc;
+    }
+    sc->nranks = 0;
+    return 0;
+}
+
 /* Whether a maybe-host prefix ("brutasse: ", "bf16: ", see pdsh.re) is a host:
  * one already taken in this stream is; otherwise what follows it must be a log
  * line: a rank tag or any family's line after a lookalike ("bf16"), a stamped
@@ -565,6 +637,8 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     rc = rc ? rc : rrc;
     sc->st.family_lines[m.family]++;
     sc->st.level_lines[m.level]++;
+    if (rank >= 0)
+        count_rank(sc, host, rank, lc.t_us);
     return rc;
 }
 
@@ -579,6 +653,9 @@ int dsq_scan_end(dsq_scan *sc)
         if (rc)
             return rc;
     }
+    int rrc = emit_ranks(sc);
+    if (rrc)
+        return rrc;
     for (;;) { /* what still waits for a CPU line, in the order it began */
         pending *old = NULL;
         for (int i = 0; i < MAX_PENDING; i++)

@@ -58,6 +58,16 @@ fact "min time by run, label where run ~ '014*' and kind = failure" \
 014_olora-pg-nccl-watchdog-timeout-broadcast-2ranks,launcher_exit,2025-12-18 20:27:23.533
 014_olora-pg-nccl-watchdog-timeout-broadcast-2ranks,nccl_timeout,2025-12-18 20:27:21.426"
 
+# Ranks present (rank_lines events): 014 has [rank0]: and [rank1]: prefixes, 6 lines
+# each; 054 holds worker-5's [rank22]: lines only (12), although the job had 32 ranks.
+fact "count, sum lines by rank where run ~ '014*' and kind = rank_lines" \
+"rank,count,sum lines
+0,1,6
+1,1,6"
+fact "sum lines by host, rank where run ~ '054*' and kind = rank_lines" \
+"host,rank,sum lines
+worker-5,22,12"
+
 # Last step and loss, read off the files: 070's last loss dict ('loss': 0.0756, 13
 # dicts), 119's last Megatron iteration 125 (lm loss 2.477393E+00), 011's last
 # mmengine Iter(train) [140/...] (loss 0.0376), 072's last DeepSpeed step=19180.
