@@ -8,6 +8,11 @@
  *   [07:15:39.400163]   a time-of-day stamp (LLaMA2-Accessory)    -> m->tod_us
  *   ESC [ ... m         ANSI colour codes in front of a line
  *   (RayWorkerWrapper pid=927)   Ray's actor prefix (vLLM, Ray Train)
+ * and two layers that may be one or not (returned as 2: the scanner takes them
+ * only when a log line follows, or when the stream already had them):
+ *   > / "> "            a markdown quote around a pasted log
+ *   [155]               a launcher's rank tag (-> rank, below 65536), or a log
+ *                       viewer's line number ([80746]; the scanner tells them apart)
  * Layers nest in any order; the scanner calls this until it returns 0. A layer
  * sets m->rank or m->t_us and m->body (the rest of the line).
  */
@@ -35,6 +40,10 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
     const unsigned char *r0, *r1, *t0;
     /*!stags:re2c format = 'const unsigned char *@@;\n'; */
     (void)mar;
+    if (len == 1 && line[0] == '>') { /* an empty quoted line */
+        finish(m, line, len, cur + 1);
+        return 2;
+    }
     /*!re2c
         re2c:define:YYCTYPE = "unsigned char";
         re2c:define:YYCURSOR = cur;
@@ -77,6 +86,14 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
             return finish(m, line, len, cur);
         }
         ("\x1b[" [0-9;]* [A-Za-z])+                    { return finish(m, line, len, cur); }
+        "> "                                           { finish(m, line, len, cur); return 2; }
+        "[" @r0 d{1,7} @r1 "] " {
+            int v = digits_value(r0, r1);
+            if (v < 65536)
+                m->rank = v;
+            finish(m, line, len, cur);
+            return 2;
+        }
         "(" [A-Za-z_][A-Za-z0-9_]* " pid=" d{1,10} (", ip=" [0-9a-fA-F.:]+)? ")" ("\x1b[0m")? " " { return finish(m, line, len, cur); }
         *                                              { return 0; }
     */

@@ -74,6 +74,12 @@ struct dsq_scan {
     uint32_t pend_seq;
     uint64_t hosts_seen[MAYBE_HOSTS]; /* hashes of maybe-host names taken as hosts */
     unsigned nhosts_seen;
+    int quote_seen;       /* the stream is a markdown quote ("> " layers taken) */
+    int bracket_seen;     /* "[N] " layers taken */
+    int bracket_lines;    /* ... and they are line numbers, not ranks */
+    int bracket_steps;    /* consecutive lines whose number was the previous one's + 1 */
+    int bracket_repeat;   /* a number came twice in a row: ranks */
+    long bracket_last;
     rank_count ranks[RANK_SLOTS];     /* open addressing by (host, rank) */
     uint16_t rank_order[RANK_SLOTS];  /* slots in the order their rank first appeared */
     int nranks;
@@ -147,6 +153,9 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->pend_seq = 0;
     memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
     sc->nhosts_seen = 0;
+    sc->quote_seen = sc->bracket_seen = sc->bracket_lines = 0;
+    sc->bracket_steps = sc->bracket_repeat = 0;
+    sc->bracket_last = -2;
     for (int i = 0; i < RANK_SLOTS; i++)
         sc->ranks[i].rank = -1;
     sc->nranks = 0;
@@ -509,10 +518,42 @@ static int maybe_host(dsq_scan *sc, const dsq_match *m)
     return ok;
 }
 
+/* Whether a maybe-layer of prefix.re (a markdown quote "> ", a "[155] " tag) is one:
+ * it is when the stream already had it, or when a log line follows. A "[N] " tag
+ * is a rank unless its numbers count up line by line (a viewer's line numbers):
+ * five lines numbered N..N+4 with no number seen twice before (ranks repeat). */
+static int maybe_layer(dsq_scan *sc, dsq_match *m, const char *line, int rank_before)
+{
+    int quote = line[0] == '>';
+    if (!quote) {
+        long v = strtol(line + 1, NULL, 10);
+        if (v == sc->bracket_last)
+            sc->bracket_repeat = 1;
+        sc->bracket_steps = v == sc->bracket_last + 1 ? sc->bracket_steps + 1 : 0;
+        if (sc->bracket_steps >= 4 && !sc->bracket_repeat)
+            sc->bracket_lines = 1;
+        sc->bracket_last = v;
+        if (sc->bracket_lines)
+            m->rank = rank_before;
+    }
+    int *seen = quote ? &sc->quote_seen : &sc->bracket_seen;
+    if (*seen)
+        return 1;
+    dsq_match t;
+    match_init(&t);
+    int ok = dsq_gram_prefix(m->body.p, m->body.n, &t) == 1 ||
+             dsq_gram_pdsh(m->body.p, m->body.n, &t) == 1;
+    match_init(&t);
+    ok = ok || recognize_at(&t, m->body.p, m->body.n);
+    *seen = ok;
+    return ok;
+}
+
 static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t *len,
                           uint32_t *host)
 {
     for (int layer = 0; layer < 8; layer++) {
+        int rank_before = m->rank;
         dsq_span keep_host = m->host, keep_body = m->body;
         int keep_kind = m->kind;
         int ph = dsq_gram_pdsh(*line, *len, m);
@@ -522,10 +563,17 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
             m->kind = keep_kind;
             return;
         }
-        if (ph)
+        int pr = 0;
+        if (ph) {
             *host = host_id(sc, m->host);
-        else if (!dsq_gram_prefix(*line, *len, m))
+        } else if ((pr = dsq_gram_prefix(*line, *len, m)) == 0) {
             return;
+        } else if (pr == 2 && !maybe_layer(sc, m, *line, rank_before)) {
+            m->rank = rank_before;
+            m->body = keep_body;
+            m->kind = keep_kind;
+            return;
+        }
         *line = m->body.p;
         *len = m->body.n;
     }

@@ -17,17 +17,21 @@ fact() {
     expect_eq "$1" "$2" "$got"
 }
 
-# 014: two ranks time out on BROADCAST SeqNum=1 after 600000 ms; 048: ALLREDUCE
-# SeqNum=808; 049: _REDUCE_SCATTER_BASE SeqNum=7753 (three lines each).
+# 014: two ranks time out on BROADCAST SeqNum=1 after 600000 ms; 047 (behind a log
+# viewer's "[80746] " line numbers): ranks 0 and 4 on ALLREDUCE SeqNum=1580; 048:
+# ALLREDUCE SeqNum=808; 049: _REDUCE_SCATTER_BASE SeqNum=7753 (three lines each).
 fact "max SeqNum, max \"Timeout(ms)\", count by run where label = nccl_timeout and run ~ '0[14]*'" \
 "run,max SeqNum,max Timeout(ms),count
 014_olora-pg-nccl-watchdog-timeout-broadcast-2ranks,1,600000,2
+047_llamafactory7396-watchdog-with-viewer-line-numbers,1580,600000,2
 048_basicsr737-rank-prefixed-watchdog-allreduce,808,600000,3
 049_llamafactory6269-watchdog-reduce-scatter,7753,600000,3"
 
-# 056 (new message format) tried to allocate 3.39 GiB; 058 (2020 format) 8.52 GiB.
+# 052 (a markdown "> " quote) tried to allocate 978.00 MiB; 056 (new message
+# format) 3.39 GiB; 058 (2020 format) 8.52 GiB.
 fact "max \"tried to allocate\" by run where label = cuda_oom" \
 "run,max tried to allocate
+052_ds3869-oom-sigkill-markdown-quoted,978
 056_llamafactory7532-zero3-offload-48gpu-oom-new-format,3.39
 058_ds237-2020-megatron-zero2-oom-old-format,8.52"
 
@@ -67,6 +71,14 @@ fact "count, sum lines by rank where run ~ '014*' and kind = rank_lines" \
 fact "sum lines by host, rank where run ~ '054*' and kind = rank_lines" \
 "host,rank,sum lines
 worker-5,22,12"
+# 112: every line carries the launcher's "[155] " rank tag (host info-19, GPU 3).
+fact "sum lines by host, rank where run ~ '112*' and kind = rank_lines" \
+"host,rank,sum lines
+crow-ib-new-nccl-256-info-19,155,10"
+fact "count by rank, label where run ~ '047*' and kind = failure" \
+"rank,label,count
+0,nccl_timeout,1
+4,nccl_timeout,1"
 
 # Last step and loss, read off the files: 070's last loss dict ('loss': 0.0756, 13
 # dicts), 119's last Megatron iteration 125 (lm loss 2.477393E+00), 011's last
