@@ -189,7 +189,9 @@ static const char *ezpz_header(const char *line, dsq_match *m)
 
 int dsq_gram_megatron(const char *line, size_t len, dsq_match *m)
 {
-    if (line[0] != ' ' && line[0] != '[') /* every shape starts with one of these */
+    /* every shape starts with one of these ('i' and 'v' after a prefix layer took
+     * the space Megatron prints first: "[default7]: iteration ...") */
+    if (line[0] != ' ' && line[0] != '[' && line[0] != 'i' && line[0] != 'v')
         return 0;
     const char *end = line + len, *body = ezpz_header(line, m);
     if (body) {

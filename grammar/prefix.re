@@ -1,5 +1,6 @@
 /* Prefix layers other than pdsh's host (see pdsh.re). Each call peels one layer:
  *   [rank3]:            torchrun --tee / PyTorch rank tag        -> rank 3
+ *   [rank=3 local_rank=1]   a training script's own print prefix -> rank 3
  *   [default3]:         torchrun's default log prefix (LOCAL rank) -> rank 3
  *   [1,3]<stdout>:      Open MPI --tag-output ([jobid,rank])     -> rank 3
  *   [trainer0|3]:       TorchX role|replica tag                 -> rank 3
@@ -56,6 +57,7 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
         num  = d{1,8};
 
         "[rank" @r0 num @r1 "]:" " "?                  { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
+        "[rank=" @r0 num @r1 " local_rank=" num "] "   { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
         "[default" @r0 num @r1 "]:" " "?               { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
         "[" num "," @r0 num @r1 "]<std" ("out"|"err") ">:" " "? { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
         "[" [a-z_]+ d* "|" @r0 num @r1 "]:" " "?       { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }

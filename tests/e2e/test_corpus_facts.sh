@@ -75,6 +75,19 @@ worker-5,22,12"
 fact "sum lines by host, rank where run ~ '112*' and kind = rank_lines" \
 "host,rank,sum lines
 crow-ib-new-nccl-256-info-19,155,10"
+# 076 (icefall): "(rank/world)" after the header: 8 lines of rank 0, 7 of rank 1, 1 of
+# rank 2. 115 (nccl-tests): its device table puts ranks 0-1 on H20-GPU-05, 2-3 on -06.
+fact "sum lines by rank where run ~ '076*' and kind = rank_lines" \
+"rank,sum lines
+0,8
+1,7
+2,1"
+fact "count by host, rank where run ~ '115*' and kind = rank_lines" \
+"host,rank,count
+H20-GPU-05,0,1
+H20-GPU-05,1,1
+H20-GPU-06,2,1
+H20-GPU-06,3,1"
 fact "count by rank, label where run ~ '047*' and kind = failure" \
 "rank,label,count
 0,nccl_timeout,1
