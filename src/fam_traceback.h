@@ -21,6 +21,7 @@ typedef struct dsq_tb_slot {
 
 typedef struct dsq_tb_state {
     dsq_fam_state base;
+    int after_frame;    /* the previous lines were a frame and its code lines */
     dsq_tb_slot slot[DSQ_TB_SLOTS];
 } dsq_tb_state;
 
