@@ -8,7 +8,8 @@
  *   (zero_stage, dtype, offload_optimizer, offload_param, optimizer, lr).
  * - A message printed on the line after its header (logger.info("\n...")): the
  *   header's message is empty, and the next line, when no family claims it, is
- *   classified as that header's message.
+ *   classified as that header's message. An indented message goes on over the
+ *   indented lines after it; all are claimed at the header's level.
  * - The runner's "cmd = ..." line: launcher_cmd, and world_info decoded from its
  *   base64 --world_info argument.
  * - Lines that carry a second attribute: "Creating fp16 ZeRO stage 3 optimizer"
@@ -28,7 +29,9 @@
 #include "event.h"
 #include "num.h"
 
-enum { MODE_NONE, MODE_NEXT_MESSAGE, MODE_JSON };
+enum { MODE_NONE, MODE_NEXT_MESSAGE, MODE_JSON, MODE_MORE_MESSAGE };
+
+#define MAX_MESSAGE_LINES 64
 
 #define MAX_BLOCK_LINES 4096
 
@@ -371,18 +374,40 @@ int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
         int rc = extra_attrs(lc, m);
         return rc < 0 ? rc : claim;
     }
+    if (st->mode == MODE_MORE_MESSAGE) { /* indented lines of a multi-line message */
+        if (m->family == DSQ_FAM_OTHER && len > 2 && line[0] == ' ' && line[1] == ' ' &&
+            ++st->lines <= MAX_MESSAGE_LINES) {
+            st->base.claim_level = st->next_level;
+            return 1;
+        }
+        st->mode = MODE_NONE;
+        st->base.active = 0;
+        return 0;
+    }
     if (st->mode == MODE_NEXT_MESSAGE) {
         st->mode = MODE_NONE;
         st->base.active = 0;
+        if (m->family != DSQ_FAM_OTHER)
+            return 0;
         dsq_match mm;
         memset(&mm, 0, sizeof mm);
         mm.rank = -1;
         mm.t_us = DSQ_TIME_NONE;
-        if (m->family != DSQ_FAM_OTHER || !dsq_gram_deepspeed_message(line, len, &mm) || !mm.ev)
+        int known = dsq_gram_deepspeed_message(line, len, &mm) && mm.ev;
+        int indented = len > 2 && line[0] == ' ' && line[1] == ' ';
+        if (!known && !indented)
             return 0;
-        dsq_emit_args a = {.ev = mm.ev, .label = mm.label, .text = mm.text, .f = mm.f,
-                           .nf = mm.nf};
-        int rc = dsq_scan_emit(lc, &a);
+        int rc = 0;
+        if (known) {
+            dsq_emit_args a = {.ev = mm.ev, .label = mm.label, .text = mm.text, .f = mm.f,
+                               .nf = mm.nf};
+            rc = dsq_scan_emit(lc, &a);
+        }
+        if (indented) { /* logger.info("\n    a\n    b"): the message goes on */
+            st->mode = MODE_MORE_MESSAGE;
+            st->lines = 0;
+            st->base.active = 1;
+        }
         st->base.claim_level = st->next_level;
         return rc < 0 ? rc : 1; /* the header's message: claim the line, at its level */
     }
