@@ -37,6 +37,8 @@ const dsq_family_def dsq_families[] = {
      .state_size = sizeof(dsq_tb_state), .handle = dsq_tb_handle, .finish = dsq_tb_finish},
     {.family = DSQ_FAM_PYWARN, .name = "pywarn", .recognize = dsq_gram_pywarn,
      .state_size = sizeof(dsq_pywarn_state), .handle = dsq_pywarn_handle},
+    /* progress bars: what no family took and ends with tqdm's status bracket */
+    {.family = DSQ_FAM_TQDM, .name = "tqdm", .recognize = dsq_gram_tqdm},
 };
 const size_t dsq_nfamilies = sizeof dsq_families / sizeof dsq_families[0];
 

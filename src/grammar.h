@@ -236,6 +236,9 @@ int dsq_gram_pywarn(const char *line, size_t len, dsq_match *m);
  * parser and handler in src/fam_nccl.h / src/fam_nccl.c. */
 int dsq_gram_nccl(const char *line, size_t len, dsq_match *m);
 
+/* grammar/tqdm.re: a progress bar line ("... 33%|###3      | 1/3 [00:01<00:03,  1.55s/it]"). */
+int dsq_gram_tqdm(const char *line, size_t len, dsq_match *m);
+
 /* grammar/misc.re: DeepSpeed-Chat PPO / reward / hybrid-engine timing prints,
  * torchtitan "[titan] 2025-07-21 15:57:42,774 - root - INFO - ..." and MetricLogger
  * "Epoch: [2]  [1480/1504]  lr: ..." (optionally after a "[07:15:39.400163] " stamp). */
