@@ -42,6 +42,10 @@
  *     nccl-tests' device table (that rank and its host), and its "# nThread",
  *     "# Using devices", "#  Avg bus bandwidth" lines
  *   normalizer.cc(51) LOG(INFO) msg    sentencepiece's logging
+ *   INFO 04-20 04:07:45 [__init__.py:239] msg    vLLM (year-less stamp)
+ *   INFO:torchtune.utils._logging:msg    python's default format, for the loggers
+ *     no other family claims (HF's and torch.distributed's are theirs)
+ *   Memory access fault by GPU node-4 (...)   ROCm: a failure (cuda_error)
  *   ***** Evaluating perplexity, Epoch 2/2 *****, 'step':1000, 'ppl': 24.3, ...
  *     DeepSpeedExamples' evaluation prints
  */
@@ -272,6 +276,26 @@ static int misc_headers(const char *line, size_t len, dsq_match *m)
             }
             goto header;
         }
+        @lv lw " " @ts d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} " [" @f0 [^ \]\n\r]+ ":" d+ @f1 "] " {
+            const char *t = (const char *)ts; /* vLLM: "INFO 04-20 04:07:45 [file.py:239] " */
+            m->level = level_letter(*lv);
+            m->civil = (dsq_civil){0, dsq_time_digits(t, 2), dsq_time_digits(t + 3, 2),
+                                   dsq_time_digits(t + 6, 2), dsq_time_digits(t + 9, 2),
+                                   dsq_time_digits(t + 12, 2), 0};
+            m->func = (dsq_span){(const char *)f0, (size_t)(f1 - f0)};
+            goto header;
+        }
+        @lv lw ":" [A-Za-z_] [A-Za-z0-9_.]* ":" {
+            m->level = level_letter(*lv); /* python's default format, other loggers */
+            goto header;
+        }
+        "Memory access fault by GPU node-" d+ {
+            m->level = DSQ_LV_ERROR; /* ROCm's runtime, before it aborts the process */
+            m->ev = DSQ_EV_FAILURE;
+            m->label = (dsq_span){"cuda_error", 10};
+            m->text = dsq_trim(line, end);
+            goto found;
+        }
         "| distributed init (rank " @r0 d{1,6} "): " {
             m->level = DSQ_LV_INFO;
             m->rank = small_int(r0);
@@ -318,13 +342,16 @@ header:
 int dsq_gram_misc(const char *line, size_t len, dsq_match *m)
 {
     switch (line[0]) { /* every shape starts with one of these */
-    case '[': case 'e': case 'E': case 'a': case 'A': case '|': break;
+    case '[': case 'e': case 'a': case 'A': break;
+    case '|': case 'E':
+        if (misc_headers(line, len, m))
+            return 1;
+        break;
     case '1': case '2': case '#': case '*': case '\'': case 'n': case 's': case 't': case 'u':
+    case 'I': case 'W': case 'D': case 'C': case 'M':
         return misc_headers(line, len, m);
     default: return 0;
     }
-    if (line[0] == '|' && misc_headers(line, len, m))
-        return 1;
     const unsigned char *cur = (const unsigned char *)line, *mar;
     const unsigned char *ts, *lv, *e0, *i0;
     const char *end = line + len, *start = line;

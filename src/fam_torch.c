@@ -8,6 +8,11 @@
  * pg_nccl_timeout_ms, "NCCL version" is nccl_version, an upper-case KEY is
  * pg_nccl.KEY; other pairs (size, global rank, PG Name) are left out.
  *
+ * A terminal's hard wrap cuts long lines: a watchdog timeout line that lacks its
+ * end (" ran for ") waits for its continuation before its failure is emitted; any
+ * other glog line as long as that wrapped one (the terminal's width) claims the
+ * next line when no family took it and it does not start with a blank.
+ *
  * torchrun: a ChildFailedError report lists failures as entries of key : value
  * lines; the entry under "Root Cause (first observed failure):" ends with its
  * traceback line, where one failure event is emitted with the entry's time and
@@ -107,6 +112,8 @@ static int watchdog_wrap(dsq_glog_state *s, const dsq_line_ctx *lc, const dsq_ma
     }
     memcpy(s->wd_text + s->wd_n, line, len);
     s->wd_n += len;
+    if (s->wd_pending == 1)
+        s->wrap_width = s->wd_len; /* the terminal's width, as this stream's lines see it */
     s->base.claim_level = DSQ_LV_ERROR;
     if (memmem(s->wd_text, s->wd_n, ") ran for ", 10) || ++s->wd_pending > 3) {
         int rc = watchdog_emit(s, lc);
@@ -133,11 +140,28 @@ int dsq_glog_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
         if (rc)
             return rc;
     }
+    if (s->wrap_level) { /* the line after a long glog line cut mid-sentence */
+        int level = s->wrap_level;
+        s->wrap_level = 0;
+        s->base.active = s->wd_pending != 0 || s->opts;
+        if (m->family == DSQ_FAM_OTHER && len && line[0] != ' ' && line[0] != '\t' &&
+            lc->host == s->wrap_host) {
+            s->base.claim_level = level;
+            return 1;
+        }
+    }
+    if (m->family == DSQ_FAM_GLOG && !m->ev && s->wrap_width && len == s->wrap_width &&
+        m->level != DSQ_LV_NONE && !(m->label.n == 12 && !m->ev)) {
+        s->wrap_level = m->level; /* maybe hard-wrapped: see above */
+        s->wrap_host = lc->host;
+        s->base.active = 1;
+    }
     if (m->family == DSQ_FAM_GLOG && !m->ev && m->label.n == 12 && b &&
         memcmp(m->label.p, "nccl_timeout", 12) == 0 && m->body.n <= sizeof s->wd_text) {
         memcpy(s->wd_text, m->body.p, m->body.n); /* a wrapped watchdog line */
         s->wd_n = m->body.n;
         s->wd_pending = 1;
+        s->wd_len = len;
         s->wd_host = lc->host;
         s->wd_rank = lc->rank;
         s->wd_t_us = lc->t_us;

@@ -37,6 +37,10 @@ typedef struct dsq_glog_state {
     int rank;
     /* a watchdog timeout line cut by a terminal's hard wrap, waiting for the rest */
     int wd_pending;     /* continuation lines taken so far + 1; 0 none */
+    int wrap_level;     /* a long glog line of this level may go on on the next line */
+    uint32_t wrap_host;
+    size_t wrap_width;  /* length of a line the terminal wrapped (0 unknown) */
+    size_t wd_len;      /* length of the wrapped watchdog line */
     uint32_t wd_host;
     int wd_rank;
     int64_t wd_t_us;

@@ -109,12 +109,27 @@ fact "last step by run where kind = ds_step and run ~ '072*'" \
 "run,last step
 072_dse381-1node-8gpu-llama30b-step-timer,19180"
 
+# 022: a terminal hard-wrapped the watchdog line mid-OpType ("_ALLGATHER" / "_BASE"):
+# one failure of rank 4, SeqNum 473096, ran for 1800004 ms, and the wrapped line
+# after the FlightRecorder line is that line's. 023: ROCm's "Memory access fault by
+# GPU node-4" is a cuda_error failure.
+fact "count, max SeqNum, max \"ran for\" by rank where run ~ '022*' and kind = failure" \
+"rank,count,max SeqNum,max ran for
+4,1,473096,1800004"
+fact "count by family where run ~ '022*'" \
+"family,count
+glog,5"
+fact "count by label where run ~ '023*' and kind = failure" \
+"label,count
+cuda_error,1"
+
 # Coverage: family line counts add up to the corpus's line count, and at least
-# two thirds of the lines are recognized (76.2% when this test was last updated).
+# four fifths of the lines are recognized (85.2% when this test was last updated;
+# 89.9% of the .log files' lines: MANIFEST.tsv and README.md are counted too).
 run_dsq explain --stats "$DSQ_CORPUS"
 lines=$(printf '%s\n' "$OUT" | head -n1 | grep -oE '^[0-9]+ files, [0-9]+ lines' | grep -oE '[0-9]+ lines' | cut -d' ' -f1)
 recog=$(printf '%s\n' "$OUT" | head -n1 | grep -oE '[0-9]+ recognized' | cut -d' ' -f1)
 total=$(query "$DB" "count by family" --csv | tail -n +2 | awk -F, '{s += $2} END {print s}')
 expect_eq "count by family adds up to the line count" "$lines" "$total"
-check "at least two thirds recognized ($recog of $lines)" test $((recog * 3)) -ge $((lines * 2))
+check "at least four fifths recognized ($recog of $lines)" test $((recog * 5)) -ge $((lines * 4))
 e2e_finish
