@@ -17,14 +17,23 @@
  * a training counter rather than a host ("bf16", "sha256", "v2", "step-40"). */
 static int lookalike_stem(const unsigned char *p, size_t n)
 {
-    static const char *const stems[] = {
-        "bf", "fp", "int", "uint", "float", "sha", "md", "v", "step", "steps", "epoch",
-        "iter", "iteration", "checkpoint", "layer", "layers", "block", "stage", "batch",
-        "sample", "python", "py", "cuda", "cu", "sm", "tf", "e", "x", "top", "version",
-        "rc", "loss", "lr", "test", "train", "eval", "utf", "ckpt", "global_step", "gfx",
+#define S(lit) {lit, sizeof lit - 1}
+    static const struct {
+        const char *s;
+        size_t n;
+    } stems[] = {
+        S("bf"), S("fp"), S("int"), S("uint"), S("float"), S("sha"), S("md"), S("v"),
+        S("step"), S("steps"), S("epoch"), S("iter"), S("iteration"), S("checkpoint"),
+        S("layer"), S("layers"), S("block"), S("stage"), S("batch"), S("sample"),
+        S("python"), S("py"), S("cuda"), S("cu"), S("sm"), S("tf"), S("e"), S("x"), S("top"),
+        S("version"), S("rc"), S("loss"), S("lr"), S("test"), S("train"), S("eval"), S("utf"),
+        S("ckpt"), S("gfx"),
     };
+#undef S
+    if (n > 10 || *p < 'a' || *p > 'z') /* every stem is short and lower-case */
+        return 0;
     for (size_t i = 0; i < sizeof stems / sizeof *stems; i++)
-        if (strlen(stems[i]) == n && memcmp(stems[i], p, n) == 0)
+        if (stems[i].n == n && stems[i].s[0] == (char)*p && memcmp(stems[i].s, p, n) == 0)
             return 1;
     return 0;
 }

@@ -74,6 +74,9 @@ struct dsq_scan {
     uint32_t pend_seq;
     uint64_t hosts_seen[MAYBE_HOSTS]; /* hashes of maybe-host names taken as hosts */
     unsigned nhosts_seen;
+    char pdsh_text[64];   /* the last pdsh host prefix taken, and its id */
+    size_t pdsh_n;
+    uint32_t pdsh_id;
     int quote_seen;       /* the stream is a markdown quote ("> " layers taken) */
     int bracket_seen;     /* "[N] " layers taken */
     int bracket_lines;    /* ... and they are line numbers, not ranks */
@@ -154,6 +157,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
     sc->nhosts_seen = 0;
     sc->quote_seen = sc->bracket_seen = sc->bracket_lines = 0;
+    sc->pdsh_n = 0;
     sc->bracket_steps = sc->bracket_repeat = 0;
     sc->bracket_last = -2;
     for (int i = 0; i < RANK_SLOTS; i++)
@@ -554,6 +558,17 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
 {
     for (int layer = 0; layer < 8; layer++) {
         int rank_before = m->rank;
+        size_t pn = sc->pdsh_n; /* the host prefix of the line before, again: no grammar */
+        if (pn && *len > pn + 1 && (*line)[pn] == ':' && (*line)[pn + 1] == ' ' &&
+            memcmp(*line, sc->pdsh_text, pn) == 0) {
+            m->kind = DSQ_MK_PREFIX;
+            m->host = (dsq_span){*line, pn};
+            *host = sc->pdsh_id;
+            *line += pn + 2;
+            *len -= pn + 2;
+            m->body = (dsq_span){*line, *len};
+            continue;
+        }
         dsq_span keep_host = m->host, keep_body = m->body;
         int keep_kind = m->kind;
         int ph = dsq_gram_pdsh(*line, *len, m);
@@ -566,6 +581,11 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
         int pr = 0;
         if (ph) {
             *host = host_id(sc, m->host);
+            if (m->host.n <= sizeof sc->pdsh_text) {
+                memcpy(sc->pdsh_text, m->host.p, m->host.n);
+                sc->pdsh_n = m->host.n;
+                sc->pdsh_id = *host;
+            }
         } else if ((pr = dsq_gram_prefix(*line, *len, m)) == 0) {
             return;
         } else if (pr == 2 && !maybe_layer(sc, m, *line, rank_before)) {
