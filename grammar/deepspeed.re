@@ -550,6 +550,9 @@ int dsq_gram_deepspeed_bare(const char *line, size_t len, dsq_match *m)
         ("Loading" | "Building") " extension module " [A-Za-z0-9_]+ "..." { goto found; }
         "Using " [^ \n\r]+ " as PyTorch extensions root..." { goto found; }
         "Emitting ninja build file " any { goto found; }
+        "Detected CUDA files, patching ldflags" | "ninja: no work to do."
+        | "Allowing ninja to set a default number of workers..." { goto found; }
+        "Detected " [A-Z_]* "VISIBLE_DEVICES=" [0-9,]* ": setting --include=" { goto found; }
         * { return 0; }
     */
 found:

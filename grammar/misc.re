@@ -46,8 +46,9 @@
  *   INFO:torchtune.utils._logging:msg    python's default format, for the loggers
  *     no other family claims (HF's and torch.distributed's are theirs)
  *   Memory access fault by GPU node-4 (...)   ROCm: a failure (cuda_error)
- *   ***** Evaluating perplexity, Epoch 2/2 *****, 'step':1000, 'ppl': 24.3, ...
- *     DeepSpeedExamples' evaluation prints
+ *   ***** Evaluating perplexity, Epoch 2/2 *****, 'step':1000, 'ppl': 24.3, ...,
+ *   Beginning of Epoch 1/1, Total Micro Batches 1840, chosen_last_scores (...) : ...
+ *     DeepSpeedExamples' (DeepSpeed-Chat's) epoch and evaluation prints
  */
 #include <string.h>
 
@@ -325,7 +326,9 @@ static int misc_headers(const char *line, size_t len, dsq_match *m)
             m->level = level_letter(*lv); /* sentencepiece */
             goto found;
         }
-        "***** Evaluating perplexity, Epoch " d+ "/" d+ " *****" | "'step':" d+ ", 'ppl': " {
+        "***** Evaluating " [a-z]+ ", Epoch " d+ "/" d+ " *****" | "'step':" d+ ", 'ppl': "
+        | "Beginning of Epoch " d+ "/" d+ ", Total " | "Before cleaning, Epoch at " d+ " with "
+        | "chosen_last_scores (higher is better) : " {
             goto found;
         }
         * { return 0; }
@@ -348,7 +351,7 @@ int dsq_gram_misc(const char *line, size_t len, dsq_match *m)
             return 1;
         break;
     case '1': case '2': case '#': case '*': case '\'': case 'n': case 's': case 't': case 'u':
-    case 'I': case 'W': case 'D': case 'C': case 'M':
+    case 'I': case 'W': case 'D': case 'C': case 'M': case 'B': case 'c':
         return misc_headers(line, len, m);
     default: return 0;
     }
