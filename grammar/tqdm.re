@@ -4,7 +4,9 @@
  *   100% 1344997306/1344997306 [01:36<00:00, 13866079.69B/s]   (Colab, no bar)
  *   Generating train split: 24000 examples [00:02, 13070.82 examples/s]
  * A line is a bar when it ends (blanks aside) with tqdm's status bracket: elapsed
- * time, optionally "<" remaining time (or "?"), a comma and a rate. A bar with a
+ * time, optionally "<" remaining time (or "?"), a comma and a rate (the next print's
+ * prefix tag may follow, "...examples/s][trainer0|0]:", when the bar printed no
+ * line end). A bar with a
  * logger line glued after it does not end so: the scanner finds that line (see
  * scan.c). Registered last: only lines no other family took are looked at, and
  * the search starts from the line's end. No event: bars are counted as lines.
@@ -18,6 +20,14 @@ int dsq_gram_tqdm(const char *line, size_t len, dsq_match *m)
     const char *end = line + len;
     while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
         end--;
+    if (end - line >= 12 && end[-1] == ':' && end[-2] == ']') {
+        /* the next print's prefix tag, glued after the bar ("...[trainer0|0]:") */
+        const char *o = end - 2;
+        while (o > line && end - o < 40 && *o != '[' && *o != ' ')
+            o--;
+        if (*o == '[')
+            end = o;
+    }
     if (end - line < 10 || end[-1] != ']')
         return 0;
     const char *open = end - 1;
