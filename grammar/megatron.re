@@ -23,7 +23,8 @@
  * Megatron's bare prints while it sets up and builds its datasets (" > building
  * dataset index ...", "    reading sizes...", "document indices in [...)", ...)
  * are the family's lines with no event; a " > " message must be one of the known
- * ones, since other tools print "> " too.
+ * ones, since other tools print "> " too. Its progress marks "[after megatron is
+ * initialized] datetime: 2023-08-22 03:42:58" give their time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,10 @@ static int megatron_body(const char *line, size_t len, dsq_match *m)
         "  " @k0 [a-z_] [a-z0-9_]* @k1 " " "."{2,} " " @v0 [^\n\r]* {
             ts = NULL;
             argument(m, (const char *)k0, (const char *)k1, (const char *)v0, end);
+            goto found;
+        }
+        "[" [a-z][a-z ,]* "] datetime: " @ts d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} {
+            ts = ts - 1; /* "[after megatron is initialized] datetime: 2023-08-22 03:42:58" */
             goto found;
         }
         " "* "> " ("building dataset index" | "finished creating indexed dataset" |
