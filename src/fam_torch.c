@@ -31,6 +31,7 @@
 #include "num.h"
 
 #define REPORT_MAX_LINES 400
+#define REPORT_LOOSE 6 /* unindented lines a report takes after its last key line */
 
 /* Emits one option as an attribute (see the file comment for the names). */
 static int pg_option(const dsq_line_ctx *lc, dsq_span key, dsq_span val)
@@ -288,15 +289,21 @@ static int report_line(dsq_torchrun_state *s, const char *line, size_t len)
         s->report = 0;
         return 0;
     }
-    if (s->report == 1) { /* right after the exception line: the opening rule */
-        s->report = report_rule(t, '=') ? 2 : 0;
+    int title = t.n > 7 && memcmp(t.p + t.n - 7, " FAILED", 7) == 0;
+    if (s->report == 1) { /* right after the exception line: the opening rule (or title) */
+        s->report = report_rule(t, '=') || title ? 2 : 0;
         return s->report == 2;
     }
     if (report_rule(t, '=')) { /* the closing rule */
         s->report = 0;
         return 1;
     }
-    return 1;
+    if (report_rule(t, '-') || len == 0 || line[0] == ' ' || line[0] == '\t' || title)
+        return 1; /* a section rule, a line of an entry (its traceback), the title */
+    if (++s->report_loose <= REPORT_LOOSE)
+        return 1; /* near the report's keys: an entry retyped without its indent */
+    s->report = 0; /* unindented lines of something else: the report was cut */
+    return 0;
 }
 
 static int ends_with(dsq_span s, const char *lit, size_t n)
@@ -310,7 +317,7 @@ int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
     dsq_torchrun_state *s = state;
     if (m->family == DSQ_FAM_TRACEBACK) { /* "...errors.ChildFailedError: " opens a report */
         if (ends_with(m->label, DSQ_LIT("ChildFailedError")))
-            s->report = 1, s->report_lines = 0;
+            s->report = 1, s->report_lines = 0, s->report_loose = 0;
         s->base.active = s->report != 0;
         return 0;
     }
@@ -322,6 +329,7 @@ int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
     }
     if (m->family != DSQ_FAM_TORCHRUN || m->func.n == 0 || m->func.n > 10)
         return 0;
+    s->report_loose = 0;
     if (!s->report && ((m->func.n == 4 && memcmp(m->func.p, "root", 4) == 0) ||
                        (m->func.n == 8 && memcmp(m->func.p, "failures", 8) == 0))) {
         s->report = 2; /* a report whose first lines were cut */
@@ -352,6 +360,7 @@ int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
         s->exitcode[n] = 0;
         entry_numbers(s, v, "exitcode", 8, "(pid: ", 6);
     } else if (KEY("traceback")) {
+        s->report_loose = REPORT_LOOSE; /* the root cause's last key: indented lines only */
         return entry_emit(s, lc, v);
     }
 #undef KEY

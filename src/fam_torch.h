@@ -74,6 +74,7 @@ typedef struct dsq_torchrun_state {
     size_t host_n;
     int report;         /* 0 none, 1 after "ChildFailedError:", 2 inside the report */
     int report_lines;   /* lines since the report began, to give up on runaway ones */
+    int report_loose;   /* unindented unknown lines since the report's last key line */
 } dsq_torchrun_state;
 
 int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
