@@ -113,6 +113,37 @@ static void kv_fields(dsq_match *m, const char *p, const char *end)
     }
 }
 
+/* The parts a timer prints in parentheses after its value (the MoE breakdown,
+ * "fwd: 55.10 (fwd_moe: 12.30, 1st_a2a: 3.20, top_k: 1.05)"): fields in ms. */
+static void timer_parts(dsq_match *m, const char *p, const char *end)
+{
+    while (p < end && *p == ' ')
+        p++;
+    if (p >= end || *p != '(')
+        return;
+    const char *close = memchr(p, ')', (size_t)(end - p));
+    if (!close)
+        return;
+    p++;
+    while (p < close) {
+        const char *e = memchr(p, ',', (size_t)(close - p));
+        e = e ? e : close;
+        const char *colon = memchr(p, ':', (size_t)(e - p));
+        if (colon) {
+            dsq_span name = dsq_trim(p, colon);
+            const char *v = colon + 1;
+            while (v < e && *v == ' ')
+                v++;
+            int before = m->nf;
+            if (name.n)
+                dsq_match_field(m, name.p, name.n, v, e);
+            if (m->nf > before)
+                m->f[m->nf - 1].unit = DSQ_U_MS;
+        }
+        p = e + 1;
+    }
+}
+
 /* The number after the first occurrence of what in p..end, as field name. */
 static void field_after(dsq_match *m, const char *p, const char *end, const char *what,
                         const char *name)
@@ -225,9 +256,11 @@ static int ds_message(const char *body, const char *end, dsq_match *m)
             m->ev = DSQ_EV_DS_TIMER;
             for (int i = 0; i < n; i++) {
                 int before = m->nf;
-                dsq_match_field(m, pr[i].name.p, pr[i].name.n, pr[i].val, end);
+                const char *q = dsq_match_field(m, pr[i].name.p, pr[i].name.n, pr[i].val, end);
                 if (m->nf > before)
                     m->f[m->nf - 1].unit = DSQ_U_MS;
+                if (m->nf > before)
+                    timer_parts(m, q, end);
             }
             return 1;
         }
@@ -517,6 +550,9 @@ int dsq_gram_deepspeed_bare(const char *line, size_t len, dsq_match *m)
         ("Loading" | "Building") " extension module " [A-Za-z0-9_]+ "..." { goto found; }
         "Using " [^ \n\r]+ " as PyTorch extensions root..." { goto found; }
         "Emitting ninja build file " any { goto found; }
+        "Detected CUDA files, patching ldflags" | "ninja: no work to do."
+        | "Allowing ninja to set a default number of workers..." { goto found; }
+        "Detected " [A-Z_]* "VISIBLE_DEVICES=" [0-9,]* ": setting --include=" { goto found; }
         * { return 0; }
     */
 found:

@@ -133,7 +133,7 @@ static int rank_tag(const char **p, const char *end)
 
 /* "Watchdog caught collective operation timeout: WorkNCCL(K=v, ...) ran for N
  * milliseconds ...": every numeric K=v becomes a field, named as printed. */
-static void watchdog(dsq_match *m, const char *msg, const char *end)
+void dsq_glog_watchdog(dsq_match *m, const char *msg, const char *end)
 {
     m->ev = DSQ_EV_FAILURE;
     m->label.p = "nccl_timeout";
@@ -296,8 +296,14 @@ int dsq_gram_glog(const char *line, size_t len, dsq_match *m)
     m->rank = rank_tag(&msg, end);
     m->body.p = msg;
     m->body.n = (size_t)(end - msg);
-    if (dsq_starts(msg, end, DSQ_LIT("Watchdog caught collective operation timeout")))
-        watchdog(m, msg, end);
+    if (dsq_starts(msg, end, DSQ_LIT("Watchdog caught collective operation timeout"))) {
+        if (memmem(msg, (size_t)(end - msg), ") ran for ", 10)) {
+            dsq_glog_watchdog(m, msg, end);
+        } else { /* hard-wrapped (or cut): the handler joins the next line first */
+            m->label.p = "nccl_timeout";
+            m->label.n = 12;
+        }
+    }
     return 1;
 }
 

@@ -20,6 +20,11 @@
  * global_batch_size -> train_batch_size, "fp16/bf16 ... True" -> dtype).
  * argonne-lcf's ezpz logger header "[2024-06-16 18:24:28][INFO][training:1634] - "
  * is taken as Megatron's too (its time and level), with the shapes above after it.
+ * Megatron's bare prints while it sets up and builds its datasets (" > building
+ * dataset index ...", "    reading sizes...", "document indices in [...)", ...)
+ * are the family's lines with no event; a " > " message must be one of the known
+ * ones, since other tools print "> " too. Its progress marks "[after megatron is
+ * initialized] datetime: 2023-08-22 03:42:58" give their time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +146,30 @@ static int megatron_body(const char *line, size_t len, dsq_match *m)
             argument(m, (const char *)k0, (const char *)k1, (const char *)v0, end);
             goto found;
         }
+        "[" [a-z][a-z ,]* "] datetime: " @ts d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} {
+            ts = ts - 1; /* "[after megatron is initialized] datetime: 2023-08-22 03:42:58" */
+            goto found;
+        }
+        " "* "> " ("building dataset index" | "finished creating indexed dataset" |
+                   "dataset split:" | "datasets target sizes" | "building train, validation, and test datasets" |
+                   "loading doc-idx mapping" | "loading sample-idx mapping" |
+                   "loading shuffle-idx mapping" | "loaded indexed file" |
+                   "total number of samples:" | "total number of epochs:" |
+                   "elapsed time to build and save" | "number of parameters on" |
+                   "setting random seeds" | "initializing torch distributed" |
+                   "initialized tensor model parallel" | "compiling dataset index builder" |
+                   "compiling and loading fused kernels" | "building GPT2BPETokenizer" |
+                   "padded vocab") {
+            ts = NULL; /* the data pipeline's and setup's bare prints: no event */
+            goto found;
+        }
+        " "* ("reading sizes..." | "reading pointers..." | "reading document index..." |
+              "creating numpy buffer of mmap..." | "creating memory view of numpy buffer..." |
+              "number of documents: " | "Single data path provided for train, valid & test" |
+              "document indices in [" | ">>> done with dataset index builder") {
+            ts = NULL;
+            goto found;
+        }
         * { return 0; }
     */
 found:
@@ -189,7 +218,11 @@ static const char *ezpz_header(const char *line, dsq_match *m)
 
 int dsq_gram_megatron(const char *line, size_t len, dsq_match *m)
 {
-    if (line[0] != ' ' && line[0] != '[') /* every shape starts with one of these */
+    /* every shape starts with one of these ('i' and 'v' after a prefix layer took
+     * the space Megatron prints first: "[default7]: iteration ...") */
+    if (line[0] != ' ' && line[0] != '[' && line[0] != 'i' && line[0] != 'v' &&
+        line[0] != '>' && line[0] != 'S' && line[0] != 'r' && line[0] != 'c' && line[0] != 'n' &&
+        line[0] != 'd')
         return 0;
     const char *end = line + len, *body = ezpz_header(line, m);
     if (body) {

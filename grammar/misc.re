@@ -29,6 +29,26 @@
  * no event. LLaMA2-Accessory stamps each print with the time of day only,
  * "[07:15:39.400163] ": with no date it cannot make a time (the line keeps the
  * time inherited from the stream), so it is only skipped.
+ *
+ * Other ecosystems' headers (the family's lines, no event):
+ *   2021-03-01 10:00:00.000000: W tensorflow/core/.../bfc_allocator.cc:431] msg
+ *     TensorFlow (level letter, microseconds; its allocator's "ran out of memory
+ *     trying to allocate" is a warning TF retries, not a CUDA OOM)
+ *   2021-09-30 01:05:28,554 INFO [asr_datamodule.py:164] (0/6) msg
+ *     icefall / k2 ("(rank/world)" gives the rank)
+ *   | distributed init (rank 4): tcp://...   | initialized host H as rank 4
+ *     fairseq's legacy launcher (rank; the second names the rank's host)
+ *   #  Rank  0 Group  0 Pid 1789224 on H20-GPU-05 device  0 [0000:18:00] NVIDIA ...
+ *     nccl-tests' device table (that rank and its host), and its "# nThread",
+ *     "# Using devices", "#  Avg bus bandwidth" lines
+ *   normalizer.cc(51) LOG(INFO) msg    sentencepiece's logging
+ *   INFO 04-20 04:07:45 [__init__.py:239] msg    vLLM (year-less stamp)
+ *   INFO:torchtune.utils._logging:msg    python's default format, for the loggers
+ *     no other family claims (HF's and torch.distributed's are theirs)
+ *   Memory access fault by GPU node-4 (...)   ROCm: a failure (cuda_error)
+ *   ***** Evaluating perplexity, Epoch 2/2 *****, 'step':1000, 'ppl': 24.3, ...,
+ *   Beginning of Epoch 1/1, Total Micro Batches 1840, chosen_last_scores (...) : ...
+ *     DeepSpeedExamples' (DeepSpeed-Chat's) epoch and evaluation prints
  */
 #include <string.h>
 
@@ -182,10 +202,157 @@ static void titan_body(dsq_match *m, const char *p, const char *end)
         m->ev = DSQ_EV_TITAN_STEP;
 }
 
+static int level_letter(unsigned char c)
+{
+    switch (c) {
+    case 'D': return DSQ_LV_DEBUG;
+    case 'I': return DSQ_LV_INFO;
+    case 'W': return DSQ_LV_WARNING;
+    case 'E': return DSQ_LV_ERROR;
+    case 'C': case 'F': return DSQ_LV_CRITICAL;
+    default: return DSQ_LV_NONE;
+    }
+}
+
+static int small_int(const unsigned char *p)
+{
+    int v = 0;
+    for (int n = 0; n < 7 && *p >= '0' && *p <= '9'; p++, n++)
+        v = v * 10 + (*p - '0');
+    return v;
+}
+
+/* "YYYY-MM-DD HH:MM:SS" at t, with us microseconds. */
+static int64_t iso_us(const unsigned char *t, int us)
+{
+    const char *s = (const char *)t;
+    return dsq_time_from_civil(dsq_time_digits(s, 4), dsq_time_digits(s + 5, 2),
+                               dsq_time_digits(s + 8, 2), dsq_time_digits(s + 11, 2),
+                               dsq_time_digits(s + 14, 2), dsq_time_digits(s + 17, 2), us);
+}
+
+/* Headers of other ecosystems' loggers and launchers (see the top of the file). */
+static int misc_headers(const char *line, size_t len, dsq_match *m)
+{
+    const unsigned char *cur = (const unsigned char *)line, *mar;
+    const unsigned char *ts, *lv, *f0, *f1, *r0, *h0, *h1, *us;
+    const char *end = line + len;
+    /*!stags:re2c format = 'const unsigned char *@@;\n'; */
+    (void)mar;
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur;
+        re2c:define:YYMARKER = mar;
+        re2c:yyfill:enable = 0;
+        re2c:flags:tags = 1;
+        re2c:sentinel = 10;
+
+        d    = [0-9];
+        date = d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2};
+        lw   = "DEBUG" | "INFO" | "WARNING" | "ERROR" | "CRITICAL";
+
+        @ts date "." @us d{6} ": " @lv [DIWEF] " " @f0 [^ \]\n\r]+ ":" d+ @f1 "] " {
+            m->level = level_letter(*lv);
+            m->t_us = iso_us(ts, small_int(us));
+            m->func = (dsq_span){(const char *)f0, (size_t)(f1 - f0)};
+            goto header;
+        }
+        @ts date "," @us d{3} " " @lv lw " [" @f0 [^ \]\n\r]+ ":" d+ @f1 "] " {
+            m->level = level_letter(*lv);
+            m->t_us = iso_us(ts, small_int(us) * 1000);
+            m->func = (dsq_span){(const char *)f0, (size_t)(f1 - f0)};
+            if (*cur == '(') { /* icefall's "(rank/world) " */
+                const unsigned char *q = cur + 1, *r = q;
+                while (*q >= '0' && *q <= '9')
+                    q++;
+                if (q > r && *q == '/') {
+                    const unsigned char *w = ++q;
+                    while (*q >= '0' && *q <= '9')
+                        q++;
+                    if (q > w && q[0] == ')' && q[1] == ' ') {
+                        m->rank = small_int(r);
+                        cur = q + 2;
+                    }
+                }
+            }
+            goto header;
+        }
+        @lv lw " " @ts d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} " [" @f0 [^ \]\n\r]+ ":" d+ @f1 "] " {
+            const char *t = (const char *)ts; /* vLLM: "INFO 04-20 04:07:45 [file.py:239] " */
+            m->level = level_letter(*lv);
+            m->civil = (dsq_civil){0, dsq_time_digits(t, 2), dsq_time_digits(t + 3, 2),
+                                   dsq_time_digits(t + 6, 2), dsq_time_digits(t + 9, 2),
+                                   dsq_time_digits(t + 12, 2), 0};
+            m->func = (dsq_span){(const char *)f0, (size_t)(f1 - f0)};
+            goto header;
+        }
+        @lv lw ":" [A-Za-z_] [A-Za-z0-9_.]* ":" {
+            m->level = level_letter(*lv); /* python's default format, other loggers */
+            goto header;
+        }
+        "Memory access fault by GPU node-" d+ {
+            m->level = DSQ_LV_ERROR; /* ROCm's runtime, before it aborts the process */
+            m->ev = DSQ_EV_FAILURE;
+            m->label = (dsq_span){"cuda_error", 10};
+            m->text = dsq_trim(line, end);
+            goto found;
+        }
+        "| distributed init (rank " @r0 d{1,6} "): " {
+            m->level = DSQ_LV_INFO;
+            m->rank = small_int(r0);
+            goto found;
+        }
+        "| initialized host " {
+            static const char as[] = " as rank ";
+            const char *q = end - (sizeof as - 1);
+            while (q > (const char *)cur && memcmp(q, as, sizeof as - 1) != 0)
+                q--;
+            if (q <= (const char *)cur || q[sizeof as - 1] < '0' || q[sizeof as - 1] > '9')
+                return 0;
+            m->level = DSQ_LV_INFO;
+            m->rank = small_int((const unsigned char *)q + sizeof as - 1);
+            m->host = dsq_trim((const char *)cur, q); /* the machine's name */
+            goto found;
+        }
+        "#  Rank " " "* @r0 d{1,6} " Group " " "* d+ " Pid " " "* d+ " on " @h0 [^ \n\r]+ @h1 " device " {
+            m->rank = small_int(r0); /* nccl-tests: the rank, its host and device */
+            m->host = (dsq_span){(const char *)h0, (size_t)(h1 - h0)};
+            goto found;
+        }
+        "# nThread " d+ " nGpus " | "# Using devices" | "#  Avg bus bandwidth" | "# Out of bounds values" {
+            goto found;
+        }
+        [a-z_]+ ".cc(" d+ ") LOG(" @lv [A-Z]+ ") " {
+            m->level = level_letter(*lv); /* sentencepiece */
+            goto found;
+        }
+        "***** Evaluating " [a-z]+ ", Epoch " d+ "/" d+ " *****" | "'step':" d+ ", 'ppl': "
+        | "Beginning of Epoch " d+ "/" d+ ", Total " | "Before cleaning, Epoch at " d+ " with "
+        | "chosen_last_scores (higher is better) : " {
+            goto found;
+        }
+        * { return 0; }
+    */
+found: /* a bare print: the line is the message */
+    cur = (const unsigned char *)line + (line[0] == '|' && line[1] == ' ' ? 2 : 0);
+header:
+    m->family = DSQ_FAM_MISC;
+    m->body.p = (const char *)cur;
+    m->body.n = (size_t)(end - (const char *)cur);
+    return 1;
+}
+
 int dsq_gram_misc(const char *line, size_t len, dsq_match *m)
 {
     switch (line[0]) { /* every shape starts with one of these */
-    case '[': case 'e': case 'E': case 'a': case 'A': case '|': break;
+    case '[': case 'e': case 'a': case 'A': break;
+    case '|': case 'E':
+        if (misc_headers(line, len, m))
+            return 1;
+        break;
+    case '1': case '2': case '#': case '*': case '\'': case 'n': case 's': case 't': case 'u':
+    case 'I': case 'W': case 'D': case 'C': case 'M': case 'B': case 'c':
+        return misc_headers(line, len, m);
     default: return 0;
     }
     const unsigned char *cur = (const unsigned char *)line, *mar;
@@ -202,9 +369,7 @@ stamped:
         re2c:flags:tags = 1;
         re2c:sentinel = 10;
 
-        d  = [0-9];
         sp = " "+;
-        lw = "DEBUG" | "INFO" | "WARNING" | "ERROR" | "CRITICAL";
 
         "[titan] " @ts d{4} "-" d{2} "-" d{2} " " d{2} ":" d{2} ":" d{2} "," d{3}
         " - " [^ \n\r]+ " - " @lv lw " - " {

@@ -477,10 +477,13 @@ int dsq_nccl_parse(const char *line, size_t len, dsq_nccl_line *o)
             ts0 = NULL;
             goto bare;
         }
-        ("HIP version  " | "ROCm version " | "Hostname     " | "Librccl path ") ": " {
+        ("HIP version  " | "ROCm version " | "Hostname     " | "Librccl path ") ": " @s0 {
             o->level = DSQ_LV_INFO;
             o->kind = DSQ_NCCL_RCCL_BLOCK;
             set_msg(o, (const unsigned char *)line, end);
+            o->a = span(s0, (const unsigned char *)end); /* the value */
+            while (o->a.n && (o->a.p[o->a.n - 1] == ' ' || o->a.p[o->a.n - 1] == '\t'))
+                o->a.n--;
             return 1;
         }
         * { return 0; }
@@ -566,6 +569,12 @@ static void match_event(dsq_match *m, const dsq_nccl_line *o)
     switch (o->kind) {
     case DSQ_NCCL_VERSION:
         set_attr(m, "nccl_version", o->a);
+        break;
+    case DSQ_NCCL_RCCL_BLOCK: /* the lines under "RCCL version : ...": versions */
+        if (o->a.n && o->msg.n > 4 && memcmp(o->msg.p, "HIP ", 4) == 0)
+            set_attr(m, "hip_version", o->a);
+        else if (o->a.n && o->msg.n > 5 && memcmp(o->msg.p, "ROCm ", 5) == 0)
+            set_attr(m, "rocm_version", o->a);
         break;
     case DSQ_NCCL_BOOTSTRAP:
         set_attr(m, "nccl_bootstrap", o->a);

@@ -6,26 +6,68 @@
  * without letters must be a dotted IPv4 address (bare digits are srun --label,
  * "0.12.2" is a version). "localhost" is the one letters-only name accepted: it is
  * common in DeepSpeed hostfiles. Underscores never occur in host names (RFC 952).
+ * Letters-only names and lookalikes ("bf16: true", "step-40: loss=2.1") are
+ * returned as maybe-hosts (2): the scanner decides by what follows.
  */
+#include <string.h>
+
 #include "grammar.h"
 
-/* A name from the generic rule: letters plus a digit or a '-' ("gpu009", "worker-5"),
- * so words like "RuntimeError" or "Warning" are not taken for hosts. */
+/* Words that, followed by digits or "-digits", name a dtype, a hash, a version or
+ * a training counter rather than a host ("bf16", "sha256", "v2", "step-40"). */
+static int lookalike_stem(const unsigned char *p, size_t n)
+{
+#define S(lit) {lit, sizeof lit - 1}
+    static const struct {
+        const char *s;
+        size_t n;
+    } stems[] = {
+        S("bf"), S("fp"), S("int"), S("uint"), S("float"), S("sha"), S("md"), S("v"),
+        S("step"), S("steps"), S("epoch"), S("iter"), S("iteration"), S("checkpoint"),
+        S("layer"), S("layers"), S("block"), S("stage"), S("batch"), S("sample"),
+        S("python"), S("py"), S("cuda"), S("cu"), S("sm"), S("tf"), S("e"), S("x"), S("top"),
+        S("version"), S("rc"), S("loss"), S("lr"), S("test"), S("train"), S("eval"), S("utf"),
+        S("ckpt"), S("gfx"),
+    };
+#undef S
+    if (n > 10 || *p < 'a' || *p > 'z') /* every stem is short and lower-case */
+        return 0;
+    for (size_t i = 0; i < sizeof stems / sizeof *stems; i++)
+        if (stems[i].n == n && stems[i].s[0] == (char)*p && memcmp(stems[i].s, p, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* A name from the generic rule: 1 for a sure host, letters plus a digit or a '-'
+ * ("gpu009", "worker-5"); 2 for a name that may be a host or not: letters only
+ * ("brutasse", but also "RuntimeError", "Warning") or a lookalike ("bf16",
+ * "step-40"): the scanner takes those only when what follows is a log line. */
 static int named_host(const unsigned char *p, const unsigned char *end)
 {
     int digit = 0, dash = 0, alpha = 0;
-    for (; p < end; p++) {
-        digit |= *p >= '0' && *p <= '9';
-        dash |= *p == '-';
-        alpha |= (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z');
+    const unsigned char *stem_end = NULL;
+    for (const unsigned char *q = p; q < end; q++) {
+        int d = *q >= '0' && *q <= '9';
+        if ((d || *q == '-' || *q == '.') && !stem_end)
+            stem_end = q;
+        digit |= d;
+        dash |= *q == '-';
+        alpha |= (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z');
     }
-    return alpha && (digit || dash);
+    if (!alpha)
+        return 0;
+    if (!digit && !dash)
+        return 2;
+    if (stem_end && lookalike_stem(p, (size_t)(stem_end - p)))
+        return 2;
+    return 1;
 }
 
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m)
 {
     const unsigned char *cur = (const unsigned char *)line, *mar;
     const unsigned char *h0, *h1;
+    int sure = 1;
     /*!stags:re2c format = 'const unsigned char *@@;\n'; */
     (void)mar;
     /*!re2c
@@ -42,7 +84,7 @@ int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m)
 
         @h0 "localhost" @h1 ": "            { goto found; }
         @h0 octet ("." octet){3} @h1 ": "   { goto found; }
-        @h0 host @h1 ": "                   { if (named_host(h0, h1)) goto found; return 0; }
+        @h0 host @h1 ": "                   { sure = named_host(h0, h1); if (sure) goto found; return 0; }
         *                                   { return 0; }
     */
 found:
@@ -51,5 +93,5 @@ found:
     m->host.n = (size_t)(h1 - h0);
     m->body.p = (const char *)cur;
     m->body.n = len - (size_t)(cur - (const unsigned char *)line);
-    return 1;
+    return sure;
 }

@@ -1,5 +1,6 @@
 /* Prefix layers other than pdsh's host (see pdsh.re). Each call peels one layer:
  *   [rank3]:            torchrun --tee / PyTorch rank tag        -> rank 3
+ *   [rank=3 local_rank=1]   a training script's own print prefix -> rank 3
  *   [default3]:         torchrun's default log prefix (LOCAL rank) -> rank 3
  *   [1,3]<stdout>:      Open MPI --tag-output ([jobid,rank])     -> rank 3
  *   [trainer0|3]:       TorchX role|replica tag                 -> rank 3
@@ -8,6 +9,11 @@
  *   [07:15:39.400163]   a time-of-day stamp (LLaMA2-Accessory)    -> m->tod_us
  *   ESC [ ... m         ANSI colour codes in front of a line
  *   (RayWorkerWrapper pid=927)   Ray's actor prefix (vLLM, Ray Train)
+ * and two layers that may be one or not (returned as 2: the scanner takes them
+ * only when a log line follows, or when the stream already had them):
+ *   > / "> "            a markdown quote around a pasted log
+ *   [155]               a launcher's rank tag (-> rank, below 65536), or a log
+ *                       viewer's line number ([80746]; the scanner tells them apart)
  * Layers nest in any order; the scanner calls this until it returns 0. A layer
  * sets m->rank or m->t_us and m->body (the rest of the line).
  */
@@ -35,6 +41,10 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
     const unsigned char *r0, *r1, *t0;
     /*!stags:re2c format = 'const unsigned char *@@;\n'; */
     (void)mar;
+    if (len == 1 && line[0] == '>') { /* an empty quoted line */
+        finish(m, line, len, cur + 1);
+        return 2;
+    }
     /*!re2c
         re2c:define:YYCTYPE = "unsigned char";
         re2c:define:YYCURSOR = cur;
@@ -47,6 +57,7 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
         num  = d{1,8};
 
         "[rank" @r0 num @r1 "]:" " "?                  { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
+        "[rank=" @r0 num @r1 " local_rank=" num "] "   { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
         "[default" @r0 num @r1 "]:" " "?               { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
         "[" num "," @r0 num @r1 "]<std" ("out"|"err") ">:" " "? { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
         "[" [a-z_]+ d* "|" @r0 num @r1 "]:" " "?       { m->rank = digits_value(r0, r1); return finish(m, line, len, cur); }
@@ -77,6 +88,14 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
             return finish(m, line, len, cur);
         }
         ("\x1b[" [0-9;]* [A-Za-z])+                    { return finish(m, line, len, cur); }
+        "> "                                           { finish(m, line, len, cur); return 2; }
+        "[" @r0 d{1,7} @r1 "] " {
+            int v = digits_value(r0, r1);
+            if (v < 65536)
+                m->rank = v;
+            finish(m, line, len, cur);
+            return 2;
+        }
         "(" [A-Za-z_][A-Za-z0-9_]* " pid=" d{1,10} (", ip=" [0-9a-fA-F.:]+)? ")" ("\x1b[0m")? " " { return finish(m, line, len, cur); }
         *                                              { return 0; }
     */

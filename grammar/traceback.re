@@ -30,11 +30,33 @@ static void rest(dsq_match *m, const char *line, size_t len, const unsigned char
     m->body.n = len - (size_t)((const char *)cur - line);
 }
 
+/* A line of a traceback rich prints in a box (accelerate, typer): its top rule
+ * "╭───── Traceback (most recent call last) ─────╮", the frame and code lines
+ * "│ ❱  81 │   torch.distributed.barrier()   │" and the bottom rule "╰────╯". The
+ * exception line after the box is an ordinary one. Level none, as code lines. */
+static int rich_box(const char *line, size_t len, dsq_match *m)
+{
+    static const char v[] = "\xe2\x94\x82", top[] = "\xe2\x95\xad\xe2\x94\x80",
+                      bottom[] = "\xe2\x95\xb0\xe2\x94\x80";
+    dsq_span t = dsq_trim(line, line + len);
+    int ok = (t.n >= 6 && memcmp(t.p, v, 3) == 0 && memcmp(t.p + t.n - 3, v, 3) == 0) ||
+             (t.n >= 6 && memcmp(t.p, top, 6) == 0 && memmem(t.p, t.n, DSQ_LIT("Traceback"))) ||
+             (t.n >= 6 && memcmp(t.p, bottom, 6) == 0);
+    if (!ok)
+        return 0;
+    m->family = DSQ_FAM_TRACEBACK;
+    m->body.p = line;
+    m->body.n = len;
+    return 1;
+}
+
 int dsq_gram_traceback(const char *line, size_t len, dsq_match *m)
 {
     const unsigned char *cur = (const unsigned char *)line, *mar;
     const unsigned char *a0, *a1, *b0, *b1;
     unsigned char c = (unsigned char)line[0];
+    if (c == 0xE2)
+        return rich_box(line, len, m);
     if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == ' ' || c == '\t'))
         return 0;
     /*!stags:re2c format = 'const unsigned char *@@;\n'; */

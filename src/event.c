@@ -50,6 +50,7 @@ static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_DSCHAT_TIMING] = "dschat_timing",
     [DSQ_EV_TITAN_STEP] = "titan_step",
     [DSQ_EV_METRIC_LOGGER] = "metric_logger",
+    [DSQ_EV_RANK_LINES] = "rank_lines",
 };
 
 const char *dsq_ev_kind_name(int kind)

@@ -59,6 +59,8 @@ enum dsq_ev_kind {
     DSQ_EV_DSCHAT_TIMING, /* hybrid engine "|E2E latency=7.99s |Gather latency=...": name=value, s */
     DSQ_EV_TITAN_STEP,    /* torchtitan "step: 3  loss: ...  memory: 20.01GiB(..)  mfu: 18.2%" */
     DSQ_EV_METRIC_LOGGER, /* MetricLogger "Epoch: [2]  [i/n]  lr: ...  max mem: 12345": epoch iter pairs */
+    DSQ_EV_RANK_LINES,    /* a rank is present in a stream: one per (host, rank) at its first line,
+                             field "lines" = the stream's lines with that rank */
     DSQ_EV_KIND_COUNT
 };
 

@@ -8,7 +8,10 @@
  *   (zero_stage, dtype, offload_optimizer, offload_param, optimizer, lr).
  * - A message printed on the line after its header (logger.info("\n...")): the
  *   header's message is empty, and the next line, when no family claims it, is
- *   classified as that header's message.
+ *   classified as that header's message. An indented message goes on over the
+ *   indented lines after it; all are claimed at the header's level.
+ * - The runner's "cmd = ..." line: launcher_cmd, and world_info decoded from its
+ *   base64 --world_info argument.
  * - Lines that carry a second attribute: "Creating fp16 ZeRO stage 3 optimizer"
  *   (dtype, besides zero_stage), "num_params = 291, num_elems = 8.03B"
  *   (num_params), the CPU Adam "Config:" line (weight_decay, besides lr), and the
@@ -26,7 +29,9 @@
 #include "event.h"
 #include "num.h"
 
-enum { MODE_NONE, MODE_NEXT_MESSAGE, MODE_JSON };
+enum { MODE_NONE, MODE_NEXT_MESSAGE, MODE_JSON, MODE_MORE_MESSAGE };
+
+#define MAX_MESSAGE_LINES 64
 
 #define MAX_BLOCK_LINES 4096
 
@@ -139,6 +144,51 @@ static int launcher_env(const dsq_line_ctx *lc, const char *p, const char *end)
     return emit_attr(lc, label, 9 + (size_t)(p - k), v, (size_t)(ve - v));
 }
 
+/* Decodes base64 (standard or URL-safe alphabet) into out; returns the length, or
+ * -1 on a bad character or when out is too small. */
+static int b64_decode(const char *p, const char *end, char *out, size_t cap)
+{
+    unsigned acc = 0;
+    int bits = 0;
+    size_t n = 0;
+    for (; p < end && *p != '='; p++) {
+        char c = *p;
+        int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26
+              : c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' || c == '-' ? 62
+              : c == '/' || c == '_' ? 63 : -1;
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n >= cap)
+                return -1;
+            out[n++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    return (int)n;
+}
+
+/* The multi-node runner's "cmd = ... deepspeed.launcher.launch --world_info=<b64>
+ * ...": attributes launcher_cmd (the command as printed) and world_info (the
+ * decoded JSON of hosts and their GPU slots, {"gpu1": [0, 1], ...}). */
+static int launcher_cmd(const dsq_line_ctx *lc, const char *p, const char *end)
+{
+    dsq_span cmd = dsq_trim(p + 6, end);
+    int rc = emit_attr(lc, "launcher_cmd", 12, cmd.p, cmd.n);
+    const char *w = rc ? NULL : find(p, end, "--world_info=");
+    if (!w)
+        return rc;
+    w += 13;
+    const char *we = w;
+    while (we < end && *we != ' ')
+        we++;
+    char json[512];
+    int n = b64_decode(w, we, json, sizeof json);
+    return n > 0 ? emit_attr(lc, "world_info", 10, json, (size_t)n) : 0;
+}
+
 /* Second attributes of single lines (header messages and bare prints). */
 static int extra_attrs(const dsq_line_ctx *lc, const dsq_match *m)
 {
@@ -148,6 +198,9 @@ static int extra_attrs(const dsq_line_ctx *lc, const dsq_match *m)
     if (m->ev == 0 && m->func.n == 4 && memcmp(m->func.p, "main", 4) == 0 && p < end &&
         *p >= '0' && *p <= '9')
         return launcher_env(lc, p, end);
+    if (m->ev == 0 && m->func.n == 4 && memcmp(m->func.p, "main", 4) == 0 &&
+        dsq_starts(p, end, DSQ_LIT("cmd = ")))
+        return launcher_cmd(lc, p, end);
     if (m->ev != DSQ_EV_ATTR)
         return 0;
     if (dsq_starts(p, end, DSQ_LIT("Creating ")) && find(p, end, " ZeRO stage ")) {
@@ -302,30 +355,61 @@ int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
 {
     dsq_ds_state *st = state;
     if (m->family == DSQ_FAM_DEEPSPEED) {
+        int claim = 0;
+        if (st->mode == MODE_NEXT_MESSAGE && m->func.n == 0 && m->t_us == DSQ_TIME_NONE) {
+            st->base.claim_level = st->next_level; /* a bare print that is the message */
+            claim = 1;
+        }
         st->mode = MODE_NONE;
         st->base.active = 0;
         if (m->kind == DSQ_MK_DS_LOG && !json_start(st, m)) {
             const char *p = m->body.p, *end = p + m->body.n;
             while (p < end && (*p == ' ' || *p == '\t'))
                 p++;
-            if (p == end)
+            if (p == end) {
                 st->mode = MODE_NEXT_MESSAGE, st->base.active = 1;
+                st->next_level = m->level;
+            }
         }
-        return extra_attrs(lc, m);
+        int rc = extra_attrs(lc, m);
+        return rc < 0 ? rc : claim;
+    }
+    if (st->mode == MODE_MORE_MESSAGE) { /* indented lines of a multi-line message */
+        if (m->family == DSQ_FAM_OTHER && len > 2 && line[0] == ' ' && line[1] == ' ' &&
+            ++st->lines <= MAX_MESSAGE_LINES) {
+            st->base.claim_level = st->next_level;
+            return 1;
+        }
+        st->mode = MODE_NONE;
+        st->base.active = 0;
+        return 0;
     }
     if (st->mode == MODE_NEXT_MESSAGE) {
         st->mode = MODE_NONE;
         st->base.active = 0;
+        if (m->family != DSQ_FAM_OTHER)
+            return 0;
         dsq_match mm;
         memset(&mm, 0, sizeof mm);
         mm.rank = -1;
         mm.t_us = DSQ_TIME_NONE;
-        if (m->family != DSQ_FAM_OTHER || !dsq_gram_deepspeed_message(line, len, &mm) || !mm.ev)
+        int known = dsq_gram_deepspeed_message(line, len, &mm) && mm.ev;
+        int indented = len > 2 && line[0] == ' ' && line[1] == ' ';
+        if (!known && !indented)
             return 0;
-        dsq_emit_args a = {.ev = mm.ev, .label = mm.label, .text = mm.text, .f = mm.f,
-                           .nf = mm.nf};
-        int rc = dsq_scan_emit(lc, &a);
-        return rc < 0 ? rc : 1; /* the header's message: claim the line */
+        int rc = 0;
+        if (known) {
+            dsq_emit_args a = {.ev = mm.ev, .label = mm.label, .text = mm.text, .f = mm.f,
+                               .nf = mm.nf};
+            rc = dsq_scan_emit(lc, &a);
+        }
+        if (indented) { /* logger.info("\n    a\n    b"): the message goes on */
+            st->mode = MODE_MORE_MESSAGE;
+            st->lines = 0;
+            st->base.active = 1;
+        }
+        st->base.claim_level = st->next_level;
+        return rc < 0 ? rc : 1; /* the header's message: claim the line, at its level */
     }
     if (st->mode == MODE_JSON) {
         if (m->family != DSQ_FAM_OTHER || ++st->lines > MAX_BLOCK_LINES) {

@@ -31,6 +31,7 @@ typedef struct dsq_ds_state {
     int mode;                   /* 0 none, 1 a header with an empty message, 2 a JSON block */
     int depth;                  /* JSON nesting inside the block */
     int lines;                  /* lines of the current block, to give up on runaway ones */
+    int next_level;             /* the level of a header whose message is on the next line */
     size_t plen[16];            /* path length at each depth */
     char path[DSQ_DS_PATH_MAX]; /* "zero_optimization.offload_param" */
 } dsq_ds_state;

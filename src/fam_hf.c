@@ -14,7 +14,9 @@
  *   block interleaved with other hosts' output), or at the end of the stream.
  * - A config dump ("Model config LlamaConfig {" ... "}") is followed for its
  *   "transformers_version" line: the transformers_version attribute, once per
- *   stream. The dump's lines stay in the family that recognized them ("other").
+ *   stream. The dump's lines, up to its closing brace (nesting counted), are
+ *   claimed for the family at the level of the line that opened the dump; a blank
+ *   line or another family's line ends it early.
  *
  * Invariants: the state is fixed-size; field names are copied into it, since the
  * lines they were sliced from are gone by the time the block is emitted.
@@ -100,17 +102,27 @@ static int setup_line(dsq_hf_state *st, const dsq_line_ctx *lc, const dsq_match 
     return 0;
 }
 
-/* A line inside a config dump: '  "transformers_version": "4.44.0",' or the end. */
+/* A line inside a config dump: '  "transformers_version": "4.44.0",', a nested
+ * object's brace, or the dump's closing brace. Returns 1 (the line is the dump's:
+ * the scanner gives it to the family) or < 0 on error. */
 static int json_line(dsq_hf_state *st, const dsq_line_ctx *lc, const char *line, size_t len)
 {
     static const char key[] = "\"transformers_version\":";
     dsq_span s = dsq_span_trim((dsq_span){line, len});
-    if ((s.n == 1 && s.p[0] == '}') || ++st->lines > HF_JSON_MAX_LINES) {
+    if (s.n == 0 || ++st->lines > HF_JSON_MAX_LINES) { /* dumps have no blank line */
         st->json = 0;
         return 0;
     }
+    if (s.p[0] == '}' || s.p[0] == ']') {
+        if (--st->json_depth <= 0)
+            st->json = 0;
+        return 1;
+    }
+    char last = s.p[s.n - 1] == ',' && s.n > 1 ? s.p[s.n - 2] : s.p[s.n - 1];
+    if (last == '{' || last == '[')
+        st->json_depth++;
     if (st->version_done || s.n < sizeof key || memcmp(s.p, key, sizeof key - 1) != 0)
-        return 0;
+        return 1;
     const char *v = memchr(s.p + sizeof key - 1, '"', s.n - (sizeof key - 1));
     const char *e = v ? memchr(v + 1, '"', (size_t)(s.p + s.n - v - 1)) : NULL;
     if (!e)
@@ -118,7 +130,8 @@ static int json_line(dsq_hf_state *st, const dsq_line_ctx *lc, const char *line,
     st->version_done = 1;
     dsq_emit_args a = {.ev = DSQ_EV_ATTR, .label = {"transformers_version", 20},
                        .text = {v + 1, (size_t)(e - v - 1)}};
-    return dsq_scan_emit(lc, &a);
+    int rc = dsq_scan_emit(lc, &a);
+    return rc < 0 ? rc : 1;
 }
 
 static void open_setup(dsq_hf_state *st, const dsq_line_ctx *lc)
@@ -143,6 +156,8 @@ static int maybe_open(dsq_hf_state *st, const dsq_line_ctx *lc, const dsq_match 
         return setup_line(st, lc, m);
     } else if (b.n && b.p[b.n - 1] == '{' && !m->ev) {
         st->json = 1;
+        st->json_depth = 1;
+        st->json_level = m->level;
         st->lines = 0;
     }
     return 0;
@@ -159,16 +174,21 @@ int dsq_hf_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
         if (hf || ++st->lines > HF_BLOCK_MAX_LINES)
             rc = flush_setup(st, lc);
     }
+    int claim = 0;
     if (!rc && st->json) {
-        if (hf)
+        if (hf || m->family != DSQ_FAM_OTHER) {
             st->json = 0;
-        else
+        } else {
             rc = json_line(st, lc, line, len);
+            claim = rc > 0;
+            rc = rc > 0 ? 0 : rc;
+            st->base.claim_level = st->json_level;
+        }
     }
     if (!rc && hf)
         rc = maybe_open(st, lc, m);
     st->base.active = st->setup || st->json;
-    return rc;
+    return rc < 0 ? rc : claim;
 }
 
 int dsq_hf_finish(void *state, const dsq_line_ctx *lc)

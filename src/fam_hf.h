@@ -14,6 +14,8 @@ typedef struct dsq_hf_state {
     dsq_fam_state base;    /* active while a block below is open */
     int setup;             /* a "***** Running training *****" block is open */
     int json;              /* inside a config dump ("Model config LlamaConfig {") */
+    int json_depth;        /* braces / brackets open in the dump */
+    int json_level;        /* the level of the line that opened it */
     int version_done;      /* transformers_version already emitted for this stream */
     uint32_t lines;        /* lines seen since the open block began */
     int64_t t_us;          /* the block's first line: time, number, host, rank */

@@ -15,6 +15,10 @@
  *   failure (nccl_error) whose text is that WARN, or the result's meaning.
  * - Environment: "NCCL_X set by environment to V" becomes the attribute
  *   nccl_env.NCCL_X, whose name is built here (the recognizer cannot concatenate).
+ * - World: the largest "nranks" any line of the stream printed is the world's
+ *   size (no communicator is larger), and the largest "nNodes" its node count:
+ *   run attributes world_size and nodes, emitted at the end of the stream at the
+ *   line that printed them.
  * The state is fixed-size; nothing is allocated per line.
  */
 #include "fam_nccl.h"
@@ -278,6 +282,14 @@ int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
     uint64_t proc = dsq_nccl_proc_key(&o), key = thread_key(proc, o.tid);
     dsq_line_ctx ctx = *lc; /* the scanner gives the rank a process's init line named */
     st->clock++;
+    if (o.nranks > st->world_nranks) {
+        st->world_nranks = o.nranks;
+        st->world_at = *lc;
+    }
+    if (o.nnodes > st->world_nnodes) {
+        st->world_nnodes = o.nnodes;
+        st->nodes_at = *lc;
+    }
     dsq_nccl_slot *s = slot_find(st, key);
     if (o.kind == DSQ_NCCL_ERRTRACE || o.kind == DSQ_NCCL_WARN || is_topo(o.kind))
         s = slot_get(st, &ctx, key, proc, &rc);
@@ -314,11 +326,34 @@ int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
     return 0;
 }
 
+/* A run attribute with a number, at the line that printed it. */
+static int world_attr(const dsq_line_ctx *at, const char *label, long v)
+{
+    char text[24];
+    int k = snprintf(text, sizeof text, "%ld", v);
+    dsq_mfield f = {{"value", 5}, (double)v, DSQ_U_NONE};
+    dsq_emit_args a = {.ev = DSQ_EV_ATTR, .label = {label, strlen(label)},
+                       .text = {text, k > 0 ? (size_t)k : 0}, .f = &f, .nf = 1,
+                       .t_us = at->t_us, .lineno = at->lineno};
+    return dsq_scan_emit(at, &a);
+}
+
 int dsq_nccl_finish(void *state, const dsq_line_ctx *lc)
 {
     dsq_nccl_state *st = state;
     int rc = 0;
     for (int i = 0; i < DSQ_NCCL_SLOTS && !rc; i++)
         rc = slot_flush(lc, &st->slot[i]);
+    if (!rc && st->world_nranks > 0) {
+        dsq_line_ctx at = st->world_at;
+        at.sc = lc->sc;
+        rc = world_attr(&at, "world_size", st->world_nranks);
+    }
+    if (!rc && st->world_nnodes > 0) {
+        dsq_line_ctx at = st->nodes_at;
+        at.sc = lc->sc;
+        rc = world_attr(&at, "nodes", st->world_nnodes);
+    }
+    st->world_nranks = st->world_nnodes = 0;
     return rc;
 }

@@ -89,6 +89,11 @@ typedef struct dsq_nccl_state {
     uint32_t clock;
     dsq_nccl_slot slot[DSQ_NCCL_SLOTS];
     char label[96];
+    /* the largest communicator the stream's lines named (the world's): its size
+       and node count become run attributes at the end of the stream */
+    long world_nranks, world_nnodes; /* 0 when none printed */
+    dsq_line_ctx world_at;           /* the line that named the size */
+    dsq_line_ctx nodes_at;
 } dsq_nccl_state;
 
 int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,

@@ -27,12 +27,32 @@ int dsq_glog_is_torchrun(const dsq_glog_hdr *h);
 /* glog handler: ProcessGroupNCCL init options (block lines and the one-line form)
  * become run attributes. The block's bare option lines take the rank of the
  * block's header line (of the same host). */
+#define DSQ_GLOG_WRAP_MAX 1024
+
 typedef struct dsq_glog_state {
     dsq_fam_state base;
     int have;           /* a block header was seen */
+    int opts;           /* inside the options block */
     uint32_t host;      /* its stream */
     int rank;
+    /* a watchdog timeout line cut by a terminal's hard wrap, waiting for the rest */
+    int wd_pending;     /* continuation lines taken so far + 1; 0 none */
+    int wrap_level;     /* a long glog line of this level may go on on the next line */
+    uint32_t wrap_host;
+    size_t wrap_width;  /* length of a line the terminal wrapped (0 unknown) */
+    size_t wd_len;      /* length of the wrapped watchdog line */
+    uint32_t wd_host;
+    int wd_rank;
+    int64_t wd_t_us;
+    uint32_t wd_lineno;
+    size_t wd_n;
+    char wd_text[DSQ_GLOG_WRAP_MAX];
 } dsq_glog_state;
+
+/* grammar/glog.re: a watchdog timeout message ("Watchdog caught collective
+ * operation timeout: WorkNCCL(...) ran for N milliseconds ...") as a failure:
+ * sets m->ev, label nccl_timeout, text and its numeric K=v fields. */
+void dsq_glog_watchdog(dsq_match *m, const char *msg, const char *end);
 
 /* grammar/glog.re: whether a line is a bare "KEY: value" option of the old
  * ProcessGroupNCCL options block (asked only right after the block's header). */
@@ -40,6 +60,7 @@ int dsq_glog_is_option(const char *line, size_t len);
 
 int dsq_glog_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                     size_t len);
+int dsq_glog_finish(void *state, const dsq_line_ctx *lc);
 
 /* torchrun handler: joins a ChildFailedError report's root cause into one failure. */
 typedef struct dsq_torchrun_state {
@@ -51,6 +72,9 @@ typedef struct dsq_torchrun_state {
     char exitcode[48];  /* the exitcode value as printed, for a failure without signal */
     char host[64];      /* the entry's `host :` value */
     size_t host_n;
+    int report;         /* 0 none, 1 after "ChildFailedError:", 2 inside the report */
+    int report_lines;   /* lines since the report began, to give up on runaway ones */
+    int report_loose;   /* unindented unknown lines since the report's last key line */
 } dsq_torchrun_state;
 
 int dsq_torchrun_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,

@@ -209,10 +209,20 @@ int dsq_tb_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const
                   size_t len)
 {
     dsq_tb_state *s = state;
-    if (m->family == DSQ_FAM_OTHER) /* only while a traceback is open (base.active) */
-        return code_line(line, len);
+    if (m->family == DSQ_FAM_OTHER) { /* only while a traceback or frame is open (active) */
+        int code = code_line(line, len);
+        if (!code)
+            s->after_frame = 0;
+        s->base.active = s->after_frame || any_pending(s);
+        return code;
+    }
     if (m->family != DSQ_FAM_TRACEBACK)
         return 0;
+    /* a frame line ("  File ..., line 8, in main"): the code lines under it are the
+     * traceback's even when its start was cut off (an excerpt that begins mid-way) */
+    s->after_frame = m->func.n > 0;
+    if (s->after_frame)
+        s->base.active = 1;
     if (m->label.n) {
         int rc = exception_line(s, lc, m);
         s->base.active = any_pending(s);
@@ -240,4 +250,25 @@ int dsq_tb_finish(void *state, const dsq_line_ctx *lc)
             return rc;
     }
     return 0;
+}
+
+int dsq_pywarn_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
+                      const char *line, size_t len)
+{
+    dsq_pywarn_state *st = state;
+    if (m->family == DSQ_FAM_PYWARN) {
+        st->base.active = 1;
+        st->host = lc->host;
+        st->rank = lc->rank;
+        return 0;
+    }
+    st->base.active = 0;
+    if (m->family != DSQ_FAM_OTHER || lc->host != st->host || lc->rank != st->rank ||
+        len < 3 || line[0] != ' ')
+        return 0;
+    dsq_span t = dsq_trim(line, line + len);
+    if (t.n == 0)
+        return 0;
+    st->base.claim_level = DSQ_LV_WARNING;
+    return 1;
 }

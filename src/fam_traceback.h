@@ -21,6 +21,7 @@ typedef struct dsq_tb_slot {
 
 typedef struct dsq_tb_state {
     dsq_fam_state base;
+    int after_frame;    /* the previous lines were a frame and its code lines */
     dsq_tb_slot slot[DSQ_TB_SLOTS];
 } dsq_tb_state;
 
@@ -40,5 +41,16 @@ const char *dsq_tb_classify(dsq_span type, dsq_span msg);
 /* The CUDA OOM message's numbers ("tried to allocate", "total capacity", "free",
  * ...), units as printed. Returns the number of fields written (at most max). */
 int dsq_tb_oom_fields(dsq_span msg, dsq_mfield *f, int max);
+
+/* pywarn handler: the source line Python prints under a warning ("  warnings.warn(")
+ * belongs to the warning: the indented line right after a warning is claimed. */
+typedef struct dsq_pywarn_state {
+    dsq_fam_state base; /* active on the line after a warning */
+    uint32_t host;      /* the warning's stream */
+    int rank;
+} dsq_pywarn_state;
+
+int dsq_pywarn_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m,
+                      const char *line, size_t len);
 
 #endif

@@ -22,9 +22,11 @@ const dsq_family_def dsq_families[] = {
     {.family = DSQ_FAM_MEGATRON, .name = "megatron", .recognize = dsq_gram_megatron},
     {.family = DSQ_FAM_MMENGINE, .name = "mmengine", .recognize = dsq_gram_mmengine},
     {.family = DSQ_FAM_GLOG, .name = "glog", .recognize = dsq_gram_glog,
-     .state_size = sizeof(dsq_glog_state), .handle = dsq_glog_handle},
+     .state_size = sizeof(dsq_glog_state), .handle = dsq_glog_handle,
+     .finish = dsq_glog_finish},
     {.family = DSQ_FAM_TORCHRUN, .name = "torchrun", .recognize = dsq_gram_torchrun,
-     .state_size = sizeof(dsq_torchrun_state), .handle = dsq_torchrun_handle},
+     .state_size = sizeof(dsq_torchrun_state), .handle = dsq_torchrun_handle,
+     .watch = 1u << DSQ_FAM_TRACEBACK},
     {.family = DSQ_FAM_NCCL, .name = "nccl", .recognize = dsq_gram_nccl,
      .state_size = sizeof(dsq_nccl_state), .handle = dsq_nccl_handle, .finish = dsq_nccl_finish},
     {.family = DSQ_FAM_MISC, .name = "misc", .recognize = dsq_gram_misc},
@@ -33,7 +35,10 @@ const dsq_family_def dsq_families[] = {
     /* tracebacks and warnings: shapes no logger header has, after all of them */
     {.family = DSQ_FAM_TRACEBACK, .name = "traceback", .recognize = dsq_gram_traceback,
      .state_size = sizeof(dsq_tb_state), .handle = dsq_tb_handle, .finish = dsq_tb_finish},
-    {.family = DSQ_FAM_PYWARN, .name = "pywarn", .recognize = dsq_gram_pywarn},
+    {.family = DSQ_FAM_PYWARN, .name = "pywarn", .recognize = dsq_gram_pywarn,
+     .state_size = sizeof(dsq_pywarn_state), .handle = dsq_pywarn_handle},
+    /* progress bars: what no family took and ends with tqdm's status bracket */
+    {.family = DSQ_FAM_TQDM, .name = "tqdm", .recognize = dsq_gram_tqdm},
 };
 const size_t dsq_nfamilies = sizeof dsq_families / sizeof dsq_families[0];
 

@@ -135,6 +135,8 @@ typedef struct dsq_line_ctx {
  * handle() returns < 0 on error, 0, or 1 to claim the line for its family. */
 typedef struct dsq_fam_state {
     int active;
+    int claim_level; /* set by handle() before returning 1: the claimed line's level
+                        (enum dsq_level) when it has none of its own */
 } dsq_fam_state;
 
 /* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields
@@ -169,6 +171,8 @@ typedef struct dsq_family_def {
     int (*handle)(void *state, const dsq_line_ctx *lc, const struct dsq_match *m,
                   const char *line, size_t len);
     int (*finish)(void *state, const dsq_line_ctx *lc);
+    unsigned watch;       /* 1u << family: the handler also sees these families' lines
+                             (the torchrun report begins at a traceback's exception) */
 } dsq_family_def;
 
 extern const dsq_family_def dsq_families[];
@@ -184,7 +188,9 @@ const char *dsq_level_name(int level);
  * caller clears m) when the line has this shape, 0 otherwise. */
 typedef int (*dsq_grammar_fn)(const char *line, size_t len, dsq_match *m);
 
-/* grammar/pdsh.re: a pdsh / DeepSpeed-runner host prefix, "gpu009: ". */
+/* grammar/pdsh.re: a pdsh / DeepSpeed-runner host prefix, "gpu009: ". Returns 1
+ * for a sure host, 2 for a name that may be one ("brutasse: ", "bf16: "): the
+ * caller takes it only when a log line follows. */
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m);
 
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,
@@ -229,6 +235,9 @@ int dsq_gram_pywarn(const char *line, size_t len, dsq_match *m);
  * "NCCL version ..." / "RCCL version ..." lines and RCCL's version block. Line
  * parser and handler in src/fam_nccl.h / src/fam_nccl.c. */
 int dsq_gram_nccl(const char *line, size_t len, dsq_match *m);
+
+/* grammar/tqdm.re: a progress bar line ("... 33%|###3      | 1/3 [00:01<00:03,  1.55s/it]"). */
+int dsq_gram_tqdm(const char *line, size_t len, dsq_match *m);
 
 /* grammar/misc.re: DeepSpeed-Chat PPO / reward / hybrid-engine timing prints,
  * torchtitan "[titan] 2025-07-21 15:57:42,774 - root - INFO - ..." and MetricLogger

@@ -28,6 +28,17 @@
 
 #define MAX_PENDING 64
 #define PROC_SLOTS 256
+#define MAYBE_HOSTS 16 /* maybe-host names (pdsh.re) taken for hosts in a stream */
+#define RANK_SLOTS 1024 /* (host, rank) pairs counted per stream; more are not counted */
+
+/* Lines of one (host, rank) in the stream: which ranks are present. */
+typedef struct rank_count {
+    uint32_t host;
+    int32_t rank;       /* -1: free slot */
+    uint32_t lines;
+    uint32_t first_line;
+    int64_t first_t;
+} rank_count;
 #define LINE_EVENTS 16 /* events one line may complete before they go out */
 
 typedef struct pending {
@@ -36,6 +47,7 @@ typedef struct pending {
     uint32_t label;
     int has_ma;
     int in_use;
+    uint32_t seq; /* order of creation: reports are joined first in, first out */
     dsq_event ev;
 } pending;
 
@@ -59,6 +71,24 @@ struct dsq_scan {
     size_t host_cache_n;
     uint32_t host_cache_id;
     pending pend[MAX_PENDING];
+    uint32_t pend_seq;
+    uint64_t hosts_seen[MAYBE_HOSTS]; /* hashes of maybe-host names taken as hosts */
+    unsigned nhosts_seen;
+    char pdsh_text[64];   /* the last pdsh host prefix taken, and its id */
+    size_t pdsh_n;
+    uint32_t pdsh_id;
+    int quote_seen;       /* the stream is a markdown quote ("> " layers taken) */
+    int bracket_seen;     /* "[N] " layers taken */
+    int bracket_lines;    /* ... and they are line numbers, not ranks */
+    int bracket_steps;    /* consecutive lines whose number was the previous one's + 1 */
+    int bracket_repeat;   /* a number came twice in a row: ranks */
+    long bracket_last;
+    rank_count ranks[RANK_SLOTS];     /* open addressing by (host, rank) */
+    uint16_t rank_order[RANK_SLOTS];  /* slots in the order their rank first appeared */
+    int nranks;
+    int rank_last;                    /* slot of the previous line's rank, -1 none */
+    uint32_t fid_lines;
+    int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
     struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
     unsigned char *fam_state;   /* all families' handler states, one allocation */
@@ -84,6 +114,11 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
             free(sc);
             return DSQ_ENOMEM;
         }
+    }
+    sc->fid_lines = dsq_dict_intern(sc->p.dict, "lines", 5);
+    if (!sc->fid_lines) {
+        free(sc);
+        return DSQ_ENOMEM;
     }
     for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
         sc->fam_off[i] = sc->fam_state_size;
@@ -118,6 +153,18 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
     memset(sc->pend, 0, sizeof sc->pend);
+    sc->pend_seq = 0;
+    memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
+    sc->nhosts_seen = 0;
+    sc->quote_seen = sc->bracket_seen = sc->bracket_lines = 0;
+    sc->pdsh_n = 0;
+    sc->bracket_steps = sc->bracket_repeat = 0;
+    sc->bracket_last = -2;
+    for (int i = 0; i < RANK_SLOTS; i++)
+        sc->ranks[i].rank = -1;
+    sc->nranks = 0;
+    sc->rank_last = -1;
+    sc->mem_cpu_seen = 0;
     memset(sc->procs, 0, sizeof sc->procs);
     sc->deferring = 0;
     sc->nqueued = 0;
@@ -163,34 +210,58 @@ static int release_events(dsq_scan *sc)
     return rc;
 }
 
-/* The pending report of (host, rank), creating it; when the table is full the
- * oldest-slot report is emitted to make room. */
-static pending *pending_for(dsq_scan *sc, uint32_t host, int rank, int *rc)
+/* The oldest pending report of (host, rank) that has (want_ma 1) or still lacks
+ * (want_ma 0) its MA line; NULL if none. */
+static pending *pending_oldest(dsq_scan *sc, uint32_t host, int rank, int want_ma)
 {
-    pending *free_slot = NULL;
+    pending *best = NULL;
     for (int i = 0; i < MAX_PENDING; i++) {
         pending *pd = &sc->pend[i];
-        if (pd->in_use && pd->host == host && pd->rank == rank)
-            return pd;
-        if (!pd->in_use && !free_slot)
-            free_slot = pd;
+        if (pd->in_use && pd->host == host && pd->rank == rank && pd->has_ma == want_ma &&
+            (!best || pd->seq < best->seq))
+            best = pd;
     }
-    if (!free_slot) {
-        free_slot = &sc->pend[0];
-        if (free_slot->has_ma)
-            *rc = emit(sc, &free_slot->ev);
-    }
-    memset(free_slot, 0, sizeof *free_slot);
-    free_slot->in_use = 1;
-    free_slot->host = host;
-    free_slot->rank = rank;
-    return free_slot;
+    return best;
 }
 
 static int flush_pending(dsq_scan *sc, pending *pd)
 {
     int rc = pd->has_ma ? emit(sc, &pd->ev) : 0;
     memset(pd, 0, sizeof *pd);
+    return rc;
+}
+
+/* A new pending report of (host, rank); when the table is full the oldest report
+ * is emitted (or dropped, if it has no MA line yet) to make room. */
+static pending *pending_new(dsq_scan *sc, uint32_t host, int rank, int *rc)
+{
+    pending *slot = NULL;
+    for (int i = 0; i < MAX_PENDING && !slot; i++)
+        if (!sc->pend[i].in_use)
+            slot = &sc->pend[i];
+    if (!slot) {
+        slot = &sc->pend[0];
+        for (int i = 1; i < MAX_PENDING; i++)
+            if (sc->pend[i].seq < slot->seq)
+                slot = &sc->pend[i];
+        *rc = flush_pending(sc, slot);
+    }
+    memset(slot, 0, sizeof *slot);
+    slot->in_use = 1;
+    slot->host = host;
+    slot->rank = rank;
+    slot->seq = ++sc->pend_seq;
+    return slot;
+}
+
+/* Emits every report of (host, rank) that has its MA line (the reports a new one
+ * completes, in a stream whose reports have no CPU line). */
+static int flush_key(dsq_scan *sc, uint32_t host, int rank)
+{
+    pending *pd;
+    int rc = 0;
+    while (!rc && (pd = pending_oldest(sc, host, rank, 1)) != NULL)
+        rc = flush_pending(sc, pd);
     return rc;
 }
 
@@ -207,27 +278,41 @@ static uint32_t intern_trimmed(dsq_scan *sc, dsq_span s)
     return s.n ? dsq_dict_intern(sc->p.dict, s.p, s.n) : 0;
 }
 
-/* Feeds one line of a DeepSpeed memory report to its (host, rank) pending slot. */
+/* Feeds one line of a DeepSpeed memory report to the pending reports of its
+ * (host, rank). Ranks that print without a prefix interleave their reports line
+ * by line, all with the same label at the same moment; so reports are joined
+ * first in, first out: a label opens a report, an MA line completes the oldest
+ * report still waiting for one, a CPU line the oldest waiting for its CPU line.
+ * A label unlike the waiting ones means those reports lost a line: a waiting
+ * label is dropped, a report with its MA line is emitted without CPU figures; so
+ * is every report before an MA line that finds no label waiting, and, in a stream
+ * whose reports have shown no CPU line (older DeepSpeed prints none), every
+ * report before a new label. */
 static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank)
 {
     int rc = 0;
-    pending *pd = pending_for(sc, host, rank, &rc);
-    if (rc)
-        return rc;
+    pending *pd;
     switch (m->kind) {
-    case DSQ_MK_DS_MEM_LABEL:
-        if (pd->has_ma && (rc = flush_pending(sc, pd)))
-            return rc;
-        pd = pending_for(sc, host, rank, &rc);
-        pd->label = intern_trimmed(sc, m->body);
+    case DSQ_MK_DS_MEM_LABEL: {
+        uint32_t label = intern_trimmed(sc, m->body);
+        for (int i = 0; i < MAX_PENDING && !rc; i++) {
+            pd = &sc->pend[i];
+            if (!pd->in_use || pd->host != host || pd->rank != rank ||
+                (pd->label == label && sc->mem_cpu_seen))
+                continue;
+            if (pd->has_ma || pd->label != label)
+                rc = flush_pending(sc, pd);
+        }
+        pd = pending_new(sc, host, rank, &rc);
+        pd->label = label;
         return rc;
+    }
     case DSQ_MK_DS_MEM_MA:
-        if (pd->has_ma) {
-            uint32_t keep = 0; /* a second MA line: the first report is complete */
-            if ((rc = flush_pending(sc, pd)))
+        pd = pending_oldest(sc, host, rank, 0);
+        if (!pd) {
+            if ((rc = flush_key(sc, host, rank)))
                 return rc;
-            pd = pending_for(sc, host, rank, &rc);
-            pd->label = keep;
+            pd = pending_new(sc, host, rank, &rc);
         }
         pd->has_ma = 1;
         pd->ev = (dsq_event){.kind = DSQ_EV_MEMORY, .rank = rank, .host = host,
@@ -236,10 +321,10 @@ static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank
             add_field(&pd->ev, sc->fid[F_MA + i], m, i);
         return rc;
     case DSQ_MK_DS_MEM_CPU:
-        if (!pd->has_ma) { /* a CPU line with no MA line before it: nothing to join */
-            memset(pd, 0, sizeof *pd);
+        sc->mem_cpu_seen = 1;
+        pd = pending_oldest(sc, host, rank, 1);
+        if (!pd) /* a CPU line with no MA line before it: nothing to join */
             return 0;
-        }
         add_field(&pd->ev, sc->fid[F_CPU_USED], m, 0);
         add_field(&pd->ev, sc->fid[F_CPU_PERCENT], m, 1);
         return flush_pending(sc, pd);
@@ -339,27 +424,176 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
         if (!d->handle)
             continue;
         dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
-        if (d->family != m->family && !st->active)
+        if (d->family != m->family && !st->active && !(d->watch & (1u << m->family)))
             continue;
+        st->claim_level = DSQ_LV_NONE;
         int rc = d->handle(st, lc, m, line, len);
         if (rc < 0)
             return rc;
-        if (rc > 0 && m->family == DSQ_FAM_OTHER)
+        if (rc > 0 && (m->family == DSQ_FAM_OTHER || m->family == d->family)) {
             m->family = d->family;
+            if (m->level == DSQ_LV_NONE)
+                m->level = st->claim_level;
+        }
     }
     return 0;
 }
 
 /* Peels prefix layers (each may name the host, rank or time), leaving the rest in
  * *line. Layers nest in any order ("gpu009: [rank3]: ..."); at most 8 are peeled. */
+static int recognize_at(dsq_match *m, const char *line, size_t len);
+
+/* Counts a line of (host, rank); the previous line's slot is tried first. */
+static void count_rank(dsq_scan *sc, uint32_t host, int rank, int64_t t_us)
+{
+    rank_count *r;
+    if (sc->rank_last >= 0 && (r = &sc->ranks[sc->rank_last])->rank == rank && r->host == host) {
+        r->lines++;
+        if (r->first_t == DSQ_TIME_NONE)
+            r->first_t = t_us;
+        return;
+    }
+    uint32_t h = (uint32_t)rank * 2654435761u ^ host * 40503u;
+    for (int probe = 0; probe < RANK_SLOTS; probe++) {
+        int i = (int)((h + (uint32_t)probe) & (RANK_SLOTS - 1));
+        r = &sc->ranks[i];
+        if (r->rank == rank && r->host == host) {
+            r->lines++;
+            if (r->first_t == DSQ_TIME_NONE)
+                r->first_t = t_us;
+            sc->rank_last = i;
+            return;
+        }
+        if (r->rank < 0) {
+            if (sc->nranks >= RANK_SLOTS * 3 / 4)
+                return; /* full enough: further ranks go uncounted */
+            *r = (rank_count){host, rank, 1, sc->lineno, t_us};
+            sc->rank_order[sc->nranks++] = (uint16_t)i;
+            sc->rank_last = i;
+            return;
+        }
+    }
+}
+
+/* One rank_lines event per (host, rank) the stream had, in order of appearance. */
+static int emit_ranks(dsq_scan *sc)
+{
+    for (int k = 0; k < sc->nranks; k++) {
+        const rank_count *r = &sc->ranks[sc->rank_order[k]];
+        dsq_event e = {.kind = DSQ_EV_RANK_LINES, .rank = r->rank, .host = r->host,
+                       .t_us = r->first_t, .line = r->first_line, .nf = 1};
+        e.f[0] = (dsq_field){sc->fid_lines, DSQ_U_NONE, (double)r->lines};
+        int rc = emit(sc, &e);
+        if (rc)
+            return rc;
+    }
+    sc->nranks = 0;
+    return 0;
+}
+
+/* Whether a maybe-host prefix ("brutasse: ", "bf16: ", see pdsh.re) is a host:
+ * one already taken in this stream is; otherwise what follows it must be a log
+ * line: a rank tag or any family's line after a lookalike ("bf16"), a stamped
+ * line or an NCCL line naming the same host after a letters-only name (so
+ * "RuntimeError: " and "Warning: " stay what they are). Runs only for such
+ * prefixes, which are rare. */
+static int maybe_host(dsq_scan *sc, const dsq_match *m)
+{
+    uint64_t h = dsq_hash64(m->host.p, m->host.n, 0x9e3779b9) | 1;
+    for (int i = 0; i < MAYBE_HOSTS; i++)
+        if (sc->hosts_seen[i] == h)
+            return 1;
+    int letters_only = 1;
+    for (size_t i = 0; i < m->host.n; i++)
+        if (!((m->host.p[i] >= 'A' && m->host.p[i] <= 'Z') ||
+              (m->host.p[i] >= 'a' && m->host.p[i] <= 'z')))
+            letters_only = 0;
+    dsq_match t;
+    match_init(&t);
+    int ok = 0;
+    if (!letters_only && dsq_gram_prefix(m->body.p, m->body.n, &t) && t.rank >= 0)
+        ok = 1;
+    match_init(&t);
+    if (!ok && recognize_at(&t, m->body.p, m->body.n))
+        ok = !letters_only || t.t_us != DSQ_TIME_NONE || t.civil.mo ||
+             (t.host.n == m->host.n && memcmp(t.host.p, m->host.p, t.host.n) == 0);
+    if (ok)
+        sc->hosts_seen[sc->nhosts_seen++ % MAYBE_HOSTS] = h;
+    return ok;
+}
+
+/* Whether a maybe-layer of prefix.re (a markdown quote "> ", a "[155] " tag) is one:
+ * it is when the stream already had it, or when a log line follows. A "[N] " tag
+ * is a rank unless its numbers count up line by line (a viewer's line numbers):
+ * five lines numbered N..N+4 with no number seen twice before (ranks repeat). */
+static int maybe_layer(dsq_scan *sc, dsq_match *m, const char *line, int rank_before)
+{
+    int quote = line[0] == '>';
+    if (!quote) {
+        long v = strtol(line + 1, NULL, 10);
+        if (v == sc->bracket_last)
+            sc->bracket_repeat = 1;
+        sc->bracket_steps = v == sc->bracket_last + 1 ? sc->bracket_steps + 1 : 0;
+        if (sc->bracket_steps >= 4 && !sc->bracket_repeat)
+            sc->bracket_lines = 1;
+        sc->bracket_last = v;
+        if (sc->bracket_lines)
+            m->rank = rank_before;
+    }
+    int *seen = quote ? &sc->quote_seen : &sc->bracket_seen;
+    if (*seen)
+        return 1;
+    dsq_match t;
+    match_init(&t);
+    int ok = dsq_gram_prefix(m->body.p, m->body.n, &t) == 1 ||
+             dsq_gram_pdsh(m->body.p, m->body.n, &t) == 1;
+    match_init(&t);
+    ok = ok || recognize_at(&t, m->body.p, m->body.n);
+    *seen = ok;
+    return ok;
+}
+
 static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t *len,
                           uint32_t *host)
 {
     for (int layer = 0; layer < 8; layer++) {
-        if (dsq_gram_pdsh(*line, *len, m))
-            *host = host_id(sc, m->host);
-        else if (!dsq_gram_prefix(*line, *len, m))
+        int rank_before = m->rank;
+        size_t pn = sc->pdsh_n; /* the host prefix of the line before, again: no grammar */
+        if (pn && *len > pn + 1 && (*line)[pn] == ':' && (*line)[pn + 1] == ' ' &&
+            memcmp(*line, sc->pdsh_text, pn) == 0) {
+            m->kind = DSQ_MK_PREFIX;
+            m->host = (dsq_span){*line, pn};
+            *host = sc->pdsh_id;
+            *line += pn + 2;
+            *len -= pn + 2;
+            m->body = (dsq_span){*line, *len};
+            continue;
+        }
+        dsq_span keep_host = m->host, keep_body = m->body;
+        int keep_kind = m->kind;
+        int ph = dsq_gram_pdsh(*line, *len, m);
+        if (ph == 2 && !maybe_host(sc, m)) {
+            m->host = keep_host;
+            m->body = keep_body;
+            m->kind = keep_kind;
             return;
+        }
+        int pr = 0;
+        if (ph) {
+            *host = host_id(sc, m->host);
+            if (m->host.n <= sizeof sc->pdsh_text) {
+                memcpy(sc->pdsh_text, m->host.p, m->host.n);
+                sc->pdsh_n = m->host.n;
+                sc->pdsh_id = *host;
+            }
+        } else if ((pr = dsq_gram_prefix(*line, *len, m)) == 0) {
+            return;
+        } else if (pr == 2 && !maybe_layer(sc, m, *line, rank_before)) {
+            m->rank = rank_before;
+            m->body = keep_body;
+            m->kind = keep_kind;
+            return;
+        }
         *line = m->body.p;
         *len = m->body.n;
     }
@@ -381,13 +615,41 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
     return sc->procs[i].proc == h && sc->procs[i].host == host ? sc->procs[i].rank : -1;
 }
 
-static void recognize(dsq_match *m, const char *line, size_t len)
+static int recognize_at(dsq_match *m, const char *line, size_t len)
 {
     for (size_t i = 0; i < dsq_nfamilies; i++) {
         if (dsq_families[i].recognize(line, len, m)) {
             m->family = dsq_families[i].family;
-            return;
+            return 1;
         }
+    }
+    return 0;
+}
+
+/* Where a tqdm bar that ended without a '\r' ends ("... 1.01s/it]" or "it/s]")
+ * when another line was printed right after it, else NULL. */
+static const char *after_bar(const char *line, size_t len)
+{
+    const char *end = line + len, *p = line;
+    while (end - p > 6 && (p = memchr(p, ']', (size_t)(end - p - 1))) != NULL) {
+        if (p - line >= 4 && p[1] != ' ' &&
+            (memcmp(p - 4, "it/s", 4) == 0 || memcmp(p - 4, "s/it", 4) == 0))
+            return p + 1;
+        p++;
+    }
+    return NULL;
+}
+
+/* The first recognizer that takes the line owns it. A line nobody takes may be a
+ * progress bar with a logger line glued after it: the glued line is recognized. */
+static void recognize(dsq_match *m, const char *line, size_t len)
+{
+    if (recognize_at(m, line, len))
+        return;
+    const char *g = memchr(line, '|', len) ? after_bar(line, len) : NULL;
+    if (g) {
+        match_init(m);
+        recognize_at(m, g, len - (size_t)(g - line));
     }
 }
 
@@ -404,8 +666,8 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     if (flags & DSQ_LINE_CUT)
         sc->st.cut++;
     match_init(&m);
-    if (sc->lineno == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
-        rest += 3; /* UTF-8 byte order mark */
+    if (len >= 3 && line[0] == '\xEF' && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+        rest += 3; /* a UTF-8 byte order mark (files concatenated: anywhere) */
         rest_n -= 3;
     }
     peel_prefixes(sc, &m, &rest, &rest_n, &host);
@@ -443,6 +705,8 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     rc = rc ? rc : rrc;
     sc->st.family_lines[m.family]++;
     sc->st.level_lines[m.level]++;
+    if (rank >= 0)
+        count_rank(sc, host, rank, lc.t_us);
     return rc;
 }
 
@@ -457,10 +721,18 @@ int dsq_scan_end(dsq_scan *sc)
         if (rc)
             return rc;
     }
-    for (int i = 0; i < MAX_PENDING; i++) {
-        int rc = flush_pending(sc, &sc->pend[i]);
+    int rrc = emit_ranks(sc);
+    if (rrc)
+        return rrc;
+    for (;;) { /* what still waits for a CPU line, in the order it began */
+        pending *old = NULL;
+        for (int i = 0; i < MAX_PENDING; i++)
+            if (sc->pend[i].in_use && (!old || sc->pend[i].seq < old->seq))
+                old = &sc->pend[i];
+        if (!old)
+            return 0;
+        int rc = flush_pending(sc, old);
         if (rc)
             return rc;
     }
-    return 0;
 }

@@ -14,7 +14,7 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSQ_FUZZ=O
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(scan pdsh prefix deepspeed hf megatron mmengine glog torchrun
-                                     traceback pywarn nccl misc lines time query input)
+                                     traceback pywarn nccl misc tqdm lines time query input)
 for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"

@@ -131,10 +131,11 @@ llama7b-zero3" "$(printf '%s\n' "$OUT" | awk '{print $1}')"
 run_dsq --db "$DB" --json runs
 expect_code "dsq runs --json" 0 "$RC"
 # llama7b-zero3: per file 2 memory reports, op load time, optimizer, step, throughput,
-# 2 NCCL attributes and an HF loss dict
+# 2 NCCL attributes and an HF loss dict; gpt2-zero2 and llama7b-zero3: a rank_lines
+# event per file (rank files, and ranked lines)
 expect_eq "dsq runs --json: runs, files, events" "bert-baseline 1 2
-gpt2-zero2 2 4
-llama7b-zero3 2 18" "$(printf '%s\n' "$OUT" | python3 -c '
+gpt2-zero2 2 6
+llama7b-zero3 2 20" "$(printf '%s\n' "$OUT" | python3 -c '
 import json, sys
 for l in sys.stdin:
     o = json.loads(l)

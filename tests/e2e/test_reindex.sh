@@ -27,8 +27,9 @@ count_csv() { # expected `count Max_MA by run --csv` from the files, by grep
 index_ok "first index" "$DB" "$A"
 expect_contains "first index: summary" "indexed 5 files (5 members)" "$OUT"
 expect_eq "first index: lines" 55 "$(summary_number lines "$OUT")"
-# 10 memory reports, and llama7b-zero3's 14 other events (see test_cli.sh)
-expect_eq "first index: events" 24 "$(summary_number events "$OUT")"
+# 10 memory reports, llama7b-zero3's 14 other events (see test_cli.sh), and a
+# rank_lines event for each of the 4 files whose lines name a rank
+expect_eq "first index: events" 28 "$(summary_number events "$OUT")"
 expect_eq "first index: counts" "$(count_csv)" "$(query "$DB" "count Max_MA by run" --csv)"
 COUNT_BY_RUN=$(query "$DB" "count by run")
 
@@ -52,13 +53,15 @@ report "09:15:00" "After step 100" "2.5" >>"$A/gpt2-zero2/rank1.log"
 index_ok "re-index appended" "$DB" "$A"
 expect_contains "re-index appended: one file" "indexed 1 files" "$OUT"
 expect_contains "re-index appended: others skipped" "skipped 4 unchanged files" "$OUT"
-expect_eq "re-index appended: events of the re-read file" 3 "$(summary_number events "$OUT")"
+# the re-read file's 3 reports and its rank_lines event
+expect_eq "re-index appended: events of the re-read file" 4 "$(summary_number events "$OUT")"
 expect_eq "re-index appended: count Max_MA by run" "run,count Max_MA
 bert-baseline,2
 gpt2-zero2,5
 llama7b-zero3,4" "$(query "$DB" "count Max_MA by run" --csv)"
 expect_eq "re-index appended: counts match grep" "$(count_csv)" "$(query "$DB" "count Max_MA by run" --csv)"
 expect_eq "re-index appended: count by label (no duplicate)" "label,count
+-,2
 After initializing ZeRO optimizer,2
 After step 100,1
 Before initializing optimizer states,2" "$(query "$DB" "count by label where run = gpt2-zero2" --csv)"

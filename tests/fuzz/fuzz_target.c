@@ -48,7 +48,8 @@ static int (*target_fn(void))(const char *, size_t, dsq_match *)
                {"megatron", dsq_gram_megatron},   {"mmengine", dsq_gram_mmengine},
                {"glog", dsq_gram_glog},           {"torchrun", dsq_gram_torchrun},
                {"traceback", dsq_gram_traceback}, {"pywarn", dsq_gram_pywarn},
-               {"nccl", dsq_gram_nccl},           {"misc", dsq_gram_misc}};
+               {"nccl", dsq_gram_nccl},           {"misc", dsq_gram_misc},
+               {"tqdm", dsq_gram_tqdm}};
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (strcmp(tab[i].name, STR(FUZZ_TARGET)) == 0)
             return tab[i].fn;

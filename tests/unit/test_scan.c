@@ -17,11 +17,14 @@ typedef struct sink {
     int n;
     dsq_event ev[MAXEV];
     int stop_at; /* return 9 from emit at this event (1-based), 0: never */
+    int ranks;   /* keep the rank_lines events (test_rank_lines); others skip them */
 } sink;
 
 static int on_event(void *ctx, const dsq_event *ev)
 {
     sink *s = ctx;
+    if (ev->kind == DSQ_EV_RANK_LINES && !s->ranks)
+        return 0;
     if (s->n < MAXEV)
         s->ev[s->n] = *ev;
     s->n++;
@@ -321,8 +324,8 @@ static void test_counts_add_up(void)
     CHECK_INT(st->level_lines[DSQ_LV_DEBUG], 1);
     CHECK_INT(st->level_lines[DSQ_LV_CRITICAL], 1);
     CHECK_INT(st->level_lines[DSQ_LV_NONE], 6);
-    /* ds_cache_flush, and the traceback with its cuda_oom failure */
-    CHECK_INT(st->events, 3);
+    /* ds_cache_flush, and the traceback with its cuda_oom failure (and rank_lines) */
+    CHECK_INT(st->events, 4);
     CHECK_INT(f->out.n, 3);
     fx_free(f);
 }
@@ -382,6 +385,56 @@ static void test_odd_bytes(void)
     fx_free(f);
 }
 
+/* Which ranks a stream had: one rank_lines event per (host, rank) at the end of the
+ * stream, in order of first appearance, at its first line, with its line count;
+ * lines without a rank count for none. Many ranks: the table fills, nothing breaks. */
+static void test_rank_lines(void)
+{
+    fixture *f = fx_new(0);
+    f->out.ranks = 1;
+    CHECK_INT(fx_scan(f, "[rank3]: a\n"
+                         "gpu1: [rank0]: b\n"
+                         "no rank\n"
+                         "[rank3]: c\n"
+                         "gpu2: [rank0]: d\n"
+                         "gpu1: [rank0]: e\n"),
+              0);
+    CHECK_INT(f->out.n, 3);
+    uint32_t g1 = id_of(f, "gpu1"), g2 = id_of(f, "gpu2");
+    static const struct { int rank; uint32_t line; double lines; } want[] = {
+        {3, 1, 2}, {0, 2, 2}, {0, 5, 1}};
+    for (int i = 0; i < 3 && i < f->out.n; i++) {
+        const dsq_event *ev = &f->out.ev[i];
+        CHECK_INT(ev->kind, DSQ_EV_RANK_LINES);
+        CHECK_INT(ev->rank, want[i].rank);
+        CHECK_INT(ev->host, i == 0 ? 0 : i == 1 ? g1 : g2);
+        CHECK_INT(ev->line, want[i].line);
+        CHECK_INT(ev->nf, 1);
+        CHECK_STR(dsq_dict_str(f->dict, ev->f[0].name, NULL), "lines");
+        CHECK(ev->f[0].v == want[i].lines);
+    }
+
+    /* a file named after its rank: every line is that rank's */
+    dsq_scan_begin(f->sc, 0, 5);
+    f->out.n = 0;
+    CHECK_INT(fx_scan(f, "x\ny\n"), 0);
+    CHECK_INT(f->out.n, 1);
+    CHECK_INT(f->out.ev[0].rank, 5);
+    CHECK(f->out.ev[0].f[0].v == 2);
+
+    /* more ranks than the table holds */
+    dsq_scan_begin(f->sc, 0, -1);
+    f->out.n = 0;
+    static char many[2000 * 16];
+    size_t at = 0;
+    for (int r = 0; r < 2000; r++)
+        at += (size_t)snprintf(many + at, sizeof many - at, "[rank%d]: x\n", r);
+    CHECK_INT(fx_scan(f, many), 0);
+    CHECK(f->out.n > 100 && f->out.n <= 1024);
+    CHECK_INT(f->out.ev[0].rank, 0);
+    fx_free(f);
+}
+
 TEST_MAIN(T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
-          T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes))
+          T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))

@@ -123,6 +123,8 @@ static void test_no_allocation_per_line(void)
     uint64_t rsmall = 0, rbig = 0;
     size_t nsmall = make_log(small, 1000 * 200, 1000, &rsmall);
     size_t nbig = make_log(big, cap, 100000, &rbig);
+    rsmall += 8; /* and one rank_lines event per (host, rank): gpu00h has [Rank h] */
+    rbig += 8;
     dsq_dict *dict = NULL;
     dsq_scan *sc = NULL;
     dsq_lines *lb = NULL;
