@@ -47,7 +47,7 @@ static char *make_log(int nlines, size_t *len)
         "node1: [2025-01-01 10:00:00,001] [INFO] [utils.py:801:see_memory_usage] MA 1.5 GB "
         "Max_MA 2.5 GB CA 3 GB Max_CA 4 GB \n"
         "node1: [2025-01-01 10:00:00,002] [INFO] [utils.py:808:see_memory_usage] CPU Virtual "
-        "Memory:  used = 10.5 GB, percent = 5.1%\n",
+        "Memory:  used = 10.5 GB, percent = 5.1%%\n",
         "node1: [2025-01-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=%d, "
         "skipped=0, lr=[1e-05], mom=[(0.9, 0.999)]\n",
         "node1: [2025-01-01 10:00:01,010] [INFO] [timer.py:260:stop] epoch=0/micro_step=%d/"
