@@ -243,6 +243,27 @@ const dsq_cat_entry *dsq_catalogue_for_prefix(const dsq_catalogue *c, const char
     return NULL;
 }
 
+const dsq_cat_entry *dsq_catalogue_for_text(const dsq_catalogue *c, const char *s, size_t n)
+{
+    /* ids sort, so the "text:" entries are one run: find its start, walk it */
+    dsq_cat_entry key = {.id = "text:"};
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_entry(&c->e[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < c->n && strncmp(c->e[i].id, "text:", 5) == 0; i++) {
+        const char *needle = c->e[i].id + 5;
+        size_t nn = strlen(needle);
+        if (nn && memmem(s, n, needle, nn))
+            return &c->e[i];
+    }
+    return NULL;
+}
+
 const char *dsq_catalogue_ui(const dsq_catalogue *c, const char *key)
 {
     for (size_t i = 0; i < c->nui; i++)

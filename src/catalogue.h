@@ -10,6 +10,7 @@
  *   signal:<n>                a process ended by signal n (exit code -n)
  *   nccl:<line kind>          NCCL lines folded into other events (channels, rings)
  *   nccl_msg:<text>           NCCL lines whose message starts with text
+ *   text:<text>               any line that contains text
  *   line:<name>               other line shapes (memory report's label and CPU lines)
  *   family:<name>             a family's lines that nothing more specific explains
  * and the fields title, means, normal, check, source. The entry "ui" holds the words
@@ -64,6 +65,11 @@ const dsq_cat_entry *dsq_catalogue_for_event(const dsq_catalogue *c, const char 
 /* The entry "nccl_msg:<text>" whose text starts msg[0..n), or NULL. */
 const dsq_cat_entry *dsq_catalogue_for_prefix(const dsq_catalogue *c, const char *group,
                                               const char *msg, size_t n);
+
+/* The first entry "text:<needle>" (in id order) whose needle occurs in s[0..n), or
+ * NULL: lines without fields of their own ("Adam Optimizer #0 is created with AVX2
+ * arithmetic capability.") are explained by what they say. */
+const dsq_cat_entry *dsq_catalogue_for_text(const dsq_catalogue *c, const char *s, size_t n);
 
 /* A word of the "ui" entry (its field named key), or key itself when absent. */
 const char *dsq_catalogue_ui(const dsq_catalogue *c, const char *key);

@@ -9,8 +9,9 @@
  *
  * Which entry explains a line: each event's entry (catalogue_for_event), plus, when
  * the event is a failure with a negative exit code, the signal's entry; then an
- * entry for the line's own shape (memory report lines, NCCL line kinds, NCCL
- * messages, the family). Folding: a line that is not a problem and whose entries
+ * entry for the fields of a line without events ("field:"), for what the line says
+ * ("text:"), and for the line's own shape (memory report lines, NCCL line kinds,
+ * NCCL messages; the family's only when nothing else explains the line). Folding: a line that is not a problem and whose entries
  * were all explained before is counted into the pending fold; lines no entry
  * explains (family "other", tqdm) are shown three in a row, then folded. A fold is
  * printed as one line before the next shown line and at the end of a member.
@@ -370,6 +371,7 @@ static void render(ex *x)
         snprintf(id, sizeof id, "field:%s", r->f[i].name);
         n = add_entry(ents, n, dsq_catalogue_get(x->cat, id));
     }
+    n = add_entry(ents, n, dsq_catalogue_for_text(x->cat, r->text, r->text_n));
     const dsq_cat_entry *le = line_entry(x, r, &family_only);
     if (family_only && n > 0)
         le = NULL; /* a family's entry only for a line nothing else explains */

@@ -91,6 +91,9 @@ static void test_lookup_picks_the_most_specific_entry(void)
     CHECK_STR(dsq_catalogue_for_prefix(c, "nccl_msg", msg, sizeof msg - 1)->id,
               "nccl_msg:Using tuning table");
     CHECK(dsq_catalogue_for_prefix(c, "nccl_msg", "Using", 5) == NULL);
+    static const char line[] = "gpu9: [INFO] finished initializing model - num_params = 291";
+    CHECK_STR(dsq_catalogue_for_text(c, line, sizeof line - 1)->id, "text:finished initializing model");
+    CHECK(dsq_catalogue_for_text(c, line, 20) == NULL); /* only the first n bytes count */
     CHECK(dsq_catalogue_get(c, "kind:no_such_kind") == NULL);
     CHECK_STR(dsq_catalogue_ui(c, "no_such_word"), "no_such_word");
     dsq_catalogue_free(c);
@@ -162,6 +165,7 @@ static void test_issue_facts_are_stated(void)
     expect_says(c, "attr:nccl_net=Socket", "found no usable IB/RoCE transport");
     expect_says(c, "attr:nccl_env.NCCL_IB_DISABLE", "0 (NCCL's default) leaves the IB verbs transport enabled");
     expect_says(c, "nccl:net_ib", "relaxed ordering");
+    expect_says(c, "text:finished initializing model", "num_params is the number of parameter tensors");
     dsq_catalogue_free(c);
 }
 
