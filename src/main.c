@@ -13,9 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalogue.h"
 #include "coverage.h"
 #include "dsq/dsq.h"
 #include "error.h"
+#include "explain.h"
 #include "indexer.h"
 #include "prune.h"
 #include "query.h"
@@ -45,6 +47,8 @@ static const char usage_text[] =
     "  dsq prune                        drop indexed files that no longer exist (until\n"
     "                                   then they stay queryable, counted as missing)\n"
     "  dsq drop RUN...                  drop whole runs (to index them again from scratch)\n"
+    "  dsq explain FILE|-               the log line by line: family, level, fields, events\n"
+    "                                   and what each line means (repeats are folded)\n"
     "  dsq explain --stats PATH...      what dsq recognizes in these logs: lines per\n"
     "                                   family, events per kind, unrecognized shapes\n"
     "  dsq help                         this text\n"
@@ -62,6 +66,8 @@ static const char usage_text[] =
     "  --limit N    (show) at most N events (default 200; 0: all)\n"
     "  -q, --quiet  (index) no progress line\n"
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
+    "  --lang zh    (explain) explanations in Chinese (default: en)\n"
+    "  --only problems  (explain) only warning, error and failure lines\n"
     "  --version    print the version\n"
     "\n"
     "Query language:\n"
@@ -98,6 +104,8 @@ typedef struct cli {
     int quiet;
     int stats;
     int top;
+    const char *lang;  /* explain: catalogue language */
+    int only_problems; /* explain: --only problems */
     long limit;
     int limit_set;
     const char **args;
@@ -163,6 +171,15 @@ static int parse_args(cli *c, int argc, char **argv)
             c->quiet = 1;
         else if (strcmp(a, "--stats") == 0)
             c->stats = 1;
+        else if (strcmp(a, "--lang") == 0 && i + 1 < argc)
+            c->lang = argv[++i];
+        else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
+            if (strcmp(argv[++i], "problems") != 0) {
+                fprintf(stderr, "dsq: --only takes 'problems'\n");
+                return -1;
+            }
+            c->only_problems = 1;
+        }
         else if (strcmp(a, "--top") == 0 && i + 1 < argc)
             c->top = atoi(argv[++i]);
         else if (strcmp(a, "--limit") == 0 && i + 1 < argc) {
@@ -578,14 +595,41 @@ static int cmd_show(cli *c)
     return code;
 }
 
+/* `dsq explain FILE|-`: each line with what it means (explain.h). */
+static int cmd_explain_lines(cli *c)
+{
+    dsq_catalogue *cat = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (c->nargs != 2) {
+        fprintf(stderr, "usage: dsq explain [--lang zh] [--only problems] FILE|-\n"
+                        "       dsq explain --stats PATH...\n");
+        return EXIT_USAGE;
+    }
+    if (dsq_catalogue_open(c->lang ? c->lang : "en", &cat, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        return err.code == DSQ_EUSAGE ? EXIT_USAGE : EXIT_INDEX;
+    }
+    dsq_explain_params p = {.cat = cat, .out = stdout, .only_problems = c->only_problems,
+                            .problem = on_problem, .ctx = c};
+    int code = 0;
+    if (dsq_explain_path(&p, c->args[1], &err) != 0) {
+        print_where(&err);
+        code = err.code == DSQ_ENOMEM ? EXIT_INDEX : EXIT_SKIPPED;
+    }
+    dsq_catalogue_free(cat);
+    return code ? code : c->problems ? EXIT_SKIPPED : 0;
+}
+
 static int cmd_explain(cli *c)
 {
     dsq_coverage cov;
     dsq_error err;
     dsq_error_clear(&err);
-    if (!c->stats || c->nargs < 2) {
-        fprintf(stderr, "usage: dsq explain --stats PATH...   (the per-line explanation mode is "
-                        "planned; --stats gives the coverage report)\n");
+    if (!c->stats)
+        return cmd_explain_lines(c);
+    if (c->nargs < 2) {
+        fprintf(stderr, "usage: dsq explain --stats PATH...\n");
         return EXIT_USAGE;
     }
     dsq_coverage_params p = {.top = c->top, .problem = on_problem, .ctx = c};
