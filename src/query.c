@@ -641,16 +641,20 @@ static int roll_values(void *ctx, const void *data, size_t n)
     for (int i = 0; i < q->nby; i++)
         key[i] = key_part(x, i, &rc->k, &rc->ev);
     dsq_chunk_iter_init(&it, data, n);
+    acc *a = NULL; /* without `every`, one group for the whole chunk */
     while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
         rc->ev.t_us = t;
         if (x->time_nodes && !eval(x, q->where, &rc->k, &rc->ev))
             continue;
-        if (q->every_us)
-            key[q->nby] = bucket_of(q, t);
-        group *g = group_for(x, key);
-        if (!g)
-            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
-        if (add_value(&g->accs[rc->agg], q->aggs[rc->agg].fn, v, rc->rec->unit, t))
+        if (q->every_us || !a) {
+            if (q->every_us)
+                key[q->nby] = bucket_of(q, t);
+            group *g = group_for(x, key);
+            if (!g)
+                return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
+            a = &g->accs[rc->agg];
+        }
+        if (add_value(a, q->aggs[rc->agg].fn, v, rc->rec->unit, t))
             return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory for percentiles");
     }
     return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged rollup chunk (source %u)",
