@@ -61,6 +61,7 @@ typedef struct exec {
     int rollups;          /* answer from rollups (plan_rollups) */
     int need_values;      /* rollups: read chunks (percentiles, every, time ranges) */
     int run_level;        /* rollups: one merged record per run is enough (plan_rollups) */
+    int single;           /* one index: group keys are its dictionary ids (no gdict) */
     int time_nodes;       /* the where clause tests time */
     dsq_error *err;
     /* the index being read */
@@ -377,6 +378,8 @@ static uint64_t global_id(exec *x, uint32_t id)
 {
     if (!id || id > x->dict_n)
         return 0;
+    if (x->single)
+        return id; /* one index: its own ids are the group keys */
     if (!x->xlat[id]) {
         size_t n;
         const char *s = dsq_dict_str(x->dict, id, &n);
@@ -721,10 +724,37 @@ static int run_rollups(exec *x, uint32_t run)
 
 /* --- results -------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+/* The k-th smallest of v[0..n) (0-based), reordering v: quickselect with a
+ * three-way partition, so equal values (and NaN, which compares neither way)
+ * always shrink the range. Expected linear time. */
+static double select_kth(double *v, size_t n, size_t k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    size_t lo = 0, hi = n; /* the answer is in v[lo..hi) */
+    uint64_t seed = 0x9e3779b97f4a7c15ull ^ n;
+    while (hi - lo > 1) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        double p = v[lo + (size_t)(seed >> 33) % (hi - lo)];
+        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < p, [lt,i) == p, [gt,hi) > p */
+        while (i < gt) {
+            double x = v[i];
+            if (x < p) {
+                v[i++] = v[lt];
+                v[lt++] = x;
+            } else if (x > p) {
+                v[i] = v[--gt];
+                v[gt] = x;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return p;
+    }
+    return v[lo];
 }
 
 static dsq_cell agg_cell(acc *a, int fn)
@@ -744,10 +774,9 @@ static dsq_cell agg_cell(acc *a, int fn)
     case DSQ_AGG_FIRST: c.v = a->first_v; break;
     case DSQ_AGG_LAST: c.v = a->last_v; break;
     default: { /* nearest rank */
-        qsort(a->vals, a->nvals, sizeof *a->vals, cmp_double);
         double r = ceil(pct[fn - DSQ_AGG_P50] / 100.0 * (double)a->nvals);
         size_t i = r < 1 ? 0 : (size_t)r - 1;
-        c.v = a->vals[i < a->nvals ? i : a->nvals - 1];
+        c.v = select_kth(a->vals, a->nvals, i < a->nvals ? i : a->nvals - 1);
     }
     }
     return c;
@@ -766,8 +795,9 @@ static dsq_cell key_cell(const exec *x, int key, uint64_t v)
     case DSQ_KEY_KIND: c.s = dsq_ev_kind_name((int)v); break;
     case DSQ_KEY_FAMILY: c.s = dsq_family_name((int)v); break;
     case DSQ_KEY_LEVEL: c.s = dsq_level_name((int)v); break;
-    default: /* run host label file attribute: shared dictionary ids */
-        c.s = v ? dsq_dict_str(x->gdict, (uint32_t)v, NULL) : "-";
+    case DSQ_KEY_FILE: c.s = v ? dsq_dict_str(x->gdict, (uint32_t)v, NULL) : "-"; break;
+    default: /* run host label attribute: ids of the index, or shared ones (several) */
+        c.s = v ? dsq_dict_str(x->single ? x->dict : x->gdict, (uint32_t)v, NULL) : "-";
         break;
     }
     return c;
@@ -1037,7 +1067,7 @@ static void exec_free(exec *x)
 int dsq_query_run_opts(const dsq_query *q, dsq_store *const *stores, int nstores, int scan_only,
                        dsq_result **out, dsq_error *err)
 {
-    exec x = {.q = q, .err = err};
+    exec x = {.q = q, .err = err, .single = nstores == 1};
     int lines_query = uses_key(q, DSQ_KEY_FAMILY) || uses_key(q, DSQ_KEY_LEVEL);
     int status = lines_query ? check_line_query(&x) : 0;
     if (status)
