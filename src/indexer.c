@@ -582,6 +582,8 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
                           .ctx = ix, .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
     ix->walk_err = err;
     int status = dsq_walk(&wp, path);
+    if (!status)
+        status = dsq_store_sync(ix->p.store, err);
     ix->st.seconds = elapsed(&ix->t0);
     return status;
 }

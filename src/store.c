@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -40,6 +41,7 @@ struct dsq_store {
     int empty;        /* read-only: an environment without tables, read as an empty index */
     int map_full;
     int lock_fd;
+    struct timespec last_sync; /* writers: commits are synced to disk a second apart */
     ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
     ZSTD_DCtx *zd;
     unsigned char *raw, *packed, *unpacked; /* reused buffers */
@@ -98,6 +100,7 @@ void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k)
 }
 
 #define PACK_LEVEL 1
+#define SYNC_SECONDS 1
 
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
 
@@ -391,7 +394,8 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     }
     if ((rc = mdb_env_create(&st->env)) || (rc = mdb_env_set_maxdbs(st->env, 16)) ||
         (!st->readonly && (rc = mdb_env_set_mapsize(st->env, INITIAL_MAP))) ||
-        (rc = mdb_env_open(st->env, st->dir, MDB_NOTLS | (st->readonly ? MDB_RDONLY : 0), 0644))) {
+        (rc = mdb_env_open(st->env, st->dir,
+                           MDB_NOTLS | (st->readonly ? MDB_RDONLY : MDB_NOSYNC), 0644))) {
         status = dsq_error_set(err, DSQ_EINDEX, "cannot open index %s: %s", st->dir,
                                mdb_strerror(rc));
         goto fail;
@@ -419,6 +423,8 @@ void dsq_store_close(dsq_store *st)
         mdb_txn_abort(st->txn);
     if (st->rtxn)
         mdb_txn_abort(st->rtxn);
+    if (st->env && !st->readonly)
+        mdb_env_sync(st->env, 1); /* errors were reported by dsq_store_sync, if called */
     if (st->env)
         mdb_env_close(st->env);
     dsq_dict_free(st->dict);
@@ -852,7 +858,18 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     if (rc)
         return lmdb_error(err, rc, "committing");
     st->dict_saved = dsq_dict_count(st->dict);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - st->last_sync.tv_sec >= SYNC_SECONDS)
+        return dsq_store_sync(st, err);
     return 0;
+}
+
+int dsq_store_sync(dsq_store *st, dsq_error *err)
+{
+    clock_gettime(CLOCK_MONOTONIC, &st->last_sync);
+    int rc = st->readonly ? 0 : mdb_env_sync(st->env, 1);
+    return rc ? dsq_error_set(err, DSQ_EIO, "writing the index to disk: %s", mdb_strerror(rc)) : 0;
 }
 
 int dsq_store_writing(const dsq_store *st) { return st->txn != NULL; }

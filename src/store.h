@@ -19,7 +19,11 @@
  * with a clear message); readers open the environment read-only and read one
  * snapshot (a read transaction held from open to close), committed data only.
  * All writes of one input file go into one transaction, so a killed
- * indexer leaves either all of a file or none of it.
+ * indexer leaves either all of a file or none of it. Commits are written to the
+ * operating system at once but synced to disk at most SYNC_SECONDS apart and at
+ * dsq_store_sync/close (one fsync per small file was most of the indexing time): a
+ * killed process loses nothing committed; a machine crash can lose the last second
+ * of commits, which the next run redoes like any file not yet indexed.
  */
 #ifndef DSQ_STORE_H
 #define DSQ_STORE_H
@@ -154,6 +158,8 @@ int dsq_store_commit(dsq_store *st, dsq_error *err);
 void dsq_store_abort(dsq_store *st);
 /* 1 while a write transaction is open. */
 int dsq_store_writing(const dsq_store *st);
+/* Syncs committed writes to disk (a full disk or I/O error is reported here). */
+int dsq_store_sync(dsq_store *st, dsq_error *err);
 
 /* --- reading ------------------------------------------------------------------ */
 /* Called for each block; a non-zero return stops the scan and is returned. */
