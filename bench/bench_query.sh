@@ -67,13 +67,13 @@ nfiles=$(find "$dir/runs" -name '*.log.zst' | wc -l)
 
 # ---- 2. dsq index ------------------------------------------------------------------
 if [ -n "$reuse" ]; then
-  db=$reuse idx_s="(reused $reuse)"
+  db=$reuse idx_s="(reused $reuse)" rc=0
 else
   rm -rf "$db"; note "dsq index $dir/runs"
   t0=$(now); rc=0; "$dsq" index -q --db "$db" "$dir/runs" || rc=$?; idx_s=$(secs "$t0" "$(now)")
   [ "$rc" = 0 ] || note "WARNING: dsq index exited $rc"
 fi
-dsq_events=$("$dsq" --db "$db" --csv "count where kind != rank_lines" | tail -n 1) # rank_lines: dsq's own bookkeeping
+dsq_events=$("$dsq" --db "$db" --csv "count" | tail -n 1)
 dsq_bytes=$(du -sb "$db" | cut -f1)
 
 # ---- 3. sqlite3 --------------------------------------------------------------------
@@ -186,7 +186,7 @@ sq_q() { sqlite3 -csv "$sdb" "$1"; }
 check_rhk="skipped (-x)" check_f="skipped (-x)"
 if [ "$check" = 1 ]; then
   note "checking event counts (dsq vs CSV in sqlite)"
-  dsq_q "count by run, host, kind where kind != rank_lines" > "$out/count_rhk.dsq"
+  dsq_q "count by run, host, kind" > "$out/count_rhk.dsq"
   sq_q "SELECT run, host, kind, count(*) FROM ev GROUP BY 1, 2, 3" > "$out/count_rhk.sq"
   check_rhk=$(compare "$out/count_rhk.dsq" "$out/count_rhk.sq")
   dsq_q "count Max_MA, count CurrSamplesPerSec, count loss by run" > "$out/count_f.dsq"

@@ -35,9 +35,10 @@
 #define GEN_T0 1719792000LL   /* 2024-07-01 00:00:00 UTC */
 #define GEN_MEM_EVERY 10      /* steps between see_memory_usage reports */
 
-enum gen_kind { K_STEP, K_THR, K_LOSS, K_MEM, K_ATTR, K_INIT, K_TOPO, K_N };
-static const char *const kind_name[K_N] = {"ds_step", "ds_throughput", "hf_loss", "memory",
-                                           "attr",    "nccl_init",     "nccl_topology"};
+enum gen_kind { K_STEP, K_THR, K_LOSS, K_MEM, K_ATTR, K_INIT, K_TOPO, K_RANK_LINES, K_N };
+static const char *const kind_name[K_N] = {"ds_step", "ds_throughput", "hf_loss",
+                                           "memory",  "attr",          "nccl_init",
+                                           "nccl_topology", "rank_lines"};
 
 static const char *const prefixes[] = {
     "alpaca", "atlas",  "aurora", "bert",  "bloom", "chinchilla", "deberta", "falcon",
@@ -418,8 +419,9 @@ static int write_host(gen_host *h, const char *rundir)
     snprintf(path, sizeof path, "%s/%s.log.zst", rundir, h->name);
     if (out_open(h->log, path) != 0)
         return -1;
+    int64_t ms = 0;
     for (int s = 1; s <= h->r->steps; s++) {
-        int64_t ms = h->r->t0_ms + (int64_t)s * h->r->dt_ms + jit + s % 7;
+        ms = h->r->t0_ms + (int64_t)s * h->r->dt_ms + jit + s % 7;
         write_step(h, s, ms);
         if (s == 1)
             write_nccl(h, ms);
@@ -428,6 +430,16 @@ static int write_host(gen_host *h, const char *rundir)
         if (out_room(h->log) != 0 || out_room(h->csv) != 0)
             return -1;
     }
+    /* what dsq adds at the end of a file: the NCCL world_size and nodes attributes,
+     * and the rank_lines record of the rank the file's lines belong to */
+    char *q = h->csv->buf + h->csv->n;
+    for (int k = 0; k < 2; k++) {
+        q = csv_head(q, h, -1, ms, K_ATTR);
+        q = put_s(q, ",,,,\n");
+    }
+    q = csv_head(q, h, h->rank0, ms, K_RANK_LINES);
+    q = put_s(q, ",,,,\n");
+    h->csv->n = (size_t)(q - h->csv->buf);
     return out_close(h->log);
 }
 
