@@ -57,11 +57,14 @@ typedef struct exec {
     const dsq_query *q;
     dsq_dict *gdict;
     group *groups;
-    size_t ngroups, cap;  /* open addressing: cap is a power of two */
+    size_t ngroups, gcap; /* groups[0..ngroups), dense */
+    uint32_t *slots;      /* open addressing over groups (index + 1); cap is a power of two */
+    size_t cap;
     int rollups;          /* answer from rollups (plan_rollups) */
     int need_values;      /* rollups: read chunks (percentiles, every, time ranges) */
     int run_level;        /* rollups: one merged record per run is enough (plan_rollups) */
     int single;           /* one index: group keys are its dictionary ids (no gdict) */
+    struct acc_block *acc_blocks; /* where the groups' accumulators live */
     int time_nodes;       /* the where clause tests time */
     dsq_error *err;
     /* the index being read */
@@ -426,24 +429,49 @@ static uint64_t hash_key(const uint64_t *k, int n)
 /* Group keys: the by keys, plus the time bucket with `every`. */
 static int nkeys(const dsq_query *q) { return q->nby + (q->every_us ? 1 : 0); }
 
+/* Groups live in a dense array (in order of creation); an open-addressing table
+ * of indexes (+1, 0 = free) finds them. The table doubles at 50% load. */
 static int grow_groups(exec *x)
 {
-    size_t cap = x->cap ? x->cap * 2 : 256;
-    group *g = calloc(cap, sizeof *g);
-    if (!g)
+    size_t cap = x->cap ? x->cap * 2 : 1024;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t)
         return DSQ_ENOMEM;
-    for (size_t i = 0; i < x->cap; i++) {
-        if (!x->groups[i].used)
-            continue;
+    for (size_t i = 0; i < x->ngroups; i++) {
         size_t j = hash_key(x->groups[i].k, nkeys(x->q)) & (cap - 1);
-        while (g[j].used)
+        while (t[j])
             j = (j + 1) & (cap - 1);
-        g[j] = x->groups[i];
+        t[j] = (uint32_t)i + 1;
     }
-    free(x->groups);
-    x->groups = g;
+    free(x->slots);
+    x->slots = t;
     x->cap = cap;
     return 0;
+}
+
+/* Accumulators of a new group, from blocks of ACC_BLOCK groups' worth (freed
+ * together at the end), instead of one allocation per group. */
+#define ACC_BLOCK 1024
+
+typedef struct acc_block {
+    struct acc_block *next;
+    size_t used;
+    acc a[];
+} acc_block;
+
+static acc *new_accs(exec *x)
+{
+    size_t n = (size_t)x->q->naggs;
+    acc_block *b = x->acc_blocks;
+    if (!b || b->used + n > (size_t)ACC_BLOCK * DSQ_Q_MAX_AGGS) {
+        if (!(b = calloc(1, sizeof *b + (size_t)ACC_BLOCK * DSQ_Q_MAX_AGGS * sizeof(acc))))
+            return NULL;
+        b->next = x->acc_blocks;
+        x->acc_blocks = b;
+    }
+    acc *a = &b->a[b->used];
+    b->used += n;
+    return a;
 }
 
 static group *group_for(exec *x, const uint64_t *k)
@@ -452,16 +480,24 @@ static group *group_for(exec *x, const uint64_t *k)
         return NULL;
     int n = nkeys(x->q);
     size_t j = hash_key(k, n) & (x->cap - 1);
-    for (; x->groups[j].used; j = (j + 1) & (x->cap - 1))
-        if (memcmp(x->groups[j].k, k, (size_t)n * sizeof *k) == 0)
-            return &x->groups[j];
-    group *g = &x->groups[j];
-    g->accs = calloc((size_t)x->q->naggs, sizeof *g->accs);
-    if (!g->accs)
+    for (; x->slots[j]; j = (j + 1) & (x->cap - 1))
+        if (memcmp(x->groups[x->slots[j] - 1].k, k, (size_t)n * sizeof *k) == 0)
+            return &x->groups[x->slots[j] - 1];
+    if (x->ngroups == x->gcap) {
+        size_t gcap = x->gcap ? x->gcap * 2 : 256;
+        group *ng = realloc(x->groups, gcap * sizeof *ng);
+        if (!ng)
+            return NULL;
+        x->groups = ng;
+        x->gcap = gcap;
+    }
+    group *g = &x->groups[x->ngroups];
+    memset(g, 0, sizeof *g);
+    if (!(g->accs = new_accs(x)))
         return NULL;
     g->used = 1;
     memcpy(g->k, k, sizeof g->k);
-    x->ngroups++;
+    x->slots[j] = (uint32_t)++x->ngroups;
     return g;
 }
 
@@ -823,7 +859,7 @@ static int build_result(exec *x, dsq_result **out)
         return dsq_error_set(x->err, DSQ_ENOMEM, "result");
     dsq_cell cells[DSQ_Q_MAX_BY + 1 + DSQ_Q_MAX_AGGS];
     int nk = nkeys(q);
-    for (size_t gi = 0; gi < x->cap; gi++) {
+    for (size_t gi = 0; gi < x->ngroups; gi++) {
         group *g = &x->groups[gi];
         if (!g->used)
             continue;
@@ -1052,14 +1088,15 @@ static int run_store(exec *x, int lines_query, int scan_only)
 
 static void exec_free(exec *x)
 {
-    for (size_t i = 0; i < x->cap; i++) {
-        if (!x->groups[i].used)
-            continue;
+    for (size_t i = 0; i < x->ngroups; i++)
         for (int a = 0; a < x->q->naggs; a++)
             free(x->groups[i].accs[a].vals);
-        free(x->groups[i].accs);
-    }
     free(x->groups);
+    free(x->slots);
+    for (struct acc_block *b = x->acc_blocks, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
     store_reset(x);
     dsq_dict_free(x->gdict);
 }
