@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -869,7 +870,15 @@ int dsq_store_sync(dsq_store *st, dsq_error *err)
 {
     clock_gettime(CLOCK_MONOTONIC, &st->last_sync);
     int rc = st->readonly ? 0 : mdb_env_sync(st->env, 1);
-    return rc ? dsq_error_set(err, DSQ_EIO, "writing the index to disk: %s", mdb_strerror(rc)) : 0;
+    if (rc)
+        return dsq_error_set(err, DSQ_EIO, "writing the index to disk: %s", mdb_strerror(rc));
+    /* The index's pages the writer has read stay in the page cache, but letting go of
+     * their mapping keeps the indexer's resident size flat however big the index
+     * grows (they are mapped again, from the cache, when next read). */
+    MDB_envinfo info;
+    if (!st->readonly && mdb_env_info(st->env, &info) == 0 && info.me_mapaddr)
+        madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);
+    return 0;
 }
 
 int dsq_store_writing(const dsq_store *st) { return st->txn != NULL; }
