@@ -242,7 +242,7 @@ done:
     return status;
 }
 
-/* --- fields ------------------------------------------------------------------ */
+/* --- fields: from the run rollups (one record per field and run) ------------- */
 
 typedef struct field_info {
     uint64_t count, runs;
@@ -311,7 +311,7 @@ int dsq_fields_list(dsq_store *const *stores, int nstores, dsq_result **out, dsq
     }
     for (int i = 0; i < nstores; i++) {
         fc.rc.dict = dsq_store_dict(stores[i]);
-        if ((status = dsq_store_scan_series(stores[i], 1, DSQ_SERIES_KIND_BASE - 1, 0,
+        if ((status = dsq_store_scan_runroll(stores[i], 1, DSQ_SERIES_KIND_BASE - 1, 0,
                                             add_field_series, &fc, err)))
             goto done;
     }
