@@ -37,6 +37,8 @@ typedef struct runs_ctx {
     uint64_t *seen;       /* open-addressing set of run<<32|host and run<<32|rank keys */
     size_t nseen, seen_cap;
     dsq_dict *dict;       /* the index being read */
+    uint32_t *xlat;       /* its run ids -> names ids (0: not yet), when it fits */
+    uint32_t nxlat;
     uint32_t max_ma;      /* its id of "Max_MA" */
     dsq_error *err;
 } runs_ctx;
@@ -44,10 +46,15 @@ typedef struct runs_ctx {
 static run_info *info(runs_ctx *rc, uint32_t local_run)
 {
     size_t n;
-    const char *s = dsq_dict_str(rc->dict, local_run, &n);
-    uint32_t id = s ? dsq_dict_intern(rc->names, s, n) : 0;
-    if (!id)
-        return NULL;
+    uint32_t id = rc->xlat && local_run <= rc->nxlat ? rc->xlat[local_run] : 0;
+    if (!id) { /* first time this index names the run: by name, shared by every index */
+        const char *s = dsq_dict_str(rc->dict, local_run, &n);
+        id = s ? dsq_dict_intern(rc->names, s, n) : 0;
+        if (!id)
+            return NULL;
+        if (rc->xlat && local_run <= rc->nxlat)
+            rc->xlat[local_run] = id;
+    }
     if (id >= rc->cap) {
         size_t cap = rc->cap ? rc->cap : 64;
         while (cap <= id)
@@ -61,6 +68,16 @@ static run_info *info(runs_ctx *rc, uint32_t local_run)
         rc->cap = cap;
     }
     return &rc->v[id];
+}
+
+/* splitmix64's finalizer: every key bit reaches the low bits the table uses */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
 }
 
 /* Adds key to the set; 1 if it was new, 0 if seen, -1 out of memory. */
@@ -77,14 +94,14 @@ static int see(runs_ctx *rc, uint64_t key)
         for (size_t i = 0; i < old; i++) {
             if (!prev[i])
                 continue;
-            size_t j = (size_t)(prev[i] * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+            size_t j = (size_t)mix(prev[i]) & (cap - 1);
             while (n[j])
                 j = (j + 1) & (cap - 1);
             n[j] = prev[i];
         }
         free(prev);
     }
-    size_t j = (size_t)(key * 0x9e3779b97f4a7c15ull >> 17) & (rc->seen_cap - 1);
+    size_t j = (size_t)mix(key) & (rc->seen_cap - 1);
     for (; rc->seen[j]; j = (j + 1) & (rc->seen_cap - 1))
         if (rc->seen[j] == key)
             return 0;
@@ -180,6 +197,9 @@ static int read_store(runs_ctx *rc, dsq_store *st)
 {
     int status;
     rc->dict = dsq_store_dict(st);
+    free(rc->xlat);
+    rc->nxlat = dsq_dict_count(rc->dict);
+    rc->xlat = calloc((size_t)rc->nxlat + 1, sizeof *rc->xlat); /* NULL: look names up */
     rc->max_ma = dsq_dict_find(rc->dict, "Max_MA", 6);
     if ((status = dsq_store_scan_sources(st, add_source, rc, rc->err)) ||
         (status = dsq_store_scan_series(st, DSQ_SERIES_KIND_BASE,
@@ -239,6 +259,7 @@ done:
     dsq_dict_free(rc.names);
     free(rc.v);
     free(rc.seen);
+    free(rc.xlat);
     return status;
 }
 
