@@ -37,6 +37,7 @@ typedef struct parser {
     tok t;                /* current token */
     dsq_query *q;
     dsq_error *err;
+    int depth;            /* parse_not nesting */
 } parser;
 
 static const char *const agg_names[DSQ_AGG_COUNT_FNS] = {
@@ -302,7 +303,24 @@ static int parse_cmp(parser *p, int *out)
     return next(p);
 }
 
+#define MAX_DEPTH 32 /* parentheses and `not`s nest at most this deep */
+
+static int parse_not_nested(parser *p, int *out);
+
+/* Counts the nesting so that a hostile query cannot exhaust the stack. */
 static int parse_not(parser *p, int *out)
+{
+    if (p->depth == MAX_DEPTH)
+        return fail(p, &p->t, "conditions nested too deeply at '%s' (at most 32 levels of "
+                              "parentheses and not)",
+                    p->t.type == T_END ? "end of query" : p->t.text);
+    p->depth++;
+    int rc = parse_not_nested(p, out);
+    p->depth--;
+    return rc;
+}
+
+static int parse_not_nested(parser *p, int *out)
 {
     int rc;
     if (is_kw(&p->t, "not")) {

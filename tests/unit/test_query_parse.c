@@ -243,6 +243,27 @@ static void test_order_by(void)
     bad("count by run order by where", 22, 5, "expected a column to order by");
 }
 
+/* Nesting is bounded (a hostile query found by fuzz_query overflowed the stack). */
+static void test_deep_nesting(void)
+{
+    char text[4096];
+    int n = 0;
+    n += snprintf(text + n, sizeof text - (size_t)n, "count where ");
+    for (int i = 0; i < 31; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "(");
+    n += snprintf(text + n, sizeof text - (size_t)n, "rank = 0");
+    for (int i = 0; i < 31; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, ")");
+    ok(text);
+    n = snprintf(text, sizeof text, "count where ");
+    for (int i = 0; i < 1000 && n < 3000; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, i % 3 ? "(" : "not ");
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK(dsq_query_parse(text, &q, &err) == DSQ_EQUERY);
+    CHECK(strstr(err.msg, "nested too deeply") != NULL);
+}
+
 static void test_errors(void)
 {
     bad("max by run", 4, 2, "'max' needs a field name");
@@ -312,4 +333,4 @@ static void test_limits(void)
 }
 
 TEST_MAIN(T(test_simple), T(test_every_aggregate_and_key), T(test_case_and_quotes), T(test_where),
-          T(test_operators), T(test_limit_and_top), T(test_order_by), T(test_errors), T(test_limits))
+          T(test_operators), T(test_limit_and_top), T(test_order_by), T(test_deep_nesting), T(test_errors), T(test_limits))
