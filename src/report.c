@@ -397,7 +397,7 @@ static int rule_failures(report *rp)
 {
     size_t n = rp->failures ? dsq_result_rows(rp->failures) : 0;
     rep_rule *wd = NULL, *oom = NULL, *kill = NULL;
-    double seq_lo = 0, seq_hi = 0, v;
+    double seq_lo = 0, seq_hi = 0, lo_rank = -1, v;
     int nseq = 0;
     for (size_t i = 0; i < n; i++) {
         const char *cls = cell_s(rp->failures, i, "label");
@@ -412,6 +412,8 @@ static int rule_failures(report *rp)
                               rank, *host ? " host " : "", host);
             evidence(wd, rp->failures, i);
             if (field_num(fields, "SeqNum", &v)) {
+                if (!nseq || v < seq_lo)
+                    lo_rank = rank;
                 seq_lo = nseq && seq_lo < v ? seq_lo : v;
                 seq_hi = nseq && seq_hi > v ? seq_hi : v;
                 nseq++;
@@ -438,8 +440,8 @@ static int rule_failures(report *rp)
     }
     if (wd && nseq > 1)
         snprintf(wd->finding + strlen(wd->finding), sizeof wd->finding - strlen(wd->finding),
-                 "; %d timeouts, SeqNum %.0f..%.0f (spread %.0f)", nseq, seq_lo, seq_hi,
-                 seq_hi - seq_lo);
+                 "; %d timeouts, SeqNum %.0f..%.0f (spread %.0f), lowest on rank %.0f", nseq,
+                 seq_lo, seq_hi, seq_hi - seq_lo, lo_rank);
     return 0;
 }
 
@@ -470,7 +472,7 @@ static int rule_stalled(report *rp)
         evidence(ru, r, dsq_result_rows(r) - 1);
     dsq_result_free(r);
     r = NULL;
-    snprintf(cond, sizeof cond, "time >= '%s'", b);
+    snprintf(cond, sizeof cond, "time >= '%s' and kind != rank_lines", b);
     if (!status && !(status = rep_show(rp, cond, 0, &r)) && r && dsq_result_rows(r))
         evidence(ru, r, dsq_result_rows(r) - 1);
     dsq_result_free(r);
@@ -522,6 +524,20 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int straggler_add(report *rp, double rank, double v, double med, size_t n)
+{
+    char cond[400];
+    dsq_result *r = NULL;
+    rep_rule *ru = rule_add(rp, "straggler", "rank %.0f: %s %.4g, median of %zu ranks %.4g (-%.0f%%)",
+                            rank, rp->thr_field, v, n, med, 100.0 * (1 - v / med));
+    snprintf(cond, sizeof cond, "rank = %.0f and \"%s\" >= 0", rank, rp->thr_field);
+    int status = rep_show(rp, cond, 1, &r);
+    if (!status && r && dsq_result_rows(r))
+        evidence(ru, r, 0);
+    dsq_result_free(r);
+    return status;
+}
+
 /* A rank whose average throughput is far below the median of all ranks. */
 static int rule_straggler(report *rp)
 {
@@ -547,9 +563,8 @@ static int rule_straggler(report *rp)
             for (size_t i = 0; i < n && med > 0; i++) {
                 double rank = -1;
                 cell_num(r, i, "rank", &rank);
-                if (v[i] < 0.75 * med)
-                    rule_add(rp, "straggler", "rank %.0f: %s %.4g, median of %zu ranks %.4g (-%.0f%%)",
-                             rank, rp->thr_field, v[i], n, med, 100.0 * (1 - v[i] / med));
+                if (v[i] < 0.75 * med && !status)
+                    status = straggler_add(rp, rank, v[i], med, n);
             }
             free(s);
         }
