@@ -210,6 +210,22 @@ static int field_num(const char *fields, const char *name, double *v)
     return 0;
 }
 
+/* Like field_num, and the unit printed after the number ("GiB"; "" if none). */
+static int field_unit(const char *fields, const char *name, double *v, char unit[16])
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s=", name);
+    const char *p = strstr(fields, key);
+    unit[0] = 0;
+    if (!p || !field_num(fields, name, v))
+        return 0;
+    p = strchr(p + strlen(key), ' ');
+    size_t n = p ? strcspn(p + 1, " ") : 0;
+    if (n && n < 16 && dsq_unit_parse(p + 1, n) != DSQ_U_NONE)
+        snprintf(unit, 16, "%.*s", (int)n, p + 1);
+    return 1;
+}
+
 /* The first of names that the index has (an aggregate over it works), else NULL. */
 static int first_field(report *rp, const char *const *names, const char **found)
 {
@@ -420,12 +436,14 @@ static int rule_failures(report *rp)
             }
         } else if (strcmp(cls, "cuda_oom") == 0 && !oom) {
             double want = 0, avail = 0, cap = 0;
-            int has_w = field_num(fields, "tried to allocate", &want);
-            int has_f = field_num(fields, "free", &avail);
-            field_num(fields, "total capacity", &cap);
+            char uw[16], uf[16], uc[16];
+            int has_w = field_unit(fields, "tried to allocate", &want, uw);
+            int has_f = field_unit(fields, "free", &avail, uf);
+            int has_c = field_unit(fields, "total capacity", &cap, uc);
             if (has_w && has_f)
-                oom = rule_add(rp, "oom", "CUDA out of memory: requested %g GiB, %g GiB free of %g GiB",
-                               want, avail, cap);
+                oom = rule_add(rp, "oom", "CUDA out of memory: requested %g %s, %g %s free%s%.4g %s",
+                               want, uw, avail, uf, has_c ? " of " : "", has_c ? cap : 0.0,
+                               has_c ? uc : "");
             else
                 oom = rule_add(rp, "oom", "CUDA out of memory");
             evidence(oom, rp->failures, i);
@@ -720,10 +738,26 @@ static const char *cat_text(const report *rp, const char *name, int title)
     return !e ? "" : title ? e->title : e->check;
 }
 
+/* Attributes shown on the screen; the others are counted (--json has them all). */
+static int attr_on_screen(const char *name)
+{
+    static const char *const keep[] = {
+        "zero_stage", "dtype", "world_size", "nodes", "trainable_params", "num_params",
+        "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+        "optimizer", "nccl_net", NULL};
+    size_t n = strlen(name);
+    if (n > 8 && strcmp(name + n - 8, "_version") == 0)
+        return 1;
+    for (int i = 0; keep[i]; i++)
+        if (strcmp(name, keep[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static void print_attrs(const report *rp, FILE *f)
 {
     size_t n = rp->attrs ? dsq_result_rows(rp->attrs) : 0;
-    int col = 0;
+    int col = 0, more = 0;
     for (size_t i = 0; i < n; i++) {
         const char *label = cell_s(rp->attrs, i, "label");
         int dup = 0;
@@ -731,12 +765,18 @@ static void print_attrs(const report *rp, FILE *f)
             dup = strcmp(label, cell_s(rp->attrs, j, "label")) == 0;
         if (dup || strcmp(label, "failure") == 0)
             continue;
+        if (!attr_on_screen(label)) {
+            more++;
+            continue;
+        }
         fputs(col % 3 ? "  " : "\n  ", f);
         put_safe(f, label);
         fputs(" = ", f);
         put_safe(f, cell_s(rp->attrs, i, "text"));
         col++;
     }
+    if (more)
+        fprintf(f, "\n  (%d more attribute%s: --json lists them)", more, more == 1 ? "" : "s");
     fputs("\n", f);
 }
 

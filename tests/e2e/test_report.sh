@@ -70,8 +70,15 @@ for key, word in (("start", "start"), ("first_step", "first step"), ("last_step"
     assert m.group(1) == (d["timeline"][key] or "-"), (key, m.group(1), d["timeline"][key])
 m = re.search(r"^failure: (\S+)", text, re.M)
 assert m.group(1) == (d["failures"][0]["label"] if d["failures"] else "none"), m.group(1)
-for name, value in d["attributes"].items():
-    assert "%s = %s" % (name, value) in text, name
+shown = re.search(r"^what ran:\n(.*?)\n\n", text, re.M | re.S).group(1)
+for line in shown.splitlines():
+    for pair in line.strip().split("  "):
+        if " = " in pair:
+            name, value = pair.split(" = ", 1)
+            assert d["attributes"][name] == value, (name, value)
+m = re.search(r"\((\d+) more attributes", shown)
+shown_n = len(re.findall(r" = ", shown))
+assert len(d["attributes"]) == shown_n + (int(m.group(1)) if m else 0), shown
 PY
 }
 for run in healthy deepspeed-trouble straggler nccl-transports hang oom-kill; do
