@@ -76,7 +76,7 @@ for line in shown.splitlines():
         if " = " in pair:
             name, value = pair.split(" = ", 1)
             assert d["attributes"][name] == value, (name, value)
-m = re.search(r"\((\d+) more attributes", shown)
+m = re.search(r"\((\d+) more attribute", shown)
 shown_n = len(re.findall(r" = ", shown))
 assert len(d["attributes"]) == shown_n + (int(m.group(1)) if m else 0), shown
 PY
