@@ -137,44 +137,6 @@ static int read_timeline(report *rp)
     return 0;
 }
 
-/* Runs an aggregate query; *out is NULL when the query names a field or
- * attribute no index has (the fact is absent, not an error). */
-static int rep_query(report *rp, const char *text, dsq_result **out)
-{
-    dsq_query q;
-    dsq_error e;
-    dsq_error_clear(&e);
-    *out = NULL;
-    if (dsq_query_parse(text, &q, &e) != 0)
-        return dsq_error_set(rp->err, DSQ_EQUERY, "report: %s (in %s)", e.msg, text);
-    int status = dsq_query_run(&q, rp->stores, rp->nstores, out, &e);
-    if (status == DSQ_EQUERY)
-        return 0;
-    if (status)
-        *rp->err = e;
-    return status;
-}
-
-/* The events a condition selects, in time order (at most limit; 0 = all). */
-static int rep_show(report *rp, const char *cond, size_t limit, dsq_result **out)
-{
-    char text[REP_Q];
-    dsq_query q;
-    dsq_error e;
-    uint64_t matched = 0;
-    dsq_error_clear(&e);
-    *out = NULL;
-    snprintf(text, sizeof text, "count where %s and (%s)", rp->where, cond);
-    if (dsq_query_parse(text, &q, &e) != 0)
-        return dsq_error_set(rp->err, DSQ_EQUERY, "report: %s (in %s)", e.msg, text);
-    int status = dsq_query_show(&q, rp->stores, rp->nstores, limit, out, &matched, &e);
-    if (status == DSQ_EQUERY)
-        return 0;
-    if (status)
-        *rp->err = e;
-    return status;
-}
-
 static const dsq_cell *cell(const dsq_result *r, size_t row, const char *col)
 {
     int c = r ? dsq_result_col_index(r, col) : -1;
@@ -194,6 +156,55 @@ static int cell_num(const dsq_result *r, size_t row, const char *col, double *v)
         return 0;
     *v = c->v;
     return 1;
+}
+
+/* Runs an aggregate query; *out is NULL when the query names a field or
+ * attribute no index has (the fact is absent, not an error). */
+static int rep_query(report *rp, const char *text, dsq_result **out)
+{
+    dsq_query q;
+    dsq_error e;
+    dsq_error_clear(&e);
+    *out = NULL;
+    if (dsq_query_parse(text, &q, &e) != 0)
+        return dsq_error_set(rp->err, DSQ_EQUERY, "report: %s (in %s)", e.msg, text);
+    int status = dsq_query_run(&q, rp->stores, rp->nstores, out, &e);
+    if (status == DSQ_EQUERY)
+        return 0;
+    if (status)
+        *rp->err = e;
+    return status;
+}
+
+/* The events a condition selects, in time order (at most limit; 0 = all); *out
+ * is NULL when none does. The count comes first, from rollups when it can: most
+ * conditions match nothing in a healthy run, and then no event block is read
+ * (dsq_query_show also sorts an empty set with a null pointer, which UBSan flags). */
+static int rep_show(report *rp, const char *cond, size_t limit, dsq_result **out)
+{
+    char text[REP_Q];
+    dsq_query q;
+    dsq_error e;
+    dsq_result *count = NULL;
+    uint64_t matched = 0;
+    double n = 0;
+    dsq_error_clear(&e);
+    *out = NULL;
+    snprintf(text, sizeof text, "count where %s and (%s)", rp->where, cond);
+    int status = rep_query(rp, text, &count);
+    if (!status && count)
+        cell_num(count, 0, dsq_result_col_name(count, 0), &n);
+    dsq_result_free(count);
+    if (status || n <= 0)
+        return status;
+    if (dsq_query_parse(text, &q, &e) != 0)
+        return dsq_error_set(rp->err, DSQ_EQUERY, "report: %s (in %s)", e.msg, text);
+    status = dsq_query_show(&q, rp->stores, rp->nstores, limit, out, &matched, &e);
+    if (status == DSQ_EQUERY)
+        return 0;
+    if (status)
+        *rp->err = e;
+    return status;
 }
 
 /* A named number in a show row's fields text ("SeqNum=4410 free=1.2 GiB"). */
