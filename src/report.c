@@ -46,6 +46,7 @@ typedef struct report {
     int64_t start, end, step_first, step_last;
     uint64_t events;
     int32_t ranks[REP_MAX_RANKS];
+    int64_t rank_step[REP_MAX_RANKS]; /* a rank's last step event, DSQ_TIME_NONE if none */
     int nranks;
     char hosts[64][128];
     int nhosts, hosts_more;
@@ -91,13 +92,21 @@ static void note_host(report *rp, const char *h, size_t n)
     snprintf(rp->hosts[rp->nhosts++], sizeof rp->hosts[0], "%.*s", (int)n, h);
 }
 
-static void note_rank(report *rp, int32_t rank)
+/* Notes a rank; last_step is the time of its last step event of this series. */
+static void note_rank(report *rp, int32_t rank, int64_t last_step)
 {
-    for (int i = 0; i < rp->nranks; i++)
-        if (rp->ranks[i] == rank)
+    int i = 0;
+    while (i < rp->nranks && rp->ranks[i] != rank)
+        i++;
+    if (i == rp->nranks) {
+        if (rp->nranks == REP_MAX_RANKS)
             return;
-    if (rp->nranks < REP_MAX_RANKS)
         rp->ranks[rp->nranks++] = rank;
+        rp->rank_step[i] = DSQ_TIME_NONE;
+    }
+    if (last_step != DSQ_TIME_NONE &&
+        (rp->rank_step[i] == DSQ_TIME_NONE || last_step > rp->rank_step[i]))
+        rp->rank_step[i] = last_step;
 }
 
 static int on_kind_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
@@ -116,7 +125,7 @@ static int on_kind_series(void *ctx, const dsq_series_key *k, const dsq_series_r
     if (h)
         note_host(rp, h, n);
     if (k->rank >= 0)
-        note_rank(rp, k->rank);
+        note_rank(rp, k->rank, is_step_kind(kind) ? rec->last_t : DSQ_TIME_NONE);
     return 0;
 }
 
@@ -791,6 +800,39 @@ static void print_attrs(const report *rp, FILE *f)
     fputs("\n", f);
 }
 
+static int has_rule(const report *rp, const char *name)
+{
+    for (int i = 0; i < rp->nrules; i++)
+        if (strcmp(rp->rules[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* For a hang: each rank's last step, earliest first (the rank behind leads). */
+static void print_progress(const report *rp, FILE *f)
+{
+    int order[REP_MAX_RANKS], n = 0;
+    for (int i = 0; i < rp->nranks; i++)
+        order[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort: few ranks, no global for qsort */
+        for (int j = i; j > 0; j--) {
+            int64_t a = rp->rank_step[order[j - 1]], b = rp->rank_step[order[j]];
+            if (a < b || (a == b && rp->ranks[order[j - 1]] <= rp->ranks[order[j]]))
+                break;
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    fputs("\nlast step by rank:\n", f);
+    for (int i = 0; i < n && i < 16; i++) {
+        fprintf(f, "  rank %d: ", rp->ranks[order[i]]);
+        put_time(f, rp->rank_step[order[i]]);
+        fputs(rp->rank_step[order[i]] == DSQ_TIME_NONE ? " (no step logged)\n" : "\n", f);
+    }
+    if (n > 16)
+        fprintf(f, "  ... %d ranks in all\n", n);
+}
+
 static void print_text(const report *rp, FILE *f)
 {
     fprintf(f, "run ");
@@ -868,6 +910,8 @@ static void print_text(const report *rp, FILE *f)
         if (n > 1)
             fprintf(f, "  (%zu failure events in all; later ones are usually consequences)\n", n);
     }
+    if (has_rule(rp, "watchdog_timeout") || has_rule(rp, "stalled"))
+        print_progress(rp, f);
     fprintf(f, "\ndiagnostics: %s\n", rp->nrules ? "" : "none triggered");
     for (int i = 0; i < rp->nrules; i++) {
         const rep_rule *ru = &rp->rules[i];
@@ -979,7 +1023,14 @@ static void print_json(const report *rp, FILE *f)
     fprintf(f, ",\"events\":%llu,\"hosts\":[", (unsigned long long)rp->events);
     for (int i = 0; i < rp->nhosts; i++)
         fputs(i ? "," : "", f), json_str(f, rp->hosts[i]);
-    fprintf(f, "],\"ranks\":%d,\"timeline\":{", rp->nranks);
+    fprintf(f, "],\"ranks\":%d,\"last_step_by_rank\":{", rp->nranks);
+    for (int i = 0; i < rp->nranks; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", rp->ranks[i]);
+        fputs(i ? "," : "", f);
+        json_time(f, key, rp->rank_step[i]);
+    }
+    fputs("},\"timeline\":{", f);
     json_time(f, "start", rp->start);
     fputc(',', f);
     json_time(f, "first_step", rp->step_first);

@@ -46,8 +46,13 @@ report_has "nccl transports" nccl-transports \
     "[nccl_mixed_transport]" "different NCCL transports: Socket and IB" "nccl-transports.log:5 "
 report_has "hang" hang "failure: nccl_timeout at 2025-03-01 08:10:44, rank 3" \
     "[watchdog_timeout]" "first collective timeout on rank 3" \
-    "SeqNum 4410..4412 (spread 2), lowest on rank 3" "hang.log:5 " "hang.log:7 " \
-    "[stalled]" "last step logged at 2025-03-01 08:00:20" "hang.log:4 "
+    "SeqNum 4410..4412 (spread 2), lowest on rank 3" "hang.log:6 " "hang.log:8 " \
+    "[stalled]" "last step logged at 2025-03-01 08:00:20" "hang.log:5 "
+expect_eq "hang: last step by rank, earliest first" "last step by rank:
+  rank 1: - (no step logged)
+  rank 3: - (no step logged)
+  rank 2: 2025-03-01 08:00:10
+  rank 0: 2025-03-01 08:00:20" "$(sed -n '/^last step by rank:/,/^$/p' <<<"$OUT" | sed '/^$/d')"
 report_has "oom and kill" oom-kill "failure: cuda_oom" \
     "[oom] CUDA out of memory" "requested 2 GiB, 1.2 GiB free of 79.1 GiB" "oom-kill.log:6 " \
     "[sigkill]" "oom-kill.log:7 "
@@ -88,6 +93,8 @@ for run in healthy deepspeed-trouble straggler nccl-transports hang oom-kill; do
 done
 run_dsq --db "$DB" report --json hang
 expect_contains "json: first failure class" '"failures":[{"time":"2025-03-01 08:10:44"' "$OUT"
+expect_eq "json: last step by rank" "{'0': '2025-03-01 08:00:20', '1': None, '2': '2025-03-01 08:00:10', '3': None}" \
+    "$(python3 -c 'import json, sys; print(dict(sorted(json.load(sys.stdin)["last_step_by_rank"].items())))' <<<"$OUT")"
 run_dsq --db "$DB" report --json healthy
 expect_contains "json: attributes as an object" '"zero_stage":"2"' "$OUT"
 expect_contains "json: no rule for the healthy run" '"diagnostics":[]' "$OUT"
