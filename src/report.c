@@ -833,7 +833,8 @@ static void print_progress(const report *rp, FILE *f)
         fprintf(f, "  ... %d ranks in all\n", n);
 }
 
-static void print_text(const report *rp, FILE *f)
+/* What ran and the timeline. */
+static void print_head(const report *rp, FILE *f)
 {
     fprintf(f, "run ");
     put_safe(f, rp->p->run);
@@ -856,6 +857,11 @@ static void print_text(const report *rp, FILE *f)
     fputs("\n  end         ", f);
     put_time(f, rp->end);
     fputs("\n", f);
+}
+
+/* Memory by rank, trends, warnings and errors. */
+static void print_numbers(const report *rp, FILE *f)
+{
     size_t n = rp->mem ? dsq_result_rows(rp->mem) : 0;
     if (n) {
         fprintf(f, "\nmemory peaks by rank (max %s):\n", rp->mem_field);
@@ -886,7 +892,12 @@ static void print_text(const report *rp, FILE *f)
         put_safe(f, cell_s(rp->problems, i, "label"));
         fputs("\n", f);
     }
-    n = rp->failures ? dsq_result_rows(rp->failures) : 0;
+}
+
+/* The first failure in time; later ones are counted. */
+static void print_failure(const report *rp, FILE *f)
+{
+    size_t n = rp->failures ? dsq_result_rows(rp->failures) : 0;
     fputs("\nfailure:", f);
     if (!n) {
         fputs(" none recorded\n", f);
@@ -910,9 +921,11 @@ static void print_text(const report *rp, FILE *f)
         if (n > 1)
             fprintf(f, "  (%zu failure events in all; later ones are usually consequences)\n", n);
     }
-    if (has_rule(rp, "watchdog_timeout") || has_rule(rp, "stalled"))
-        print_progress(rp, f);
-    fprintf(f, "\ndiagnostics: %s\n", rp->nrules ? "" : "none triggered");
+}
+
+static void print_rules(const report *rp, FILE *f)
+{
+    fprintf(f, "\ndiagnostics:%s\n", rp->nrules ? "" : " none triggered");
     for (int i = 0; i < rp->nrules; i++) {
         const rep_rule *ru = &rp->rules[i];
         fprintf(f, "  [%s] %s\n    ", ru->name, cat_text(rp, ru->name, 1));
@@ -927,6 +940,16 @@ static void print_text(const report *rp, FILE *f)
         if (*check)
             fprintf(f, "    -> %s\n", check);
     }
+}
+
+static void print_text(const report *rp, FILE *f)
+{
+    print_head(rp, f);
+    print_numbers(rp, f);
+    print_failure(rp, f);
+    if (has_rule(rp, "watchdog_timeout") || has_rule(rp, "stalled"))
+        print_progress(rp, f);
+    print_rules(rp, f);
 }
 
 /* --- JSON output ------------------------------------------------------------------ */

@@ -67,6 +67,8 @@ import json, re, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 d = json.load(open(sys.argv[2], encoding="utf-8"))
 rules = re.findall(r"^  \[(\w+)\]", text, re.M)
+# every rule has its catalogue entry (title and advice)
+assert all(r["title"] and r["check"] for r in d["diagnostics"]), d["diagnostics"]
 assert rules == [r["rule"] for r in d["diagnostics"]], (rules, d["diagnostics"])
 ev = re.findall(r"^    at (\S+)", text, re.M)
 assert ev == [e.split("  ")[0] for r in d["diagnostics"] for e in r["evidence"]], ev
