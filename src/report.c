@@ -880,9 +880,20 @@ static void print_numbers(const report *rp, FILE *f)
         put_spark(f, rp->thr_field ? rp->thr_field : "", rp->thr);
         put_spark(f, rp->loss_field ? rp->loss_field : "", rp->loss);
     }
+    double warn = 0, error = 0, v;
+    for (size_t i = 0; rp->levels && i < dsq_result_rows(rp->levels); i++) {
+        const char *lv = cell_s(rp->levels, i, "level");
+        if (!cell_num(rp->levels, i, "count", &v))
+            continue;
+        if (strcmp(lv, "warning") == 0)
+            warn += v;
+        else if (strcmp(lv, "error") == 0)
+            error += v;
+    }
     n = rp->problems ? dsq_result_rows(rp->problems) : 0;
-    if (n)
-        fputs("\nwarnings and errors (count, kind, label):\n", f);
+    if (n || warn || error)
+        fprintf(f, "\nwarnings and errors (%.0f warning lines, %.0f error lines; events by kind "
+                   "and label):\n", warn, error);
     for (size_t i = 0; i < n && i < 12; i++) {
         fputs("  ", f);
         put_cell(f, dsq_result_cell(rp->problems, i, 2));

@@ -37,7 +37,9 @@ report_has "deepspeed trouble" deepspeed-trouble \
     "deepspeed-trouble.log:20" "deepspeed-trouble.log:30" \
     "[loss_scale_overflow]" "6 fp16 overflows (skipped steps), 6 after training started" \
     "deepspeed-trouble.log:16" \
-    "[throughput_drop]" "CurrSamplesPerSec fell from 30 (first quarter, avg of 3) to 12.5"
+    "[throughput_drop]" "CurrSamplesPerSec fell from 30 (first quarter, avg of 3) to 12.5" \
+    "warnings and errors (2 warning lines, 0 error lines; events by kind and label):" \
+    "  6  ds_overflow  -"
 report_has "straggler" straggler "[straggler] straggler rank" \
     "rank 2: CurrSamplesPerSec 12, median of 4 ranks 30.3" "straggler.log:3 "
 report_has "nccl transports" nccl-transports \
