@@ -292,8 +292,7 @@ static int gather(report *rp)
     static const char *const mem_names[] = {"Max_MA", "MaxMemAllocated", "max allocated", NULL};
     char text[REP_Q];
     int status;
-    if ((status = read_timeline(rp)) ||
-        (status = rep_show(rp, "kind = attr", 0, &rp->attrs)) ||
+    if ((status = rep_show(rp, "kind = attr", 0, &rp->attrs)) ||
         (status = rep_show(rp, "kind = failure", 0, &rp->failures)) ||
         (status = first_field(rp, thr_names, &rp->thr_field)) ||
         (status = first_field(rp, loss_names, &rp->loss_field)) ||
@@ -1120,7 +1119,9 @@ int dsq_report_run(const dsq_report_params *p, dsq_store *const *stores, int nst
         goto done;
     }
     snprintf(rp->where, sizeof rp->where, "run = '%s'", p->run);
-    if ((status = check_run(rp)) || (status = gather(rp)) || (status = run_rules(rp)))
+    /* the run listing (one stat per file) only when the run has no events */
+    if ((status = read_timeline(rp)) || (!rp->events && (status = check_run(rp))) ||
+        (status = gather(rp)) || (status = run_rules(rp)))
         goto done;
     if (p->json)
         print_json(rp, p->out);
