@@ -22,6 +22,7 @@
 #include "indexer.h"
 #include "prune.h"
 #include "query.h"
+#include "report.h"
 #include "result.h"
 #include "runs.h"
 #include "shard.h"
@@ -52,6 +53,8 @@ static const char usage_text[] =
     "                                   and what each line means (repeats are folded)\n"
     "  dsq explain --stats PATH...      what dsq recognizes in these logs: lines per\n"
     "                                   family, events per kind, unrecognized shapes\n"
+    "  dsq report RUN                   one run on one screen: what ran, timeline, memory,\n"
+    "                                   trends, errors, failure, diagnostics (--json, --lang)\n"
     "  dsq help                         this text\n"
     "\n"
     "Options (anywhere on the line):\n"
@@ -655,6 +658,37 @@ static int cmd_explain(cli *c)
     return c->problems ? EXIT_SKIPPED : 0;
 }
 
+/* `dsq report RUN`: one run on one screen (report.h). */
+static int cmd_report(cli *c)
+{
+    dsq_catalogue *cat = NULL;
+    readers rd;
+    dsq_error err;
+    dsq_error_clear(&err);
+    if (c->nargs != 2) {
+        fprintf(stderr, "usage: dsq report [--json] [--lang zh] RUN (dsq runs lists them)\n");
+        return EXIT_USAGE;
+    }
+    if (dsq_catalogue_open(c->lang ? c->lang : "en", &cat, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        return err.code == DSQ_EUSAGE ? EXIT_USAGE : EXIT_INDEX;
+    }
+    int code = open_for_reading(c, &rd);
+    if (code) {
+        dsq_catalogue_free(cat);
+        return code;
+    }
+    dsq_report_params p = {.run = c->args[1], .cat = cat, .out = stdout,
+                           .json = c->format == DSQ_FMT_JSON};
+    if (dsq_report_run(&p, rd.st, rd.n, &err) != 0) {
+        fprintf(stderr, "dsq: %s\n", err.msg);
+        code = err.code == DSQ_EUSAGE ? EXIT_USAGE : EXIT_INDEX;
+    }
+    close_readers(&rd);
+    dsq_catalogue_free(cat);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     cli c = {0};
@@ -694,6 +728,8 @@ int main(int argc, char **argv)
         code = cmd_runs(&c);
     } else if (strcmp(c.args[0], "fields") == 0 && c.nargs == 1) {
         code = cmd_fields(&c);
+    } else if (strcmp(c.args[0], "report") == 0) {
+        code = cmd_report(&c);
     } else if (strcmp(c.args[0], "show") == 0) {
         code = cmd_show(&c);
     } else if (strcmp(c.args[0], "prune") == 0) {

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# `dsq report RUN`: hand-written logs (tests/report/*.log, one run each) that trigger
+# each diagnostic rule, with the file:line of their evidence, and a healthy run that
+# triggers none; --json parses and carries the same facts; --lang zh takes the rule
+# texts from the Chinese catalogue; an unknown run is a usage error with a
+# did-you-mean or the list of runs.
+source "$(dirname "$0")/lib.sh"
+e2e_init
+need_tool python3 python3
+
+DIR="$DSQ_SRC/tests/report"
+DB="$DSQ_TMP/db"
+cp "$DIR"/*.log "$DSQ_TMP/"
+index_ok "report logs" "$DB" "$DSQ_TMP"/*.log
+
+# report_has NAME RUN NEEDLE...: the text report of RUN exits 0 and holds every needle.
+report_has() {
+    local name=$1 run=$2
+    shift 2
+    run_dsq --db "$DB" report "$run"
+    expect_code "$name" 0 "$RC"
+    for needle in "$@"; do
+        expect_contains "$name: $needle" "$needle" "$OUT"
+    done
+}
+
+# 1. the healthy run: every section, no rule -------------------------------------------
+report_has "healthy" healthy "run healthy:" "zero_stage = 2" "dtype = bf16" \
+    "first step  2025-04-01 10:00:10" "last step   2025-04-01 10:02:00" \
+    "memory peaks by rank (max Max_MA)" "12.5 GB" "CurrSamplesPerSec" "▁" \
+    "failure: none recorded" "diagnostics: none triggered"
+expect_not_contains "healthy: no rule" "    at " "$OUT"
+
+# 2. each rule with its evidence lines --------------------------------------------------
+report_has "deepspeed trouble" deepspeed-trouble \
+    "[cache_flush] allocator cache flushes" "2 reports of allocator cache flushes, 8 flushes in all" \
+    "deepspeed-trouble.log:20" "deepspeed-trouble.log:30" \
+    "[loss_scale_overflow]" "6 fp16 overflows (skipped steps), 6 after training started" \
+    "deepspeed-trouble.log:16" \
+    "[throughput_drop]" "CurrSamplesPerSec fell from 30 (first quarter, avg of 3) to 12.5" \
+    "warnings and errors (2 warning lines, 0 error lines; events by kind and label):" \
+    "  6  ds_overflow  -"
+report_has "straggler" straggler "[straggler] straggler rank" \
+    "rank 2: CurrSamplesPerSec 12, median of 4 ranks 30.3" "straggler.log:3 "
+report_has "nccl transports" nccl-transports \
+    "[nccl_ib_disabled]" "nccl-transports.log:2 " \
+    "[nccl_socket] NCCL on Socket" "nccl-transports.log:4 " \
+    "[nccl_mixed_transport]" "different NCCL transports: Socket and IB" "nccl-transports.log:5 "
+report_has "hang" hang "failure: nccl_timeout at 2025-03-01 08:10:44, rank 3" \
+    "[watchdog_timeout]" "first collective timeout on rank 3" \
+    "SeqNum 4410..4412 (spread 2), lowest on rank 3" "hang.log:6 " "hang.log:8 " \
+    "[stalled]" "last step logged at 2025-03-01 08:00:20" "hang.log:5 "
+expect_eq "hang: last step by rank, earliest first" "last step by rank:
+  rank 1: - (no step logged)
+  rank 3: - (no step logged)
+  rank 2: 2025-03-01 08:00:10
+  rank 0: 2025-03-01 08:00:20" "$(sed -n '/^last step by rank:/,/^$/p' <<<"$OUT" | sed '/^$/d')"
+report_has "oom and kill" oom-kill "failure: cuda_oom" \
+    "[oom] CUDA out of memory" "requested 2 GiB, 1.2 GiB free of 79.1 GiB" "oom-kill.log:6 " \
+    "[sigkill]" "oom-kill.log:7 "
+expect_not_contains "oom run did not stall" "[stalled]" "$OUT"
+
+# 3. --json: valid, and the same facts -------------------------------------------------
+# same_facts TEXT_FILE JSON_FILE: the JSON parses and has the text's rules (in order),
+# evidence lines, timeline and first failure.
+same_facts() {
+    python3 - "$1" "$2" <<'PY'
+import json, re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+d = json.load(open(sys.argv[2], encoding="utf-8"))
+rules = re.findall(r"^  \[(\w+)\]", text, re.M)
+# every rule has its catalogue entry (title and advice)
+assert all(r["title"] and r["check"] for r in d["diagnostics"]), d["diagnostics"]
+assert rules == [r["rule"] for r in d["diagnostics"]], (rules, d["diagnostics"])
+ev = re.findall(r"^    at (\S+)", text, re.M)
+assert ev == [e.split("  ")[0] for r in d["diagnostics"] for e in r["evidence"]], ev
+for key, word in (("start", "start"), ("first_step", "first step"), ("last_step", "last step"), ("end", "end")):
+    m = re.search(r"^  %s +(.*)$" % word, text, re.M)
+    assert m.group(1) == (d["timeline"][key] or "-"), (key, m.group(1), d["timeline"][key])
+m = re.search(r"^failure: (\S+)", text, re.M)
+assert m.group(1) == (d["failures"][0]["label"] if d["failures"] else "none"), m.group(1)
+shown = re.search(r"^what ran:\n(.*?)\n\n", text, re.M | re.S).group(1)
+for line in shown.splitlines():
+    for pair in line.strip().split("  "):
+        if " = " in pair:
+            name, value = pair.split(" = ", 1)
+            assert d["attributes"][name] == value, (name, value)
+m = re.search(r"\((\d+) more attribute", shown)
+shown_n = len(re.findall(r" = ", shown))
+assert len(d["attributes"]) == shown_n + (int(m.group(1)) if m else 0), shown
+PY
+}
+for run in healthy deepspeed-trouble straggler nccl-transports hang oom-kill; do
+    "$DSQ" --db "$DB" report "$run" >"$DSQ_TMP/$run.txt"
+    "$DSQ" --db "$DB" report --json "$run" >"$DSQ_TMP/$run.json"
+    check "json $run: parses, same facts as the text" same_facts "$DSQ_TMP/$run.txt" "$DSQ_TMP/$run.json"
+done
+run_dsq --db "$DB" report --json hang
+expect_contains "json: first failure class" '"failures":[{"time":"2025-03-01 08:10:44"' "$OUT"
+expect_eq "json: last step by rank" "{'0': '2025-03-01 08:00:20', '1': None, '2': '2025-03-01 08:00:10', '3': None}" \
+    "$(python3 -c 'import json, sys; print(dict(sorted(json.load(sys.stdin)["last_step_by_rank"].items())))' <<<"$OUT")"
+run_dsq --db "$DB" report --json healthy
+expect_contains "json: attributes as an object" '"zero_stage":"2"' "$OUT"
+expect_contains "json: no rule for the healthy run" '"diagnostics":[]' "$OUT"
+
+# 4. Chinese rule texts ----------------------------------------------------------------
+run_dsq --db "$DB" report --lang zh nccl-transports
+expect_code "zh" 0 "$RC"
+expect_contains "zh: rule title from zh.txt" "[nccl_socket] NCCL 使用 Socket" "$OUT"
+
+# 5. unknown runs and usage ------------------------------------------------------------
+run_dsq --db "$DB" report helthy
+expect_code "misspelled run" 2 "$RC"
+expect_contains "did you mean" "no run 'helthy' in the index; did you mean 'healthy'?" "$ERR"
+run_dsq --db "$DB" report nothing-like-it-at-all
+expect_code "unknown run" 2 "$RC"
+expect_contains "list of runs" "runs: deepspeed-trouble, hang, healthy, nccl-transports, oom-kill, straggler" "$ERR"
+run_dsq --db "$DB" report
+expect_code "no run named" 2 "$RC"
+expect_contains "usage" "usage: dsq report" "$ERR"
+
+e2e_finish
