@@ -1237,7 +1237,8 @@ static int show_result(exec *x, show_ctx *sc, size_t limit, dsq_result **out)
         return dsq_error_set(x->err, DSQ_ENOMEM, "result");
     }
     sort_dict = x->gdict;
-    qsort(sc->v, sc->n, sizeof *sc->v, cmp_shown);
+    if (sc->n > 1)
+        qsort(sc->v, sc->n, sizeof *sc->v, cmp_shown);
     size_t n = limit && limit < sc->n ? limit : sc->n;
     for (size_t i = 0; i < n; i++) {
         const shown *e = &sc->v[i];
