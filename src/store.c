@@ -226,6 +226,11 @@ static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
             st->empty = 1; /* created, then stopped before its first commit: no data yet */
             return 0;
         }
+        if (rc == MDB_NOTFOUND && i > 0) /* a dsq index, from a version without this table */
+            return dsq_error_set(err, DSQ_EINDEX,
+                                 "%s was written by another dsq version (no '%s' table); index "
+                                 "into a new directory",
+                                 st->dir, t[i].name);
         if (rc == MDB_NOTFOUND)
             return dsq_error_set(err, DSQ_EINDEX, "%s is not a dsq index (no '%s' table)",
                                  st->dir, t[i].name);
