@@ -54,7 +54,8 @@ static const char usage_text[] =
     "  dsq explain --stats PATH...      what dsq recognizes in these logs: lines per\n"
     "                                   family, events per kind, unrecognized shapes\n"
     "  dsq report RUN                   one run on one screen: what ran, timeline, memory,\n"
-    "                                   trends, errors, failure, diagnostics (--json, --lang)\n"
+    "                                   trends, errors, failure, diagnostics (--json,\n"
+    "                                   --html FILE: a page with SVG charts, --lang zh)\n"
     "  dsq help                         this text\n"
     "\n"
     "Options (anywhere on the line):\n"
@@ -112,6 +113,7 @@ typedef struct cli {
     int only_problems; /* explain: --only problems */
     long limit;
     int limit_set;
+    const char *html;
     const char **args;
     int nargs;
     int problems;
@@ -186,6 +188,8 @@ static int parse_args(cli *c, int argc, char **argv)
         }
         else if (strcmp(a, "--top") == 0 && i + 1 < argc)
             c->top = atoi(argv[++i]);
+        else if (strcmp(a, "--html") == 0 && i + 1 < argc)
+            c->html = argv[++i];
         else if (strcmp(a, "--limit") == 0 && i + 1 < argc) {
             char *end;
             c->limit = strtol(argv[++i], &end, 10);
@@ -666,7 +670,8 @@ static int cmd_report(cli *c)
     dsq_error err;
     dsq_error_clear(&err);
     if (c->nargs != 2) {
-        fprintf(stderr, "usage: dsq report [--json] [--lang zh] RUN (dsq runs lists them)\n");
+        fprintf(stderr, "usage: dsq report [--json] [--html FILE] [--lang zh] RUN (dsq runs lists "
+                        "them)\n");
         return EXIT_USAGE;
     }
     if (dsq_catalogue_open(c->lang ? c->lang : "en", &cat, &err) != 0) {
@@ -680,9 +685,19 @@ static int cmd_report(cli *c)
     }
     dsq_report_params p = {.run = c->args[1], .cat = cat, .out = stdout,
                            .json = c->format == DSQ_FMT_JSON};
+    if (c->html && !(p.html = fopen(c->html, "w"))) {
+        fprintf(stderr, "dsq: cannot write %s: %s\n", c->html, strerror(errno));
+        close_readers(&rd);
+        dsq_catalogue_free(cat);
+        return EXIT_USAGE;
+    }
     if (dsq_report_run(&p, rd.st, rd.n, &err) != 0) {
         fprintf(stderr, "dsq: %s\n", err.msg);
         code = err.code == DSQ_EUSAGE ? EXIT_USAGE : EXIT_INDEX;
+    }
+    if (p.html && fclose(p.html) != 0 && !code) {
+        fprintf(stderr, "dsq: cannot write %s: %s\n", c->html, strerror(errno));
+        code = EXIT_INDEX;
     }
     close_readers(&rd);
     dsq_catalogue_free(cat);

@@ -51,6 +51,7 @@ typedef struct report {
     char hosts[64][128];
     int nhosts, hosts_more;
     dsq_result *attrs, *mem, *problems, *levels, *failures, *thr, *loss;
+    dsq_result *mem_t;       /* --html: memory by rank over time */
     const char *thr_field, *loss_field, *mem_field;
     rep_rule rules[REP_MAX_RULES];
     int nrules;
@@ -962,6 +963,138 @@ static void print_text(const report *rp, FILE *f)
     print_rules(rp, f);
 }
 
+/* --- HTML page: the text report and SVG charts, nothing loaded from anywhere ---- */
+
+#define SVG_W 720
+#define SVG_H 220
+#define SVG_M 48
+
+static void html_text(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (s[i]) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc((unsigned char)s[i] < 0x20 && s[i] != '\n' ? '?' : s[i], f);
+        }
+    }
+}
+
+/* A time-value table's column index by name prefix ("avg ", "max "), -1 if none. */
+static int value_col(const dsq_result *r)
+{
+    return r ? dsq_result_cols(r) - 1 : -1;
+}
+
+static int time_col(const dsq_result *r)
+{
+    for (int c = 0; r && c < dsq_result_cols(r); c++)
+        if (strcmp(dsq_result_col_name(r, c), "time") == 0)
+            return c;
+    return -1;
+}
+
+/* One chart: a line per series (rank), x = time, y = value. series_col < 0: one line. */
+static void svg_chart(FILE *f, const char *title, const dsq_result *r, int series_col)
+{
+    int tc = time_col(r), vc = value_col(r);
+    size_t n = r ? dsq_result_rows(r) : 0;
+    double t0 = 0, t1 = 0, v0 = 0, v1 = 0;
+    int have = 0;
+    for (size_t i = 0; i < n && tc >= 0; i++) {
+        const dsq_cell *t = dsq_result_cell(r, i, tc), *v = dsq_result_cell(r, i, vc);
+        if (t->is_null || v->is_null || v->s)
+            continue;
+        if (!have || t->v < t0) t0 = t->v;
+        if (!have || t->v > t1) t1 = t->v;
+        if (!have || v->v < v0) v0 = v->v;
+        if (!have || v->v > v1) v1 = v->v;
+        have = 1;
+    }
+    fputs("<h2>", f);
+    html_text(f, title, strlen(title));
+    fputs("</h2>\n", f);
+    if (!have) {
+        fputs("<p>no values over time</p>\n", f);
+        return;
+    }
+    if (t1 <= t0) t1 = t0 + 1;
+    if (v1 <= v0) v1 = v0 + 1;
+    fprintf(f, "<svg width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" role=\"img\">\n", SVG_W, SVG_H, SVG_W, SVG_H);
+    fprintf(f, "<rect x=\"%d\" y=\"8\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#bbb\"/>\n",
+            SVG_M, SVG_W - SVG_M - 8, SVG_H - SVG_M - 8);
+    char a[64], b[64];
+    dsq_format_number(v1, 0, a, sizeof a);
+    dsq_format_number(v0, 0, b, sizeof b);
+    fprintf(f, "<text x=\"4\" y=\"18\" font-size=\"11\">%s</text><text x=\"4\" y=\"%d\" "
+               "font-size=\"11\">%s</text>\n", a, SVG_H - SVG_M, b);
+    dsq_time_format((int64_t)t0, a);
+    dsq_time_format((int64_t)t1, b);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text><text x=\"%d\" y=\"%d\" "
+               "font-size=\"11\" text-anchor=\"end\">%s</text>\n",
+            SVG_M, SVG_H - SVG_M + 18, a, SVG_W - 8, SVG_H - SVG_M + 18, b);
+    static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                         "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+    int line = 0;
+    for (size_t i = 0; i < n;) { /* rows are sorted by the series column, then time */
+        size_t j = i;
+        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"%s\" points=\"",
+                colors[line++ % 8]);
+        for (; j < n; j++) {
+            if (series_col >= 0 && j > i &&
+                dsq_result_cell(r, j, series_col)->v != dsq_result_cell(r, i, series_col)->v)
+                break;
+            const dsq_cell *t = dsq_result_cell(r, j, tc), *v = dsq_result_cell(r, j, vc);
+            if (t->is_null || v->is_null || v->s)
+                continue;
+            double x = SVG_M + (t->v - t0) / (t1 - t0) * (SVG_W - SVG_M - 8);
+            double y = 8 + (1 - (v->v - v0) / (v1 - v0)) * (SVG_H - SVG_M - 8);
+            fprintf(f, "%.1f,%.1f ", x, y);
+        }
+        fputs("\"/>\n", f);
+        if (series_col >= 0) {
+            const dsq_cell *s = dsq_result_cell(r, i, series_col);
+            fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"%s\">rank %s</text>\n",
+                    SVG_W - 70, 20 + 12 * (line - 1), colors[(line - 1) % 8],
+                    s->is_null ? "-" : (snprintf(a, sizeof a, "%.0f", s->v), a));
+        }
+        i = j;
+    }
+    fputs("</svg>\n", f);
+}
+
+static void print_html(const report *rp, FILE *f)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&text, &n);
+    if (m) {
+        print_text(rp, m);
+        fclose(m);
+    }
+    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dsq report ", f);
+    html_text(f, rp->p->run, strlen(rp->p->run));
+    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:60em}"
+          "pre{background:#f6f6f6;padding:1em;overflow-x:auto}</style></head><body>\n<h1>", f);
+    html_text(f, rp->p->run, strlen(rp->p->run));
+    fputs("</h1>\n<pre>", f);
+    if (text)
+        html_text(f, text, n);
+    fputs("</pre>\n", f);
+    char title[256];
+    snprintf(title, sizeof title, "loss (%s)", rp->loss_field ? rp->loss_field : "none");
+    svg_chart(f, title, rp->loss, -1);
+    snprintf(title, sizeof title, "throughput (%s)", rp->thr_field ? rp->thr_field : "none");
+    svg_chart(f, title, rp->thr, -1);
+    snprintf(title, sizeof title, "memory by rank (%s)", rp->mem_field ? rp->mem_field : "none");
+    svg_chart(f, title, rp->mem_t, 0);
+    fputs("</body></html>\n", f);
+    free(text);
+}
+
 /* --- JSON output ------------------------------------------------------------------ */
 
 static void json_str(FILE *f, const char *s)
@@ -1123,10 +1256,20 @@ int dsq_report_run(const dsq_report_params *p, dsq_store *const *stores, int nst
     if ((status = read_timeline(rp)) || (!rp->events && (status = check_run(rp))) ||
         (status = gather(rp)) || (status = run_rules(rp)))
         goto done;
+    if (p->html && rp->mem_field && rp->step_first != DSQ_TIME_NONE && rp->step_last > rp->step_first) {
+        char text[REP_Q];
+        long every = (long)ceil((double)(rp->step_last - rp->step_first) / 1e6 / REP_SPARK);
+        snprintf(text, sizeof text, "max \"%s\" by rank where %s every %lds", rp->mem_field,
+                 rp->where, every < 1 ? 1 : every);
+        if ((status = rep_query(rp, text, &rp->mem_t)))
+            goto done;
+    }
     if (p->json)
         print_json(rp, p->out);
     else
         print_text(rp, p->out);
+    if (p->html)
+        print_html(rp, p->html);
 done:
     dsq_result_free(rp->attrs);
     dsq_result_free(rp->mem);
@@ -1135,6 +1278,7 @@ done:
     dsq_result_free(rp->failures);
     dsq_result_free(rp->thr);
     dsq_result_free(rp->loss);
+    dsq_result_free(rp->mem_t);
     free(rp);
     return status;
 }

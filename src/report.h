@@ -22,6 +22,7 @@ typedef struct dsq_report_params {
     const dsq_catalogue *cat;  /* borrowed: rule titles and advice */
     FILE *out;                 /* where the report goes */
     int json;                  /* 1: one JSON object with the same facts */
+    FILE *html;                /* also: a self-contained page with SVG charts (or NULL) */
 } dsq_report_params;
 
 /* Writes the report of p->run over the given indexes. An unknown run is

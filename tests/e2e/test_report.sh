@@ -119,4 +119,20 @@ run_dsq --db "$DB" report
 expect_code "no run named" 2 "$RC"
 expect_contains "usage" "usage: dsq report" "$ERR"
 
+# 6. --html: a self-contained page with the report and SVG charts ----------------------
+run_dsq --db "$DB" report straggler --html "$DSQ_TMP/straggler.html"
+expect_code "html" 0 "$RC"
+H=$(cat "$DSQ_TMP/straggler.html")
+expect_contains "html: the text report is in it" "straggler" "$H"
+expect_contains "html: throughput chart" "<h2>throughput (CurrSamplesPerSec)</h2>" "$H"
+expect_contains "html: memory by rank chart" "<h2>memory by rank" "$H"
+expect_eq "html: charts drawn as SVG" 2 "$(grep -c '<svg' <<<"$H")"
+expect_eq "html: a memory line per rank (4) and the throughput line" 5 "$(grep -c '<polyline' <<<"$H")"
+expect_eq "html: loads nothing from anywhere" 0 "$(grep -ciE 'https?:|src=|<script|<link|url\(' <<<"$H")"
+run_dsq --db "$DB" report oom-kill --html "$DSQ_TMP/oom.html"
+expect_contains "html: a run without trends says so" "no values over time" "$(cat "$DSQ_TMP/oom.html")"
+run_dsq --db "$DB" report healthy --html /nonexistent-dir/x.html
+expect_code "html: unwritable file" 2 "$RC"
+expect_contains "html: names the file" "/nonexistent-dir/x.html" "$ERR"
+
 e2e_finish
