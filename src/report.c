@@ -44,6 +44,7 @@ typedef struct report {
     dsq_error *err;
     char where[600];         /* "run = 'NAME'" */
     int64_t start, end, step_first, step_last;
+    double capacity;         /* a GPU's total capacity in bytes, from an OOM message; 0 if unknown */
     uint64_t events;
     int32_t ranks[REP_MAX_RANKS];
     int64_t rank_step[REP_MAX_RANKS]; /* a rank's last step event, DSQ_TIME_NONE if none */
@@ -460,6 +461,8 @@ static int rule_failures(report *rp)
             int has_w = field_unit(fields, "tried to allocate", &want, uw);
             int has_f = field_unit(fields, "free", &avail, uf);
             int has_c = field_unit(fields, "total capacity", &cap, uc);
+            if (has_c)
+                rp->capacity = cap * dsq_unit_factor(dsq_unit_parse(uc, strlen(uc)));
             if (has_w && has_f)
                 oom = rule_add(rp, "oom", "CUDA out of memory: requested %g %s, %g %s free%s%.4g %s",
                                want, uw, avail, uf, has_c ? " of " : "", has_c ? cap : 0.0,
@@ -612,12 +615,49 @@ static int rule_straggler(report *rp)
     return status;
 }
 
+/* A rank's peak memory within 10% of the GPU's capacity (known from an OOM message):
+ * that rank is one allocation away from running out. */
+static int rule_near_capacity(report *rp)
+{
+    size_t n = rp->mem ? dsq_result_rows(rp->mem) : 0;
+    int vc = rp->mem ? dsq_result_cols(rp->mem) - 1 : 0;
+    rep_rule *ru = NULL;
+    if (rp->capacity <= 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const dsq_cell *c = dsq_result_cell(rp->mem, i, vc), *rank = dsq_result_cell(rp->mem, i, 0);
+        if (c->is_null || c->s)
+            continue;
+        /* DeepSpeed's see_memory_usage divides by 1024^3 and prints "GB" */
+        double bytes = c->v * (c->unit == DSQ_U_GB && strcmp(rp->mem_field, "Max_MA") == 0
+                                   ? 1073741824.0
+                                   : dsq_unit_factor(c->unit));
+        if (bytes < 0.9 * rp->capacity)
+            continue;
+        char v[64], r[24];
+        dsq_format_number(c->v, 0, v, sizeof v);
+        if (rank->is_null)
+            snprintf(r, sizeof r, "-");
+        else
+            snprintf(r, sizeof r, "%.0f", rank->v);
+        if (!ru)
+            ru = rule_add(rp, "memory_near_capacity",
+                          "peak %s within 10%% of the GPU's %.4g GiB capacity:", rp->mem_field,
+                          rp->capacity / 1073741824.0);
+        size_t len = strlen(ru->finding);
+        snprintf(ru->finding + len, sizeof ru->finding - len, " rank %s %s %s", r, v,
+                 dsq_unit_name(c->unit));
+    }
+    return 0;
+}
+
 static int run_rules(report *rp)
 {
     int status;
     if ((status = rule_cache_flush(rp)) || (status = rule_overflow(rp)) ||
         (status = rule_nccl_net(rp)) || (status = rule_failures(rp)) ||
-        (status = rule_stalled(rp)) || (status = rule_throughput_drop(rp)))
+        (status = rule_stalled(rp)) || (status = rule_throughput_drop(rp)) ||
+        (status = rule_near_capacity(rp)))
         return status;
     return rule_straggler(rp);
 }

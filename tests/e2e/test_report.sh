@@ -114,10 +114,19 @@ expect_code "misspelled run" 2 "$RC"
 expect_contains "did you mean" "no run 'helthy' in the index; did you mean 'healthy'?" "$ERR"
 run_dsq --db "$DB" report nothing-like-it-at-all
 expect_code "unknown run" 2 "$RC"
-expect_contains "list of runs" "runs: deepspeed-trouble, hang, healthy, nccl-transports, oom-kill, straggler" "$ERR"
+expect_contains "list of runs" "runs: deepspeed-trouble, hang, healthy, nccl-transports, near-capacity, oom-kill, straggler" "$ERR"
 run_dsq --db "$DB" report
 expect_code "no run named" 2 "$RC"
 expect_contains "usage" "usage: dsq report" "$ERR"
+
+# 5b. peak memory near the capacity an OOM message gave ---------------------------------
+run_dsq --db "$DB" report near-capacity
+expect_code "near capacity" 0 "$RC"
+expect_contains "near capacity: the rule" "[memory_near_capacity]" "$OUT"
+expect_contains "near capacity: rank 0 only (74.6 of 79.1 GiB)" "79.1 GiB capacity: rank 0 74.6 GB" "$OUT"
+expect_not_contains "near capacity: rank 1 (41.9) is not" "rank 1 41.9" "$OUT"
+run_dsq --db "$DB" report healthy
+expect_not_contains "no capacity known: no such rule" "memory_near_capacity" "$OUT"
 
 # 6. --html: a self-contained page with the report and SVG charts ----------------------
 run_dsq --db "$DB" report straggler --html "$DSQ_TMP/straggler.html"
