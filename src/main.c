@@ -469,7 +469,8 @@ static int cmd_query(cli *c, const char *text)
     return code;
 }
 
-static int cmd_runs(cli *c)
+/* `dsq runs`, `dsq fields`: a listing over every --db. */
+static int cmd_listing(cli *c, int (*list)(dsq_store *const *, int, dsq_result **, dsq_error *))
 {
     readers rd;
     dsq_result *r = NULL;
@@ -478,7 +479,7 @@ static int cmd_runs(cli *c)
     int code = open_for_reading(c, &rd);
     if (code)
         return code;
-    if (dsq_runs_list(rd.st, rd.n, &r, &err) != 0) {
+    if (list(rd.st, rd.n, &r, &err) != 0) {
         fprintf(stderr, "dsq: %s\n", err.msg);
         code = EXIT_INDEX;
     } else {
@@ -530,25 +531,6 @@ static int cmd_prune(cli *c, int drop)
     return code;
 }
 
-static int cmd_fields(cli *c)
-{
-    readers rd;
-    dsq_result *r = NULL;
-    dsq_error err;
-    dsq_error_clear(&err);
-    int code = open_for_reading(c, &rd);
-    if (code)
-        return code;
-    if (dsq_fields_list(rd.st, rd.n, &r, &err) != 0) {
-        fprintf(stderr, "dsq: %s\n", err.msg);
-        code = EXIT_INDEX;
-    } else {
-        dsq_result_print(r, stdout, (enum dsq_format)c->format);
-    }
-    dsq_result_free(r);
-    close_readers(&rd);
-    return code;
-}
 
 /* `dsq show [CONDITION]`: the condition is a where clause, parsed as one. */
 static int cmd_show(cli *c)
@@ -740,9 +722,9 @@ int main(int argc, char **argv)
     } else if (strcmp(c.args[0], "explain") == 0) {
         code = cmd_explain(&c);
     } else if (strcmp(c.args[0], "runs") == 0) {
-        code = cmd_runs(&c);
+        code = cmd_listing(&c, dsq_runs_list);
     } else if (strcmp(c.args[0], "fields") == 0 && c.nargs == 1) {
-        code = cmd_fields(&c);
+        code = cmd_listing(&c, dsq_fields_list);
     } else if (strcmp(c.args[0], "report") == 0) {
         code = cmd_report(&c);
     } else if (strcmp(c.args[0], "show") == 0) {
