@@ -896,40 +896,35 @@ void dsq_store_abort(dsq_store *st)
     st->map_full = 0;
 }
 
-int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, void *ctx,
-                          dsq_error *err)
+/* --- reading: one cursor walk, a visitor per table ------------------------------ */
+
+#define SCAN_STOP 0x5CA57095 /* a visitor's "past the range": the scan ends without error */
+
+typedef int (*visit_fn)(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v);
+
+/* Walks dbi in key order from the first key >= from[0..n) (n == 0: from the start),
+ * handing each entry to visit until it returns non-zero: SCAN_STOP ends the walk
+ * with 0, anything else is returned. `what` names the table in LMDB errors. */
+static int scan_table(dsq_store *st, MDB_dbi dbi, const void *from, size_t n, visit_fn visit,
+                      void *ctx, const char *what, dsq_error *err)
 {
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
     int status, rc, own = 0;
-    unsigned char pre[4];
-    put_be32(pre, run);
     if ((status = read_txn(st, &txn, &own, err)))
         return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, st->events, &c))) {
-        status = lmdb_error(err, rc, "reading events");
+    if ((rc = mdb_cursor_open(txn, dbi, &c))) {
+        status = lmdb_error(err, rc, what);
         goto done;
     }
-    MDB_val k = {4, pre}, v;
-    rc = mdb_cursor_get(c, &k, &v, run ? MDB_SET_RANGE : MDB_FIRST);
-    for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != DSQ_BLOCK_KEY_LEN)
-            continue;
-        if (run && memcmp(k.mv_data, pre, 4) != 0)
-            break;
-        dsq_block_key bk;
-        const void *data;
-        size_t n;
-        dsq_block_key_unpack(k.mv_data, &bk);
-        if (unpack(st, &v, &data, &n)) {
-            status = dsq_error_set(err, DSQ_EINDEX, "damaged event block (source %u)", bk.source);
-            goto done;
-        }
-        if ((status = fn(ctx, &bk, data, n)))
-            goto done;
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        status = lmdb_error(err, rc, "reading events");
+    MDB_val k = {n, (void *)from}, v;
+    for (rc = mdb_cursor_get(c, &k, &v, n ? MDB_SET_RANGE : MDB_FIRST); rc == 0 && !status;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+        status = visit(st, ctx, &k, &v);
+    if (status == SCAN_STOP)
+        status = 0;
+    else if (!status && rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, what);
 done:
     if (c)
         mdb_cursor_close(c);
@@ -938,36 +933,66 @@ done:
     return status;
 }
 
+typedef struct block_scan {
+    dsq_store_block_fn fn;
+    void *ctx;
+    dsq_error *err;
+    uint32_t run;
+    unsigned char pre[4];
+} block_scan;
+
+static int visit_block(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    block_scan *bs = ctx;
+    if (k->mv_size != DSQ_BLOCK_KEY_LEN)
+        return 0;
+    if (bs->run && memcmp(k->mv_data, bs->pre, 4) != 0)
+        return SCAN_STOP;
+    dsq_block_key bk;
+    const void *data;
+    size_t n;
+    dsq_block_key_unpack(k->mv_data, &bk);
+    if (unpack(st, v, &data, &n))
+        return dsq_error_set(bs->err, DSQ_EINDEX, "damaged event block (source %u)", bk.source);
+    return bs->fn(bs->ctx, &bk, data, n);
+}
+
+int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, void *ctx,
+                          dsq_error *err)
+{
+    block_scan bs = {fn, ctx, err, run, {0}};
+    put_be32(bs.pre, run);
+    return scan_table(st, st->events, bs.pre, run ? 4 : 0, visit_block, &bs, "reading events", err);
+}
+
+typedef struct source_scan {
+    dsq_store_source_fn fn;
+    void *ctx;
+    char path[4096];
+} source_scan;
+
+static int visit_source(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    source_scan *ss = ctx;
+    (void)st;
+    if (v->mv_size != sizeof(dsq_source_rec) || k->mv_size >= sizeof ss->path)
+        return 0;
+    dsq_source_rec rec;
+    memcpy(&rec, v->mv_data, sizeof rec);
+    memcpy(ss->path, k->mv_data, k->mv_size);
+    ss->path[k->mv_size] = 0;
+    return ss->fn(ss->ctx, ss->path, &rec);
+}
+
 int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq_error *err)
 {
-    MDB_txn *txn = NULL;
-    MDB_cursor *c = NULL;
-    int status, rc, own = 0;
-    char path[4096];
-    if ((status = read_txn(st, &txn, &own, err)))
-        return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, st->sources, &c))) {
-        status = lmdb_error(err, rc, "reading sources");
-        goto done;
-    }
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (v.mv_size != sizeof(dsq_source_rec) || k.mv_size >= sizeof path)
-            continue;
-        dsq_source_rec rec;
-        memcpy(&rec, v.mv_data, sizeof rec);
-        memcpy(path, k.mv_data, k.mv_size);
-        path[k.mv_size] = 0;
-        if ((status = fn(ctx, path, &rec)))
-            goto done;
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        status = lmdb_error(err, rc, "reading sources");
-done:
-    if (c)
-        mdb_cursor_close(c);
-    if (own)
-        mdb_txn_abort(txn);
+    source_scan *ss = malloc(sizeof *ss);
+    if (!ss)
+        return dsq_error_set(err, DSQ_ENOMEM, "reading sources");
+    ss->fn = fn;
+    ss->ctx = ctx;
+    int status = scan_table(st, st->sources, NULL, 0, visit_source, ss, "reading sources", err);
+    free(ss);
     return status;
 }
 
@@ -986,118 +1011,92 @@ int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, 
     return scan_series_in(st, st->runroll, field_lo, field_hi, run, fn, ctx, err);
 }
 
+typedef struct series_scan {
+    dsq_store_series_fn fn;
+    void *ctx;
+    uint32_t field_hi, run;
+    int run_level; /* run rollups: keys of 8 bytes (field, run) */
+} series_scan;
+
+static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    series_scan *ss = ctx;
+    (void)st;
+    if (k->mv_size != (ss->run_level ? 8 : DSQ_SERIES_KEY_LEN) || v->mv_size != sizeof(dsq_series_rec))
+        return 0;
+    dsq_series_key sk = {.rank = -1};
+    if (ss->run_level) {
+        sk.field = get_be32(k->mv_data);
+        sk.run = get_be32((const unsigned char *)k->mv_data + 4);
+    } else {
+        series_key_unpack(k->mv_data, &sk);
+    }
+    if (sk.field > ss->field_hi || (ss->run && sk.run != ss->run))
+        return SCAN_STOP;
+    dsq_series_rec rec;
+    memcpy(&rec, v->mv_data, sizeof rec);
+    return ss->fn(ss->ctx, &sk, &rec);
+}
+
 /* Scans series summaries (keys of 20 bytes) or run rollups (8 bytes: field, run). */
 static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_t field_hi,
                           uint32_t run, dsq_store_series_fn fn, void *ctx, dsq_error *err)
 {
-    MDB_txn *txn = NULL;
-    MDB_cursor *c = NULL;
-    int status, rc, own = 0;
+    series_scan ss = {fn, ctx, field_hi, run, dbi == st->runroll};
     unsigned char pre[8];
     put_be32(pre, field_lo);
     put_be32(pre + 4, run);
-    if ((status = read_txn(st, &txn, &own, err)))
-        return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, dbi, &c))) {
-        status = lmdb_error(err, rc, "reading rollups");
-        goto done;
-    }
-    MDB_val k = {run ? 8 : 4, pre}, v;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        int run_level = dbi == st->runroll;
-        if (k.mv_size != (run_level ? 8 : DSQ_SERIES_KEY_LEN) ||
-            v.mv_size != sizeof(dsq_series_rec))
-            continue;
-        dsq_series_key sk = {.rank = -1};
-        if (run_level) {
-            sk.field = get_be32(k.mv_data);
-            sk.run = get_be32((const unsigned char *)k.mv_data + 4);
-        } else {
-            series_key_unpack(k.mv_data, &sk);
-        }
-        if (sk.field > field_hi || (run && sk.run != run))
-            break;
-        dsq_series_rec rec;
-        memcpy(&rec, v.mv_data, sizeof rec);
-        if ((status = fn(ctx, &sk, &rec)))
-            goto done;
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        status = lmdb_error(err, rc, "reading rollups");
-done:
-    if (c)
-        mdb_cursor_close(c);
-    if (own)
-        mdb_txn_abort(txn);
-    return status;
+    return scan_table(st, dbi, pre, run ? 8 : 4, visit_series, &ss, "reading rollups", err);
+}
+
+typedef struct chunk_scan {
+    dsq_store_chunk_fn fn;
+    void *ctx;
+    dsq_error *err;
+    uint32_t source;
+    unsigned char pre[DSQ_SERIES_KEY_LEN];
+} chunk_scan;
+
+static int visit_chunk(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    chunk_scan *cs = ctx;
+    if (k->mv_size != sizeof cs->pre + 4 || memcmp(k->mv_data, cs->pre, sizeof cs->pre) != 0)
+        return SCAN_STOP;
+    const void *data;
+    size_t n;
+    if (unpack(st, v, &data, &n))
+        return dsq_error_set(cs->err, DSQ_EINDEX, "damaged rollup chunk (source %u)", cs->source);
+    return cs->fn(cs->ctx, data, n);
 }
 
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, dsq_store_chunk_fn fn, void *ctx,
                           dsq_error *err)
 {
-    MDB_txn *txn = NULL;
-    MDB_cursor *c = NULL;
-    int status, rc, own = 0;
-    unsigned char pre[DSQ_SERIES_KEY_LEN];
-    series_key_pack(sk, pre);
-    if ((status = read_txn(st, &txn, &own, err)))
-        return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, st->chunks, &c))) {
-        status = lmdb_error(err, rc, "reading rollups");
-        goto done;
-    }
-    MDB_val k = {sizeof pre, pre}, v;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != sizeof pre + 4 || memcmp(k.mv_data, pre, sizeof pre) != 0)
-            break;
-        const void *data;
-        size_t n;
-        if (unpack(st, &v, &data, &n)) {
-            status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup chunk (source %u)", sk->source);
-            goto done;
-        }
-        if ((status = fn(ctx, data, n)))
-            goto done;
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        status = lmdb_error(err, rc, "reading rollups");
-done:
-    if (c)
-        mdb_cursor_close(c);
-    if (own)
-        mdb_txn_abort(txn);
-    return status;
+    chunk_scan cs = {fn, ctx, err, sk->source, {0}};
+    series_key_pack(sk, cs.pre);
+    return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs, "reading rollups",
+                      err);
+}
+
+typedef struct attr_scan {
+    dsq_store_attr_fn fn;
+    void *ctx;
+} attr_scan;
+
+static int visit_attr(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    attr_scan *as = ctx;
+    (void)st;
+    if (k->mv_size != 12 || v->mv_size != sizeof(dsq_attr_rec))
+        return 0;
+    const unsigned char *p = k->mv_data;
+    dsq_attr_rec rec;
+    memcpy(&rec, v->mv_data, sizeof rec);
+    return as->fn(as->ctx, get_be32(p), get_be32(p + 4), get_be32(p + 8), &rec);
 }
 
 int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_error *err)
 {
-    MDB_txn *txn = NULL;
-    MDB_cursor *c = NULL;
-    int status, rc, own = 0;
-    if ((status = read_txn(st, &txn, &own, err)))
-        return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, st->attrs, &c))) {
-        status = lmdb_error(err, rc, "reading attributes");
-        goto done;
-    }
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 12 || v.mv_size != sizeof(dsq_attr_rec))
-            continue;
-        const unsigned char *p = k.mv_data;
-        dsq_attr_rec rec;
-        memcpy(&rec, v.mv_data, sizeof rec);
-        if ((status = fn(ctx, get_be32(p), get_be32(p + 4), get_be32(p + 8), &rec)))
-            goto done;
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        status = lmdb_error(err, rc, "reading attributes");
-done:
-    if (c)
-        mdb_cursor_close(c);
-    if (own)
-        mdb_txn_abort(txn);
-    return status;
+    attr_scan as = {fn, ctx};
+    return scan_table(st, st->attrs, NULL, 0, visit_attr, &as, "reading attributes", err);
 }
