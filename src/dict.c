@@ -208,3 +208,26 @@ uint32_t dsq_dict_count(const dsq_dict *d)
 {
     return d->backing.str && d->backing.count > d->count ? d->backing.count : d->count;
 }
+
+size_t dsq_name_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[256];
+    if (la > 255 || lb > 255)
+        return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}

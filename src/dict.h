@@ -41,6 +41,10 @@ typedef struct dsq_dict_backing {
 
 void dsq_dict_set_backing(dsq_dict *d, const dsq_dict_backing *b);
 
+/* Levenshtein distance between two names (for "did you mean"); names longer
+ * than 255 bytes are (size_t)-1 away from everything. */
+size_t dsq_name_distance(const char *a, const char *b);
+
 /* 64-bit hash used by the dictionary and for fingerprints (FNV-1a-style, 8 bytes a step). */
 uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed);
 

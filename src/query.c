@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dict.h"
 #include "error.h"
 #include "grammar.h"
 #include "num.h"
@@ -87,39 +88,13 @@ typedef struct exec {
 
 /* --- name resolution ------------------------------------------------------ */
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t row[65];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t sub = prev + ((a[i - 1] | 32) == (b[j - 1] | 32) ? (a[i - 1] != b[j - 1]) : 1);
-            size_t best = sub;
-            if (row[j] + 1 < best)
-                best = row[j] + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
 static int unknown_field(exec *x, const char *name, int off, int len)
 {
     const char *best = NULL;
     size_t bd = 3;
     for (uint32_t id = 1; id <= x->dict_n; id++) {
         const char *s = dsq_dict_str(x->dict, id, NULL);
-        size_t d = edit_distance(name, s);
+        size_t d = dsq_name_distance(name, s);
         if (d < bd) {
             bd = d;
             best = s;
@@ -1023,6 +998,22 @@ static uint32_t pinned_run(const exec *x, int ni)
     return 0;
 }
 
+static int store_open(exec *x, dsq_store *st);
+
+/* Every name of the query must be in some index (else an error with a hint). */
+static int check_names(exec *x, dsq_store *const *stores, int nstores)
+{
+    name_seen seen;
+    memset(&seen, 0, sizeof seen);
+    for (int i = 0; i < nstores; i++) {
+        int status = store_open(x, stores[i]);
+        if (status)
+            return status;
+        note_names(x, &seen);
+    }
+    return names_error(x, &seen);
+}
+
 /* Forgets what was about the previous index. */
 static void store_reset(exec *x)
 {
@@ -1113,14 +1104,7 @@ int dsq_query_run_opts(const dsq_query *q, dsq_store *const *stores, int nstores
         status = dsq_error_set(err, DSQ_ENOMEM, "query");
         goto done;
     }
-    name_seen seen;
-    memset(&seen, 0, sizeof seen);
-    for (int i = 0; i < nstores; i++) {
-        if ((status = store_open(&x, stores[i])))
-            goto done;
-        note_names(&x, &seen);
-    }
-    if ((status = names_error(&x, &seen)))
+    if ((status = check_names(&x, stores, nstores)))
         goto done;
     for (int i = 0; i < nstores; i++)
         if ((status = store_open(&x, stores[i])) || (status = run_store(&x, lines_query, scan_only)))
@@ -1286,14 +1270,7 @@ int dsq_query_show(const dsq_query *q, dsq_store *const *stores, int nstores, si
         status = dsq_error_set(err, DSQ_ENOMEM, "query");
         goto done;
     }
-    name_seen seen;
-    memset(&seen, 0, sizeof seen);
-    for (int i = 0; i < nstores; i++) {
-        if ((status = store_open(&x, stores[i])))
-            goto done;
-        note_names(&x, &seen);
-    }
-    if ((status = names_error(&x, &seen)))
+    if ((status = check_names(&x, stores, nstores)))
         goto done;
     for (int i = 0; i < nstores; i++) {
         if ((status = store_open(&x, stores[i])) ||

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dict.h"
 #include "error.h"
 #include "event.h"
 #include "num.h"
@@ -664,30 +665,6 @@ static int run_rules(report *rp)
 
 /* --- the run's name ------------------------------------------------------------- */
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), row[256];
-    if (la > 255 || lb > 255)
-        return (size_t)-1;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* 0 when the run exists; else DSQ_EUSAGE with a suggestion or the list of runs. */
 static int check_run(report *rp)
 {
@@ -700,7 +677,7 @@ static int check_run(report *rp)
         const char *name = dsq_result_cell(runs, i, 0)->s;
         if (name && strcmp(name, rp->p->run) == 0)
             goto done;
-        size_t d = name ? edit_distance(name, rp->p->run) : (size_t)-1;
+        size_t d = name ? dsq_name_distance(name, rp->p->run) : (size_t)-1;
         if (d < best_d)
             best_d = d, best = i;
     }
