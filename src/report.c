@@ -855,8 +855,9 @@ static void print_head(const report *rp, FILE *f)
 {
     fprintf(f, "run ");
     put_safe(f, rp->p->run);
-    fprintf(f, ": %llu events, %d hosts, %d ranks\n", (unsigned long long)rp->events, rp->nhosts,
-            rp->nranks);
+    fprintf(f, ": %llu event%s, %d host%s, %d rank%s\n", (unsigned long long)rp->events,
+            rp->events == 1 ? "" : "s", rp->nhosts, rp->nhosts == 1 ? "" : "s", rp->nranks,
+            rp->nranks == 1 ? "" : "s");
     fputs("\nwhat ran:", f);
     if (rp->nhosts) {
         fputs("\n  hosts: ", f);
