@@ -1192,7 +1192,7 @@ static int str_cmp_ids(uint32_t a, uint32_t b)
     return strcmp(a ? dsq_dict_str(sort_dict, a, NULL) : "", b ? dsq_dict_str(sort_dict, b, NULL) : "");
 }
 
-/* Time order; ties by run, host, rank, file and line. */
+/* Time order; ties by run, host, rank, file, line, then what the events say. */
 static int cmp_shown(const void *pa, const void *pb)
 {
     const shown *a = pa, *b = pb;
@@ -1205,7 +1205,21 @@ static int cmp_shown(const void *pa, const void *pb)
         return a->rank < b->rank ? -1 : 1;
     if ((c = str_cmp_ids(a->file, b->file)))
         return c;
-    return (a->line > b->line) - (a->line < b->line);
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    /* events of one line (a file's closing records): a total order, so the output
+     * never depends on the order the index handed them out */
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if ((c = str_cmp_ids(a->label, b->label)) || (c = str_cmp_ids(a->text, b->text)))
+        return c;
+    for (int i = 0; i < a->nf && i < b->nf; i++) {
+        if ((c = str_cmp_ids(a->f[i].name, b->f[i].name)))
+            return c;
+        if (a->f[i].v != b->f[i].v)
+            return a->f[i].v < b->f[i].v ? -1 : 1;
+    }
+    return (a->nf > b->nf) - (a->nf < b->nf);
 }
 
 static int show_result(exec *x, show_ctx *sc, size_t limit, dsq_result **out)
