@@ -127,6 +127,23 @@ expect_not_contains() {
     fi
 }
 
+# expect_problem NAME NEEDLE REASON: some stderr line of the last run_dsq contains
+# NEEDLE (the file, member...) and says REASON (fixed strings; REASON is matched
+# case-insensitively).
+expect_problem() {
+    local lines
+    lines=$(printf '%s\n' "$ERR" | grep -F -- "$2")
+    if [ -z "$lines" ]; then
+        fail "$1: no message names $2"
+        show_last
+    elif ! grep -qiF -- "$3" <<<"$lines"; then
+        fail "$1: the message about $2 does not say '$3'"
+        show_last
+    else
+        pass "$1"
+    fi
+}
+
 # run_dsq ARGS...: runs dsq, leaving OUT (stdout), ERR (stderr) and RC (status).
 # A status above 125 (killed by a signal: crash, abort, sanitizer) is always a
 # failure of its own.

@@ -8,22 +8,6 @@ need_tool gzip gzip
 need_tool tar tar
 need_tool python3 python3
 
-# expect_problem NAME FILE REASON: some stderr line names FILE and gives REASON
-# (fixed strings; REASON is matched case-insensitively).
-expect_problem() {
-    local lines
-    lines=$(printf '%s\n' "$ERR" | grep -F -- "$2")
-    if [ -z "$lines" ]; then
-        fail "$1: no message names $2"
-        show_last
-    elif ! grep -qiF -- "$3" <<<"$lines"; then
-        fail "$1: the message about $2 does not say '$3'"
-        show_last
-    else
-        pass "$1"
-    fi
-}
-
 # expect_index_status NAME WANT: status of the last run_dsq, and never a crash
 expect_index_status() {
     expect_code "$1" "$2" "$RC"

@@ -20,22 +20,6 @@ need_tool python3 python3
 
 GOOD="$SAMPLE/bert-baseline.log" # 2 DeepSpeed memory reports, peak 1.5 GB
 
-# expect_problem NAME NEEDLE REASON: some stderr line contains NEEDLE (the file,
-# member...) and says REASON (case-insensitive; both fixed strings).
-expect_problem() {
-    local lines
-    lines=$(printf '%s\n' "$ERR" | grep -F -- "$2")
-    if [ -z "$lines" ]; then
-        fail "$1: no message names $2"
-        show_last
-    elif ! grep -qiF -- "$3" <<<"$lines"; then
-        fail "$1: the message about $2 does not say '$3'"
-        show_last
-    else
-        pass "$1"
-    fi
-}
-
 # new_case NAME: a fresh input directory $C holding good.log; $DB is its index.
 new_case() {
     C="$DSQ_TMP/$1"

@@ -31,6 +31,18 @@ static int check_line(void *ctx, const char *line, size_t len, unsigned flags)
     return 0;
 }
 
+void fuzz_feed(dsq_lines *lb, const uint8_t *data, size_t size, size_t max_chunk)
+{
+    size_t chunk = size ? (size_t)data[0] % max_chunk + 1 : 1;
+    for (size_t off = 0; off < size; off += chunk) {
+        size_t n = size - off < chunk ? size - off : chunk;
+        char *copy = malloc(n); /* exact size: ASan sees any read past the chunk */
+        memcpy(copy, data + off, n);
+        dsq_lines_feed(lb, copy, n);
+        free(copy);
+    }
+}
+
 static void fuzz_lines(const uint8_t *data, size_t size)
 {
     static dsq_lines *lb;
@@ -39,15 +51,8 @@ static void fuzz_lines(const uint8_t *data, size_t size)
         if (dsq_lines_new(&lp, &lb))
             abort();
     }
-    size_t chunk = size ? (size_t)data[0] % 97 + 1 : 1;
     dsq_lines_reset(lb);
-    for (size_t off = 0; off < size; off += chunk) {
-        size_t n = size - off < chunk ? size - off : chunk;
-        char *copy = malloc(n); /* exact size: ASan sees any read past the chunk */
-        memcpy(copy, data + off, n);
-        dsq_lines_feed(lb, copy, n);
-        free(copy);
-    }
+    fuzz_feed(lb, data, size, 97);
     dsq_lines_finish(lb);
 }
 

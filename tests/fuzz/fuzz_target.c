@@ -85,17 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lp.ctx = fn ? (void *)fn : (void *)sc;
         dsq_lines_new(&lp, &lb);
     }
-    /* the first byte picks the chunk size, so chunk boundaries get fuzzed too */
-    size_t chunk = size ? (size_t)data[0] % 64 + 1 : 1;
     dsq_lines_reset(lb);
     dsq_scan_begin(sc, 0, -1);
-    for (size_t off = 0; off < size; off += chunk) {
-        size_t n = size - off < chunk ? size - off : chunk;
-        char *copy = malloc(n); /* exact size: ASan sees any read past the chunk */
-        memcpy(copy, data + off, n);
-        dsq_lines_feed(lb, copy, n);
-        free(copy);
-    }
+    fuzz_feed(lb, data, size, 64);
     dsq_lines_finish(lb);
     dsq_scan_end(sc);
     return 0;
