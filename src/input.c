@@ -169,12 +169,27 @@ static int zstd_holds_tar(dsq_input *in)
     return is_tar(peek, zo.pos);
 }
 
+/* The compressions dsq reads, each decoded in-process by a library. Not
+ * archive_read_support_filter_all: that also accepts lrzip, lzop and grzip by
+ * running an external program, and dsq never runs programs. */
+static void support_filters(struct archive *a)
+{
+    archive_read_support_filter_gzip(a);
+    archive_read_support_filter_bzip2(a);
+    archive_read_support_filter_xz(a);
+    archive_read_support_filter_lzma(a);
+    archive_read_support_filter_lzip(a);
+    archive_read_support_filter_zstd(a);
+    archive_read_support_filter_lz4(a);
+    archive_read_support_filter_compress(a);
+}
+
 static int open_archive(dsq_input *in, dsq_error *err)
 {
     in->ar = archive_read_new();
     if (!in->ar)
         return dsq_error_set(err, DSQ_ENOMEM, "libarchive");
-    archive_read_support_filter_all(in->ar);
+    support_filters(in->ar);
     archive_read_support_format_tar(in->ar);
     archive_read_support_format_zip(in->ar);
     archive_read_support_format_raw(in->ar); /* a single compressed file */
@@ -533,7 +548,7 @@ static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *wha
     in->inner = archive_read_new();
     if (!in->inner)
         return dsq_error_set(err, DSQ_ENOMEM, "libarchive");
-    archive_read_support_filter_all(in->inner);
+    support_filters(in->inner);
     archive_read_support_format_raw(in->inner);
     in->inner_first = buf;
     in->inner_first_len = sz;

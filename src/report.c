@@ -909,7 +909,7 @@ static void print_numbers(const report *rp, FILE *f)
             error += v;
     }
     n = rp->problems ? dsq_result_rows(rp->problems) : 0;
-    if (n || warn || error)
+    if (n > 0 || warn > 0 || error > 0)
         fprintf(f, "\nwarnings and errors (%.0f warning lines, %.0f error lines; events by kind "
                    "and label):\n", warn, error);
     for (size_t i = 0; i < n && i < 12; i++) {

@@ -178,15 +178,101 @@ void dsq_result_truncate(dsq_result *r, size_t n)
         r->nrows = n;
 }
 
-void dsq_format_number(double v, int is_int, char *out, size_t cap)
+/* Writes the decimal digits of v at out (no terminator); returns their count. */
+static size_t u64_digits(uint64_t v, char *out)
 {
-    if (isnan(v)) {
-        snprintf(out, cap, "nan");
-    } else if (is_int || (fabs(v) < 1e15 && v == floor(v))) {
-        snprintf(out, cap, "%.0f", v);
-    } else {
-        snprintf(out, cap, "%.6g", v);
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+
+/* "%.6g" without printf for the values tables mostly hold (1e-4 <= |v| < 1e6):
+ * six significant digits, trailing zeros dropped. Returns 0 when the rounding is
+ * too close to a tie to decide from a double product (the caller then asks printf,
+ * which rounds the exact binary value), or the text's length. */
+static size_t fast_g6(double v, char *out)
+{
+    double a = fabs(v);
+    if (!(a >= 1e-4 && a < 1e6))
+        return 0;
+    int e = 5; /* a >= 10^e, the exponent %g would print */
+    while (e > 0 && a < pow10_tab[e])
+        e--;
+    if (e == 0 && a < 1.0) {
+        e = -1;
+        while (e > -4 && a < 1.0 / pow10_tab[-e])
+            e--;
     }
+    int decimals = 5 - e; /* 0..9 */
+    double scaled = a * pow10_tab[decimals], fl = floor(scaled), fr = scaled - fl;
+    if (fabs(fr - 0.5) < 1e-6)
+        return 0;
+    uint64_t m = (uint64_t)fl + (fr > 0.5);
+    if (m < 100000 || m >= 1000000) /* rounding crossed a power of ten */
+        return 0;
+    char d[6];
+    u64_digits(m, d);
+    int keep = 6; /* significant digits left after dropping trailing zeros */
+    while (keep > 0 && keep > 6 - decimals && d[keep - 1] == '0')
+        keep--;
+    size_t n = 0;
+    if (v < 0)
+        out[n++] = '-';
+    int intdigits = e + 1; /* <= 0 when |v| < 1 */
+    if (intdigits <= 0) {
+        out[n++] = '0';
+        out[n++] = '.';
+        for (int i = 0; i < -intdigits; i++)
+            out[n++] = '0';
+        for (int i = 0; i < keep; i++)
+            out[n++] = d[i];
+    } else {
+        for (int i = 0; i < intdigits; i++)
+            out[n++] = d[i];
+        if (keep > intdigits) {
+            out[n++] = '.';
+            for (int i = intdigits; i < keep; i++)
+                out[n++] = d[i];
+        }
+    }
+    out[n] = 0;
+    return n;
+}
+
+size_t dsq_format_number(double v, int is_int, char *out, size_t cap)
+{
+    char buf[40];
+    size_t n = 0;
+    int whole = is_int || (fabs(v) < 1e15 && v == floor(v));
+    if (isnan(v)) {
+        n = (size_t)snprintf(buf, sizeof buf, "nan");
+    } else if (whole && v == floor(v) && fabs(v) < 1e15 && !(v == 0 && signbit(v))) {
+        if (v < 0)
+            buf[n++] = '-';
+        n += u64_digits((uint64_t)fabs(v), buf + n);
+        buf[n] = 0;
+    } else if (whole) {
+        n = (size_t)snprintf(buf, sizeof buf, "%.0f", v);
+    } else if (!(n = fast_g6(v, buf))) {
+        n = (size_t)snprintf(buf, sizeof buf, "%.6g", v);
+    }
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    if (cap == 0)
+        return 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, buf, n);
+    out[n] = 0;
+    return n;
 }
 
 /* "2024-07-20 21:30:05.202" for a time in microseconds. */
@@ -211,62 +297,124 @@ static void defused(const char *s, char *out, size_t cap)
     out[i] = 0;
 }
 
-/* The text a table shows for a cell. */
-static void cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
+/* The text a table shows for a cell; returns its length. */
+static size_t cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
 {
     if (c->is_null) {
         snprintf(out, cap, "-");
-        return;
+        return strlen(out);
     }
     if (c->s) {
         defused(c->s, out, cap);
-        return;
+        return strlen(out);
     }
     if (c->unit == DSQ_U_TIME) {
         time_text(c->v, out, cap);
-        return;
+        return strlen(out);
     }
-    dsq_format_number(c->v, c->is_int, out, cap);
+    size_t n = dsq_format_number(c->v, c->is_int, out, cap);
     const char *u = dsq_unit_name(c->unit);
     if (with_unit && *u) {
-        size_t n = strlen(out);
         snprintf(out + n, cap - n, "%s%s", c->unit == DSQ_U_PCT ? "" : " ", u);
+        n += strlen(out + n);
+    }
+    return n;
+}
+
+/* Output collected in a buffer and written in large pieces. */
+typedef struct {
+    FILE *f;
+    size_t n;
+    char b[1 << 16];
+} outbuf;
+
+static void out_flush(outbuf *o)
+{
+    fwrite(o->b, 1, o->n, o->f);
+    o->n = 0;
+}
+
+static void out_put(outbuf *o, const char *s, size_t n)
+{
+    while (n > 0) {
+        if (o->n == sizeof o->b)
+            out_flush(o);
+        size_t k = sizeof o->b - o->n < n ? sizeof o->b - o->n : n;
+        memcpy(o->b + o->n, s, k);
+        o->n += k;
+        s += k;
+        n -= k;
     }
 }
 
+static void out_pad(outbuf *o, size_t n)
+{
+    static const char spaces[] = "                                ";
+    for (; n > sizeof spaces - 1; n -= sizeof spaces - 1)
+        out_put(o, spaces, sizeof spaces - 1);
+    out_put(o, spaces, n);
+}
+
+/* One cell padded to width w (right-aligned numbers, left-aligned text; the last
+ * column's text is not padded), then the separator or the end of the line. */
+static void out_cell(outbuf *o, const char *s, size_t n, size_t w, int right, int last)
+{
+    if (right && n < w)
+        out_pad(o, w - n);
+    out_put(o, s, n);
+    if (last) {
+        out_put(o, "\n", 1);
+        return;
+    }
+    if (!right && n < w)
+        out_pad(o, w - n);
+    out_put(o, "  ", 2);
+}
+
+/* Cells are formatted once into one text buffer (offsets per cell), measured,
+ * then written aligned. */
 static void print_table(const dsq_result *r, FILE *f)
 {
+    size_t ncells = r->nrows * (size_t)r->ncols, tcap = ncells * 16 + 64, tlen = 0;
     size_t *w = calloc((size_t)r->ncols, sizeof *w);
-    char buf[512];
-    if (!w)
-        return;
+    size_t *off = malloc((ncells + 1) * sizeof *off);
+    char *text = malloc(tcap);
+    outbuf *o = malloc(sizeof *o);
+    if (!w || !off || !text || !o)
+        goto cleanup;
     for (int c = 0; c < r->ncols; c++)
         w[c] = strlen(r->names[c]);
-    for (size_t i = 0; i < r->nrows; i++)
-        for (int c = 0; c < r->ncols; c++) {
-            cell_text(dsq_result_cell(r, i, c), buf, sizeof buf, 1);
-            if (strlen(buf) > w[c])
-                w[c] = strlen(buf);
+    for (size_t i = 0; i < ncells; i++) {
+        if (tcap - tlen < 512) {
+            char *nt = realloc(text, tcap * 2);
+            if (!nt)
+                goto cleanup;
+            text = nt;
+            tcap *= 2;
         }
+        off[i] = tlen;
+        size_t n = cell_text(&r->cells[i], text + tlen, 512, 1);
+        tlen += n;
+        if (n > w[i % (size_t)r->ncols])
+            w[i % (size_t)r->ncols] = n;
+    }
+    off[ncells] = tlen;
+    o->f = f;
+    o->n = 0;
     for (int c = 0; c < r->ncols; c++) { /* headers align like their column's cells */
         int right = r->nrows > 0 && !dsq_result_cell(r, 0, c)->s;
-        if (c + 1 == r->ncols && !right)
-            fprintf(f, "%s\n", r->names[c]);
-        else
-            fprintf(f, right ? "%*s%s" : "%-*s%s", (int)w[c], r->names[c],
-                    c + 1 == r->ncols ? "\n" : "  ");
+        out_cell(o, r->names[c], strlen(r->names[c]), w[c], right, c + 1 == r->ncols);
     }
-    for (size_t i = 0; i < r->nrows; i++)
-        for (int c = 0; c < r->ncols; c++) {
-            const dsq_cell *cell = dsq_result_cell(r, i, c);
-            cell_text(cell, buf, sizeof buf, 1);
-            int right = !cell->s; /* numbers, and the "-" of a missing number */
-            int width = (int)w[c];
-            if (c + 1 == r->ncols && !right)
-                fprintf(f, "%s\n", buf);
-            else
-                fprintf(f, right ? "%*s%s" : "%-*s%s", width, buf, c + 1 == r->ncols ? "\n" : "  ");
-        }
+    for (size_t i = 0; i < ncells; i++) {
+        int c = (int)(i % (size_t)r->ncols);
+        int right = !r->cells[i].s; /* numbers, and the "-" of a missing number */
+        out_cell(o, text + off[i], off[i + 1] - off[i], w[c], right, c + 1 == r->ncols);
+    }
+    out_flush(o);
+cleanup:
+    free(o);
+    free(text);
+    free(off);
     free(w);
 }
 

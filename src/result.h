@@ -49,7 +49,9 @@ void dsq_result_truncate(dsq_result *r, size_t n);
 
 void dsq_result_print(const dsq_result *r, FILE *f, enum dsq_format fmt);
 
-/* Formats a number the way tables show it (shortest of %.6g, integer when whole). */
-void dsq_format_number(double v, int is_int, char *out, size_t cap);
+/* Formats a number the way tables show it (%.6g, integer when whole), exactly as
+ * printf would, without printf for the common cases. Returns the text's length
+ * (cut to cap - 1). */
+size_t dsq_format_number(double v, int is_int, char *out, size_t cap);
 
 #endif

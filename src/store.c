@@ -34,6 +34,7 @@ struct dsq_store {
     MDB_env *env;
     MDB_txn *txn;     /* the open write transaction, if any */
     MDB_txn *rtxn;    /* read-only stores: the snapshot every read uses */
+    MDB_cursor *dict_cur; /* kept open on rtxn: lookups near the last one stay on its page */
     MDB_dbi meta, dict_db, dictrev, events, sources, members, srcblocks, series, chunks, attrs,
         srcroll, runroll;
     dsq_dict *dict;
@@ -271,7 +272,9 @@ static const char *backing_str(void *ctx, uint32_t id, size_t *n)
     put_be32(key, id);
     MDB_val k = {4, key}, v;
     const char *s;
-    if (mdb_get(st->rtxn, st->dict_db, &k, &v) != 0 || v.mv_size < 1 ||
+    if (!st->dict_cur && mdb_cursor_open(st->rtxn, st->dict_db, &st->dict_cur) != 0)
+        return NULL;
+    if (mdb_cursor_get(st->dict_cur, &k, &v, MDB_SET) != 0 || v.mv_size < 1 ||
         (s = v.mv_data)[v.mv_size - 1] != 0)
         return NULL;
     if (n)
@@ -427,6 +430,8 @@ void dsq_store_close(dsq_store *st)
         return;
     if (st->txn)
         mdb_txn_abort(st->txn);
+    if (st->dict_cur)
+        mdb_cursor_close(st->dict_cur);
     if (st->rtxn)
         mdb_txn_abort(st->rtxn);
     if (st->env && !st->readonly)

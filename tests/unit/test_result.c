@@ -156,6 +156,47 @@ static void test_format_number(void)
     CHECK_STR(small, "123");
 }
 
+/* The formatter's own digits agree with printf's %.6g / %.0f on values of every
+ * magnitude, on ties and near ties, and on numbers printed with few decimals. */
+static void test_format_number_matches_printf(void)
+{
+    uint64_t s = 0x243f6a8885a308d3ull;
+    int bad = 0;
+    for (int i = 0; i < 1000000 && bad < 5; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double v;
+        switch (i % 4) {
+        case 0: /* any bit pattern that is a number */
+            memcpy(&v, &s, sizeof v);
+            if (!isfinite(v))
+                continue;
+            break;
+        case 1: /* mantissa * 10^k over the range tables show */
+            v = (double)(s % 2000000) * pow(10.0, (double)((int)(s >> 40) % 16 - 10));
+            break;
+        case 2: /* what logs print: a few decimals */
+            v = (double)(int64_t)(s % 100000000) / pow(10.0, (double)((s >> 60) % 5));
+            break;
+        default: /* halves at the 7th significant digit */
+            v = ((double)(s % 9000000) + 1000000.5) * pow(10.0, (double)((int)(s >> 40) % 10 - 10));
+            break;
+        }
+        if (s & (1ull << 63))
+            v = -v;
+        char got[64], want[64];
+        dsq_format_number(v, 0, got, sizeof got);
+        if (fabs(v) < 1e15 && v == floor(v))
+            snprintf(want, sizeof want, "%.0f", v);
+        else
+            snprintf(want, sizeof want, "%.6g", v);
+        if (strcmp(got, want) != 0) {
+            fprintf(stderr, "%.17g: got %s, printf %s\n", v, got, want);
+            bad++;
+        }
+    }
+    CHECK(bad == 0);
+}
+
 static void test_copies_text(void)
 {
     static const char *const names[] = {"name"};
@@ -225,5 +266,5 @@ static void test_sort(void)
     dsq_result_free(r);
 }
 
-TEST_MAIN(T(test_table), T(test_csv), T(test_json), T(test_format_number), T(test_copies_text),
+TEST_MAIN(T(test_table), T(test_csv), T(test_json), T(test_format_number), T(test_format_number_matches_printf), T(test_copies_text),
           T(test_sort))
