@@ -314,9 +314,12 @@ static size_t cell_text(const dsq_cell *c, char *out, size_t cap, int with_unit)
     }
     size_t n = dsq_format_number(c->v, c->is_int, out, cap);
     const char *u = dsq_unit_name(c->unit);
-    if (with_unit && *u) {
-        snprintf(out + n, cap - n, "%s%s", c->unit == DSQ_U_PCT ? "" : " ", u);
-        n += strlen(out + n);
+    size_t ul = strlen(u);
+    if (with_unit && ul && n + ul + 2 < cap) {
+        if (c->unit != DSQ_U_PCT)
+            out[n++] = ' ';
+        memcpy(out + n, u, ul + 1);
+        n += ul;
     }
     return n;
 }

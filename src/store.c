@@ -43,6 +43,7 @@ struct dsq_store {
     int empty;        /* read-only: an environment without tables, read as an empty index */
     int map_full;
     int lock_fd;
+    uint64_t size_at_open; /* writers: data.mdb's size when opened (see note_growth) */
     struct timespec last_sync; /* writers: commits are synced to disk a second apart */
     ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
     ZSTD_DCtx *zd;
@@ -206,6 +207,39 @@ static int take_lock(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EINDEX,
                              "another dsq index is writing to %s; wait for it to finish", st->dir);
     return 0;
+}
+
+/* The gate: compaction swaps data.mdb and lock.mdb for new files while holding it
+ * exclusively; readers hold it shared only while they open the environment and
+ * take their snapshot, so each reader sees both old files or both new ones (an
+ * open environment keeps reading its own files after the swap). Writers create it,
+ * so that a reader never opens an index ungated while a compaction runs. Returns
+ * an fd (-1 when the file cannot be opened: a read-only index is never compacted). */
+static int gate_take(const char *dir, int create, int how)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/dsq.gate", dir);
+    int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    if (fd < 0)
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && how)
+        while (flock(fd, how) != 0 && errno == EINTR)
+            ;
+    return fd;
+}
+
+static void gate_release(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* drops the flock */
+}
+
+static uint64_t file_size(const char *dir, const char *name)
+{
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
 static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
@@ -381,7 +415,7 @@ static int init_tables(dsq_store *st, dsq_error *err)
 
 int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *err)
 {
-    int status = 0, rc;
+    int status = 0, rc, gate = -1;
     dsq_store *st = calloc(1, sizeof *st);
     if (!st)
         return dsq_error_set(err, DSQ_ENOMEM, "opening index");
@@ -401,6 +435,8 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
         status = dsq_error_set(err, DSQ_ENOMEM, "opening index");
         goto fail;
     }
+    gate = gate_take(st->dir, !st->readonly, st->readonly ? LOCK_SH : 0);
+    st->size_at_open = file_size(st->dir, "data.mdb");
     if ((rc = mdb_env_create(&st->env)) || (rc = mdb_env_set_maxdbs(st->env, 16)) ||
         (!st->readonly && (rc = mdb_env_set_mapsize(st->env, INITIAL_MAP))) ||
         (rc = mdb_env_open(st->env, st->dir,
@@ -415,11 +451,14 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
         status = lmdb_error(err, rc, "reading index");
         goto fail;
     }
+    gate_release(gate);
+    gate = -1;
     if (st->readonly && !st->empty && (status = back_dict(st, err)))
         goto fail;
     *out = st;
     return 0;
 fail:
+    gate_release(gate);
     dsq_store_close(st);
     return status;
 }
@@ -1104,4 +1143,135 @@ int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_err
 {
     attr_scan as = {fn, ctx};
     return scan_table(st, st->attrs, NULL, 0, visit_attr, &as, "reading attributes", err);
+}
+
+/* --- compaction ------------------------------------------------------------ */
+
+#define GROWN_KEY "grown"
+
+static int meta_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t *v)
+{
+    MDB_val k = {strlen(key), (void *)key}, d;
+    int rc = mdb_get(txn, meta, &k, &d);
+    *v = 0;
+    if (rc == 0 && d.mv_size == 8)
+        for (int i = 0; i < 8; i++)
+            *v = *v << 8 | ((const unsigned char *)d.mv_data)[i];
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int meta_put_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        b[i] = (unsigned char)v;
+    MDB_val k = {strlen(key), (void *)key}, d = {8, b};
+    return mdb_put(txn, meta, &k, &d, 0);
+}
+
+int dsq_store_note_growth(dsq_store *st, int *due, dsq_error *err)
+{
+    *due = 0;
+    if (st->readonly || st->txn)
+        return 0;
+    uint64_t now = file_size(st->dir, "data.mdb"), grown = 0;
+    if (now <= st->size_at_open)
+        return 0;
+    MDB_txn *txn = NULL;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (!rc && !(rc = meta_u64(txn, st->meta, GROWN_KEY, &grown)))
+        grown += now - st->size_at_open;
+    if (!rc)
+        rc = meta_put_u64(txn, st->meta, GROWN_KEY, grown);
+    if (!rc) {
+        rc = mdb_txn_commit(txn);
+        txn = NULL;
+    }
+    if (txn)
+        mdb_txn_abort(txn);
+    if (rc)
+        return lmdb_error(err, rc, "noting the index's growth");
+    st->size_at_open = now;
+    const char *env = getenv("DSQ_COMPACT_MIN_BYTES"); /* tests set a small one */
+    uint64_t min = env && *env ? strtoull(env, NULL, 10) : DSQ_COMPACT_MIN_BYTES;
+    *due = now >= min && grown * 100 >= now * DSQ_COMPACT_GROWTH_PCT;
+    return 0;
+}
+
+int dsq_store_compact(const char *dir, uint64_t *before, uint64_t *after, dsq_error *err)
+{
+    char lock[4200], tmp[4200], from[4300], to[4300];
+    int status = 0, rc = 0, lock_fd = -1, gate = -1, fd = -1;
+    MDB_env *env = NULL;
+    MDB_txn *txn = NULL;
+    MDB_dbi meta;
+    *before = *after = file_size(dir, "data.mdb");
+    snprintf(lock, sizeof lock, "%s/dsq.lock", dir);
+    snprintf(tmp, sizeof tmp, "%s/compact.tmp", dir);
+    snprintf(from, sizeof from, "%s/data.mdb", tmp);
+    snprintf(to, sizeof to, "%s/data.mdb", dir);
+    if (access(to, F_OK) != 0)
+        return dsq_error_set(err, DSQ_EINDEX, "no index at %s", dir);
+    if ((lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+        status = dsq_error_set(err, DSQ_EINDEX, "cannot open %s: %s", lock, strerror(errno));
+        goto cleanup;
+    }
+    if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        status = dsq_error_set(err, DSQ_EINDEX,
+                               "another dsq index is writing to %s; wait for it to finish", dir);
+        goto cleanup;
+    }
+    unlink(from); /* left by a compaction that was killed */
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+        status = dsq_error_set(err, DSQ_EIO, "cannot create %s: %s", tmp, strerror(errno));
+        goto cleanup;
+    }
+    /* The copy starts with nothing grown since compaction. */
+    if ((rc = mdb_env_create(&env)) || (rc = mdb_env_set_maxdbs(env, 16)) ||
+        (rc = mdb_env_open(env, dir, MDB_NOTLS, 0644)) || (rc = mdb_txn_begin(env, NULL, 0, &txn)) ||
+        (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta)) ||
+        (rc = meta_put_u64(txn, meta, GROWN_KEY, 0)) || (rc = mdb_txn_commit(txn))) {
+        txn = NULL;
+        status = lmdb_error(err, rc, "opening the index to compact it");
+        goto cleanup;
+    }
+    txn = NULL;
+    if ((rc = mdb_env_copy2(env, tmp, MDB_CP_COMPACT))) {
+        status = dsq_error_set(err, rc == ENOSPC ? DSQ_ELIMIT : DSQ_EIO,
+                               "compacting %s: %s (the index is unchanged)", dir, mdb_strerror(rc));
+        goto cleanup;
+    }
+    mdb_env_close(env);
+    env = NULL;
+    if ((fd = open(from, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+        status = dsq_error_set(err, DSQ_EIO, "writing %s: %s (the index is unchanged)", from,
+                               strerror(errno));
+        goto cleanup;
+    }
+    close(fd);
+    fd = -1;
+    /* The swap: the old lock file goes first, so whatever moment this stops at, the
+     * next reader finds either the old data or the new, and a fresh lock file. */
+    gate = gate_take(dir, 1, LOCK_EX);
+    snprintf(lock, sizeof lock, "%s/lock.mdb", dir);
+    if ((unlink(lock) != 0 && errno != ENOENT) || rename(from, to) != 0) {
+        status = dsq_error_set(err, DSQ_EIO, "replacing %s: %s", to, strerror(errno));
+        goto cleanup;
+    }
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+        fsync(fd);
+    *after = file_size(dir, "data.mdb");
+cleanup:
+    if (fd >= 0)
+        close(fd);
+    gate_release(gate);
+    if (txn)
+        mdb_txn_abort(txn);
+    if (env)
+        mdb_env_close(env);
+    unlink(from);
+    rmdir(tmp);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    return status;
 }

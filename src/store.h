@@ -124,6 +124,24 @@ typedef struct dsq_member_rec {
 int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *err);
 void dsq_store_close(dsq_store *st);
 
+/* Compaction. LMDB puts each rewritten page wherever a free page is, so after many
+ * writes the small tables queries read (run rollups, the dictionary) are spread
+ * over the whole file and a query faults in pages from all of it. A compacted copy
+ * lays every table out in key order.
+ *
+ * note_growth (writers, outside a transaction) adds what data.mdb grew since open
+ * to the growth recorded since the last compaction; *due is set when that growth
+ * reaches DSQ_COMPACT_GROWTH_PCT of the file and the file is at least
+ * DSQ_COMPACT_MIN_BYTES (env DSQ_COMPACT_MIN_BYTES overrides; small indexes gain
+ * nothing). compact copies the index compactly
+ * beside itself (needs free disk space for the copy), then swaps it in under the
+ * writer lock; queries running meanwhile keep reading the old file. Killed at any
+ * moment, it leaves the old index or the new one. */
+#define DSQ_COMPACT_GROWTH_PCT 20
+#define DSQ_COMPACT_MIN_BYTES (64ull << 20)
+int dsq_store_note_growth(dsq_store *st, int *due, dsq_error *err);
+int dsq_store_compact(const char *dir, uint64_t *before, uint64_t *after, dsq_error *err);
+
 /* The dictionary: loaded at open; writers intern into it and new strings are
  * saved at the next commit. Borrowed; valid until close. */
 dsq_dict *dsq_store_dict(dsq_store *st);
