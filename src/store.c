@@ -35,6 +35,11 @@ struct dsq_store {
     MDB_txn *txn;     /* the open write transaction, if any */
     MDB_txn *rtxn;    /* read-only stores: the snapshot every read uses */
     MDB_cursor *dict_cur; /* kept open on rtxn: lookups near the last one stay on its page */
+    /* readers: after many lookups, every string's place in the map, by id (see
+     * backing_str); the map stays valid while rtxn is open */
+    const char **dict_all;
+    uint32_t *dict_len;
+    uint32_t dict_n, dict_lookups;
     MDB_dbi meta, dict_db, dictrev, events, sources, members, srcblocks, series, chunks, attrs,
         srcroll, runroll;
     dsq_dict *dict;
@@ -299,9 +304,53 @@ static int check_schema(dsq_store *st, MDB_txn *txn, dsq_error *err)
 
 /* --- the dictionary of a read-only index: looked up in the snapshot on demand --- */
 
+/* Places every string of the dictionary by one walk over its table: after enough
+ * single lookups (a result with thousands of runs), this is the cheaper way. */
+static int dict_load_all(dsq_store *st, uint32_t count)
+{
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    st->dict_all = calloc((size_t)count + 1, sizeof *st->dict_all);
+    st->dict_len = calloc((size_t)count + 1, sizeof *st->dict_len);
+    if (!st->dict_all || !st->dict_len || mdb_cursor_open(st->rtxn, st->dict_db, &c) != 0)
+        goto fail;
+    int rc;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        uint32_t id = k.mv_size == 4 ? get_be32(k.mv_data) : 0;
+        const char *s = v.mv_data;
+        if (id == 0 || id > count || v.mv_size < 1 || s[v.mv_size - 1] != 0)
+            continue; /* single lookups report it as missing too */
+        st->dict_all[id] = s;
+        st->dict_len[id] = (uint32_t)(v.mv_size - 1);
+    }
+    mdb_cursor_close(c);
+    if (rc != MDB_NOTFOUND)
+        goto fail;
+    st->dict_n = count;
+    return 0;
+fail:
+    free(st->dict_all);
+    free(st->dict_len);
+    st->dict_all = NULL;
+    st->dict_len = NULL;
+    return -1;
+}
+
 static const char *backing_str(void *ctx, uint32_t id, size_t *n)
 {
     dsq_store *st = ctx;
+    if (!st->dict_all && ++st->dict_lookups == 1024) {
+        uint32_t count = dsq_dict_count(st->dict);
+        if (count <= 64u * 1024 && count > 0) /* beyond that, a walk costs more than it saves */
+            dict_load_all(st, count);
+    }
+    if (st->dict_all) {
+        if (id == 0 || id > st->dict_n || !st->dict_all[id])
+            return NULL;
+        if (n)
+            *n = st->dict_len[id];
+        return st->dict_all[id];
+    }
     unsigned char key[4];
     put_be32(key, id);
     MDB_val k = {4, key}, v;
@@ -483,6 +532,8 @@ void dsq_store_close(dsq_store *st)
     free(st->raw);
     free(st->packed);
     free(st->unpacked);
+    free(st->dict_all);
+    free(st->dict_len);
     if (st->lock_fd >= 0)
         close(st->lock_fd);
     free(st);
