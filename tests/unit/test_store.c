@@ -369,6 +369,19 @@ static void test_dict_persistence(void)
     CHECK_STR(dsq_dict_str(d, 3, NULL), "name-0-0");
     CHECK_STR(dsq_dict_str(d, 10002, NULL), "name-1-4999");
     CHECK_INT(dsq_dict_find(d, "name-1-0", 8), 5003);
+    /* thousands of lookups: past the first 1024 the reader places all strings by
+     * one walk of the table; every id still gives its own string and length */
+    int wrong = 0;
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 5000; i++) {
+            size_t len = 0;
+            int n = snprintf(buf, sizeof buf, "name-%d-%d", round, i);
+            const char *got = dsq_dict_str(d, (uint32_t)(3 + round * 5000 + i), &len);
+            wrong += strcmp(got, buf) != 0 || len != (size_t)n;
+        }
+    CHECK_INT(wrong, 0);
+    CHECK_STR(dsq_dict_str(d, 2, NULL), "beta");
+    CHECK_STR(dsq_dict_str(d, 10003, NULL), ""); /* beyond the last id */
     dsq_store_close(st);
 done:
     test_tmpdir_remove(tmp);
