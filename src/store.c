@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -939,6 +940,22 @@ static int grow_map(dsq_store *st, dsq_error *err)
                          info.me_mapsize * 2 >> 20);
 }
 
+/* A write that failed: a full disk (LMDB reports a short write as EIO) is named as
+ * such, since that is what the user can do something about. */
+static int write_error(dsq_store *st, dsq_error *err, int rc, const char *what)
+{
+    struct statvfs fs;
+    if ((rc == ENOSPC || rc == EIO || rc == EDQUOT) && statvfs(st->dir, &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < ((uint64_t)16 << 20))
+        return dsq_error_set(err, DSQ_EIO,
+                             "%s: the disk holding %s is full (%llu kB free): what was committed "
+                             "before stays in the index; free some space and run dsq index again "
+                             "to go on from there",
+                             what, st->dir,
+                             (unsigned long long)((uint64_t)fs.f_bavail * fs.f_frsize / 1024));
+    return dsq_error_set(err, DSQ_EIO, "%s %s: %s", what, st->dir, mdb_strerror(rc));
+}
+
 int dsq_store_commit(dsq_store *st, dsq_error *err)
 {
     if (!st->txn)
@@ -957,7 +974,7 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_ELIMIT, "index map grown; redo the write");
     }
     if (rc)
-        return lmdb_error(err, rc, "committing");
+        return write_error(st, err, rc, "committing");
     st->dict_saved = dsq_dict_count(st->dict);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -971,7 +988,7 @@ int dsq_store_sync(dsq_store *st, dsq_error *err)
     clock_gettime(CLOCK_MONOTONIC, &st->last_sync);
     int rc = st->readonly ? 0 : mdb_env_sync(st->env, 1);
     if (rc)
-        return dsq_error_set(err, DSQ_EIO, "writing the index to disk: %s", mdb_strerror(rc));
+        return write_error(st, err, rc, "writing the index to disk");
     /* The index's pages the writer has read stay in the page cache, but letting go of
      * their mapping keeps the indexer's resident size flat however big the index
      * grows (they are mapped again, from the cache, when next read). */

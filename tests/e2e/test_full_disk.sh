@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# A full disk: `dsq index` stops with a message saying the disk is full, the index
+# keeps what was committed before (it opens and answers, every run in it complete),
+# and once there is space the same command goes on and ends with exactly the index
+# an uninterrupted run gives. `dsq compact` without room for its copy changes
+# nothing. Needs root to mount a small tmpfs; skipped otherwise.
+source "$(dirname "$0")/lib.sh"
+umount "$DSQ_TMP/fs" 2>/dev/null # left mounted by a run that was killed
+e2e_init
+need_tool python3 python3
+[ "$(id -u)" -eq 0 ] || skip "needs root to mount a small filesystem"
+FS="$DSQ_TMP/fs"
+mkdir -p "$FS"
+mount -t tmpfs -o size=1m tmpfs "$FS" 2>/dev/null || skip "cannot mount a tmpfs here"
+trap 'umount "$FS" 2>/dev/null' EXIT
+
+ARCH="$DSQ_TMP/archive"
+for i in 1 2 3 4 5 6; do
+    mkdir -p "$ARCH/run$i"
+    python3 "$DSQ_SRC/tools/gen-log.py" 3 "$ARCH/run$i/gpu001.log" --hosts 2 --seed "$i" 2>/dev/null
+done
+
+dump() { # DB: everything the index answers, as text
+    "$DSQ" --db "$1" --csv show --limit 0 2>/dev/null
+    "$DSQ" --db "$1" --csv runs
+    "$DSQ" --db "$1" --csv fields
+    "$DSQ" --db "$1" --csv "count, max Max_MA by run, host"
+}
+CLEAN="$DSQ_TMP/clean"
+index_ok "clean index on a disk with room" "$CLEAN" --no-compact "$ARCH"
+dump "$CLEAN" >"$DSQ_TMP/clean.txt"
+
+DB="$FS/db"
+run_dsq --db "$DB" index --no-compact "$ARCH"
+expect_code "index onto a full disk" 3 "$RC"
+expect_contains "it says the disk is full" "is full" "$ERR"
+expect_contains "it names the index" "$DB" "$ERR"
+run_dsq --db "$DB" --csv "count by run"
+expect_code "the index left behind answers" 0 "$RC"
+partial=0 present=0
+while IFS=, read -r run count; do
+    [ "$run" = run ] && continue
+    present=$((present + 1))
+    want=$("$DSQ" --db "$CLEAN" --csv "count where run = $run" | tail -1)
+    [ "$count" = "$want" ] || partial=$((partial + 1))
+done <<<"$OUT"
+check "some runs were committed before the disk filled ($present)" test "$present" -gt 0
+check "and not all of them" test "$present" -lt 6
+expect_eq "every run in the index is complete" 0 "$partial"
+
+mount -o remount,size=64m "$FS"
+index_ok "the same command once there is room" "$DB" --no-compact "$ARCH"
+if dump "$DB" | cmp -s - "$DSQ_TMP/clean.txt"; then
+    pass "it ends with the index an uninterrupted run gives"
+else
+    fail "the index after the full disk differs from a clean one"
+    dump "$DB" | diff - "$DSQ_TMP/clean.txt" | head -5
+fi
+
+# No room for a compacted copy: compaction fails and changes nothing.
+size=$(stat -c %s "$DB/data.mdb")
+free_kb=$(df -k --output=avail "$FS" | tail -1)
+fill_kb=$((free_kb - size / 2048))
+[ "$fill_kb" -gt 0 ] && dd if=/dev/zero of="$FS/filler" bs=1k count="$fill_kb" 2>/dev/null
+run_dsq --db "$DB" compact
+expect_code "compaction without room for its copy" 3 "$RC"
+expect_contains "it says the index is unchanged" "unchanged" "$ERR"
+check "no temporary copy is left" test ! -e "$DB/compact.tmp"
+if dump "$DB" | cmp -s - "$DSQ_TMP/clean.txt"; then
+    pass "the index answers as before"
+else
+    fail "a failed compaction changed the answers"
+fi
+rm -f "$FS/filler"
+
+e2e_finish
