@@ -225,9 +225,7 @@ static int gate_take(const char *dir, int create, int how)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/dsq.gate", dir);
-    int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-    if (fd < 0)
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = create ? open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644) : open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0 && how)
         while (flock(fd, how) != 0 && errno == EINTR)
             ;
