@@ -246,6 +246,44 @@ static uint64_t file_size(const char *dir, const char *name)
     return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
+/* Where the file `path` is mapped in this process (LMDB does not say: the address
+ * mdb_env_info reports is only set with MDB_FIXEDMAP). 0 and the range, or -1. */
+static int map_of(const char *path, void **addr, size_t *len)
+{
+    struct stat sb;
+    char line[4600];
+    int found = -1;
+    if (stat(path, &sb) != 0)
+        return -1;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -1;
+    while (found != 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, ino;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &ino) == 3 && ino == sb.st_ino &&
+            ino != 0) {
+            *addr = (void *)lo;
+            *len = hi - lo;
+            found = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Lets go of this process's mapped pages of the file: they stay in the page
+ * cache and are mapped again when read. Keeps resident memory flat while a big
+ * index is written or copied. */
+static void release_map(const char *dir, const char *name)
+{
+    char path[4400];
+    void *addr;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (map_of(path, &addr, &len) == 0)
+        madvise(addr, len, MADV_DONTNEED);
+}
+
 static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
 {
     unsigned fl = st->readonly ? 0 : MDB_CREATE;
@@ -990,9 +1028,8 @@ int dsq_store_sync(dsq_store *st, dsq_error *err)
     /* The index's pages the writer has read stay in the page cache, but letting go of
      * their mapping keeps the indexer's resident size flat however big the index
      * grows (they are mapped again, from the cache, when next read). */
-    MDB_envinfo info;
-    if (!st->readonly && mdb_env_info(st->env, &info) == 0 && info.me_mapaddr)
-        madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);
+    if (!st->readonly)
+        release_map(st->dir, "data.mdb");
     return 0;
 }
 
@@ -1264,13 +1301,76 @@ int dsq_store_note_growth(dsq_store *st, int *due, dsq_error *err)
     return 0;
 }
 
+/* The tables in the order a compacted file holds them: what queries read first,
+ * together at the start of the file, the bulk (chunks, events) after. */
+static const char *const compact_order[] = {"meta", "dict", "dictrev", "runroll", "attrs",
+                                            "series", "srcroll", "sources", "members",
+                                            "srcblocks", "chunks", "events"};
+
+/* Copies every table of src into the new environment dst in key order (appends,
+ * so each table's pages come out in one run). Commits every 32 MiB and lets go of
+ * both maps' pages then, so memory stays flat whatever the index's size. */
+static int copy_tables(MDB_env *src, MDB_env *dst, const char *dir, const char *tmpdir,
+                       dsq_error *err)
+{
+    MDB_txn *rt = NULL, *wt = NULL;
+    MDB_cursor *c = NULL;
+    int rc = mdb_txn_begin(src, NULL, MDB_RDONLY, &rt);
+    size_t batch = 0;
+    for (size_t i = 0; !rc && i < sizeof compact_order / sizeof compact_order[0]; i++) {
+        MDB_dbi from, to;
+        MDB_val k, v;
+        if ((rc = mdb_dbi_open(rt, compact_order[i], 0, &from)) == MDB_NOTFOUND) {
+            rc = 0;
+            continue;
+        }
+        if (rc || (!wt && (rc = mdb_txn_begin(dst, NULL, 0, &wt))) ||
+            (rc = mdb_dbi_open(wt, compact_order[i], MDB_CREATE, &to)) ||
+            (rc = mdb_cursor_open(rt, from, &c)))
+            break;
+        for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            if (i == 0 && k.mv_size == strlen(GROWN_KEY) && memcmp(k.mv_data, GROWN_KEY, k.mv_size) == 0)
+                continue; /* the copy starts with nothing grown since compaction */
+            if ((rc = mdb_put(wt, to, &k, &v, MDB_APPEND)))
+                break;
+            batch += k.mv_size + v.mv_size;
+            if (batch >= ((size_t)32 << 20)) {
+                batch = 0;
+                if ((rc = mdb_txn_commit(wt))) {
+                    wt = NULL;
+                    break;
+                }
+                if ((rc = mdb_txn_begin(dst, NULL, 0, &wt)))
+                    break;
+                release_map(dir, "data.mdb");
+                release_map(tmpdir, "data.mdb");
+            }
+        }
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+        mdb_cursor_close(c);
+        c = NULL;
+    }
+    if (!rc && wt) {
+        rc = mdb_txn_commit(wt);
+        wt = NULL;
+    }
+    if (wt)
+        mdb_txn_abort(wt);
+    if (rt)
+        mdb_txn_abort(rt);
+    if (!rc && (rc = mdb_env_sync(dst, 1)) == 0)
+        return 0;
+    return dsq_error_set(err, rc == ENOSPC || rc == EIO || rc == MDB_MAP_FULL ? DSQ_ELIMIT : DSQ_EIO,
+                         "compacting %s: %s (the index is unchanged)", dir, mdb_strerror(rc));
+}
+
 int dsq_store_compact(const char *dir, uint64_t *before, uint64_t *after, dsq_error *err)
 {
-    char lock[4200], tmp[4200], from[4300], to[4300];
+    char lock[4300], tmp[4200], from[4300], to[4300];
     int status = 0, rc = 0, lock_fd = -1, gate = -1, fd = -1;
-    MDB_env *env = NULL;
-    MDB_txn *txn = NULL;
-    MDB_dbi meta;
+    MDB_env *src = NULL, *dst = NULL;
     *before = *after = file_size(dir, "data.mdb");
     snprintf(lock, sizeof lock, "%s/dsq.lock", dir);
     snprintf(tmp, sizeof tmp, "%s/compact.tmp", dir);
@@ -1287,28 +1387,27 @@ int dsq_store_compact(const char *dir, uint64_t *before, uint64_t *after, dsq_er
                                "another dsq index is writing to %s; wait for it to finish", dir);
         goto cleanup;
     }
+    snprintf(lock, sizeof lock, "%s/lock.mdb", tmp);
     unlink(from); /* left by a compaction that was killed */
+    unlink(lock);
     if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
         status = dsq_error_set(err, DSQ_EIO, "cannot create %s: %s", tmp, strerror(errno));
         goto cleanup;
     }
-    /* The copy starts with nothing grown since compaction. */
-    if ((rc = mdb_env_create(&env)) || (rc = mdb_env_set_maxdbs(env, 16)) ||
-        (rc = mdb_env_open(env, dir, MDB_NOTLS, 0644)) || (rc = mdb_txn_begin(env, NULL, 0, &txn)) ||
-        (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta)) ||
-        (rc = meta_put_u64(txn, meta, GROWN_KEY, 0)) || (rc = mdb_txn_commit(txn))) {
-        txn = NULL;
+    if ((rc = mdb_env_create(&src)) || (rc = mdb_env_set_maxdbs(src, 16)) ||
+        (rc = mdb_env_open(src, dir, MDB_RDONLY | MDB_NOTLS, 0644)) ||
+        (rc = mdb_env_create(&dst)) || (rc = mdb_env_set_maxdbs(dst, 16)) ||
+        (rc = mdb_env_set_mapsize(dst, INITIAL_MAP > *before * 2 ? INITIAL_MAP : *before * 2)) ||
+        (rc = mdb_env_open(dst, tmp, MDB_NOTLS | MDB_NOSYNC, 0644))) {
         status = lmdb_error(err, rc, "opening the index to compact it");
         goto cleanup;
     }
-    txn = NULL;
-    if ((rc = mdb_env_copy2(env, tmp, MDB_CP_COMPACT))) {
-        status = dsq_error_set(err, rc == ENOSPC ? DSQ_ELIMIT : DSQ_EIO,
-                               "compacting %s: %s (the index is unchanged)", dir, mdb_strerror(rc));
+    if ((status = copy_tables(src, dst, dir, tmp, err)))
         goto cleanup;
-    }
-    mdb_env_close(env);
-    env = NULL;
+    mdb_env_close(dst);
+    dst = NULL;
+    mdb_env_close(src);
+    src = NULL;
     if ((fd = open(from, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
         status = dsq_error_set(err, DSQ_EIO, "writing %s: %s (the index is unchanged)", from,
                                strerror(errno));
@@ -1331,11 +1430,13 @@ cleanup:
     if (fd >= 0)
         close(fd);
     gate_release(gate);
-    if (txn)
-        mdb_txn_abort(txn);
-    if (env)
-        mdb_env_close(env);
+    if (dst)
+        mdb_env_close(dst);
+    if (src)
+        mdb_env_close(src);
     unlink(from);
+    snprintf(lock, sizeof lock, "%s/lock.mdb", tmp);
+    unlink(lock);
     rmdir(tmp);
     if (lock_fd >= 0)
         close(lock_fd);
