@@ -100,8 +100,6 @@ class Run:
         self.name = "%s-%s-%05d" % (rnd.choice(MODELS), rnd.choice(JOBS), idx)
         self.kind = rnd.choices(("deepspeed", "hf", "megatron"), (5, 3, 2))[0]
         self.layout = rnd.choice(("host", "rank"))
-        conts = a.containers
-        self.container = conts[idx] if idx < len(conts) else rnd.choice(conts)
         self.nhosts, self.nranks = a.hosts, a.ranks
         self.world = self.nhosts * self.nranks
         first = rnd.randrange(1024)
@@ -115,6 +113,9 @@ class Run:
         self.outcome = rnd.choices(("ok", "oom", "watchdog", "sigkill"), (13, 3, 2, 2))[0]
         self.fail_host = rnd.randrange(self.nhosts)
         self.fail_local = rnd.randrange(self.nranks)
+        # drawn last, so the same seed gives the same text whatever --containers says
+        conts = a.containers
+        self.container = conts[idx] if idx < len(conts) else rnd.choice(conts)
         self.steps = 1  # set by plan_steps
         self.fail_step = None
 
