@@ -108,7 +108,7 @@ class Run:
         self.dt_ms = 2000 + rnd.randrange(40000)
         self.thr = 2.0 + rnd.random() * 60
         self.mem = 8.0 + rnd.random() * 60
-        self.channels = rnd.choice((2, 4, 8, 16))
+        self.channels = rnd.choice((4, 8, 16, 24, 32))
         self.comm_seed = rnd.getrandbits(40)
         self.outcome = rnd.choices(("ok", "oom", "watchdog", "sigkill"), (13, 3, 2, 2))[0]
         self.fail_host = rnd.randrange(self.nhosts)
@@ -129,9 +129,8 @@ class Run:
             fixed += w * (len(probe.init()) + len(probe.tail(1)))
             per_step += w * sum(len(probe.step(s)) for s in range(1, MEM_EVERY + 1)) / MEM_EVERY
         self.steps = max(2, int((per_rank_bytes - fixed) / per_step))
-        if self.outcome != "ok":
-            self.fail_step = max(1, self.steps * 9 // 10)
-            self.steps = self.fail_step
+        if self.outcome != "ok":  # dies at the last step it prints, 90% through the plan
+            self.fail_step = self.steps
 
     def files(self):
         """(relative path, host index, local ranks) of the run's files."""
@@ -226,12 +225,20 @@ class RankText:
                     out.append(n + "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/IPC/read\n"
                                % (ch, rank, self.lr, nxt, (self.lr + 1) % r.nranks))
             out.append(n + "Connected all rings\n")
+            for ch in range(r.channels):  # the tree connections, intra-node
+                out.append(n + "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/IPC/read\n"
+                           % (ch, rank, self.lr, prv, (self.lr - 1) % r.nranks))
             out.append(n + "Connected all trees\n")
             out.append(n + "threadThresholds 8/8/64 | %d/8/64 | 512 | 512\n" % (size * 8))
             out.append(n + "%d coll channels, 0 nvls channels, %d p2p channels, 2 p2p channels per peer\n"
                        % (r.channels, r.channels))
             out.append(n + "comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %s commId 0x%x - Init COMPLETE\n"
                        % (comm, rank, size, self.lr, self.lr, bus, cid))
+        out.append(p + "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:460: UserWarning: "
+                   "torch.utils.checkpoint: please pass in use_reentrant=True or use_reentrant=False explicitly.\n")
+        out.append(p + "  warnings.warn(\n")
+        out.append(p + "[data] rank %d: loaded %d samples from shard %d/64\n" % (self.g, 40000 + rnd.randrange(9000),
+                                                                              self.g % 64))
         if r.kind == "hf" and self.g == 0:
             ts = self.clock.ds(t + 900)
             total = r.steps if r.fail_step is None else r.steps * 10 // 9
