@@ -104,7 +104,8 @@ bench_input() {
     if [ -d "$input" ]; then ug=$(timed ugrep -z -r -c Max_MA "$input")
     else ug=$(timed ugrep -z -c Max_MA "$input"); fi
   fi
-  local bin
+  local bin st=""
+  if [ "$label" = archive ]; then note "archive: stat all files"; st=$(timed stat_all "$input"); fi
   for bin in "${bins[@]}"; do
     note "$label: $bin index"
     local i t rss out lines events db times=() rsss=()
@@ -125,8 +126,7 @@ bench_input() {
     rows+=("$label|$(basename "$(dirname "$bin")")|$comp|$text|$bname|$base|$ug|$t|${lines:-0}|${events:-0}|$rss|$(du -s --block-size=1 "$db" | cut -f1)")
     if [ "$label" = "archive" ]; then # the unchanged re-run, into this index
       note "archive again: $bin index (unchanged)"
-      local st rt rr=()
-      st=$(timed stat_all "$input")
+      local rt rr=()
       for ((i = 0; i < reps; i++)); do
         t=$(now)
         # shellcheck disable=SC2086
