@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Indexing speed of whole `dsq index` processes next to decompression and ugrep,
+# measured in the same run on the same bytes (issue 5). Prints one table.
+#
+#   bench/bench_speed.sh [-b BUILD]... [-n REPEATS] [-s SINGLE_SIZE] [-a ARCHIVE_SIZE]
+#                        [-r RUNS] [-H HOSTS] [-R RANKS] [-d DIR] [-k]
+#     defaults: -b build -n 3 -s 200M -a 300M -r 100 -H 4 -R 8 -d $BENCH_DIR/speed
+#     (BENCH_DIR defaults to /tmp/dsq-bench); sizes are text bytes, K/M/G = 10^3/6/9
+#     -b twice or more: one set of dsq rows per build (DIR/dsq or a dsq binary)
+#     -k: keep the last index of each input in DIR (default: removed)
+#     DSQ_INDEX_ARGS: extra arguments for every `dsq index` (e.g. "-j 2")
+#
+# Inputs (tools/gen-archive.py, deterministic, cached in DIR: delete DIR to regenerate):
+#   single.log.zst   one pdsh-prefixed launcher log of SINGLE_SIZE (zstd -3)
+#   single.log.gz    the same text, gzip -6
+#   archive/         RUNS runs x HOSTS hosts x RANKS ranks, ARCHIVE_SIZE of text in every
+#                    container (.log, .log.zst, .log.gz, run.tar.zst, run.tar.gz, .zip)
+#   archive, again   `dsq index` over the archive into the index it just built (nothing
+#                    changed: every file is skipped)
+# Baselines, each the median of REPEATS runs, like dsq's:
+#   single inputs   zstd -dc / gzip -dc FILE > /dev/null
+#   archive         every file decompressed by its own tool, one process per tool
+#                   (zstd -dc, gzip -dc, unzip -p, cat), one after the other
+#   re-run          find -printf of every file's size and mtime (a stat of each)
+#   ugrep           ugrep -z [-r] -c Max_MA (multi-threaded; apt-get install ugrep)
+# dsq: `dsq index -q --db FRESH_DIR INPUT`, a fresh index in DIR each time; wall time,
+# peak RSS (/usr/bin/time %M), lines and events as dsq reports them, index size (du).
+# Nothing here asserts a speed; bench/README.md has measured tables.
+set -euo pipefail
+export LC_ALL=C
+here=$(cd "$(dirname "$0")/.." && pwd)
+builds=() reps=3 ssize=200M asize=300M runs=100 hosts=4 ranks=8 keep=0
+dir=${BENCH_DIR:-/tmp/dsq-bench}/speed
+while getopts b:n:s:a:r:H:R:d:k o; do
+  case $o in
+    b) builds+=("$OPTARG") ;; n) reps=$OPTARG ;; s) ssize=$OPTARG ;; a) asize=$OPTARG ;;
+    r) runs=$OPTARG ;; H) hosts=$OPTARG ;; R) ranks=$OPTARG ;; d) dir=$OPTARG ;; k) keep=1 ;;
+    *) sed -n '4,11p' "$0" >&2; exit 2 ;;
+  esac
+done
+[ ${#builds[@]} -gt 0 ] || builds=("$here/build")
+bins=()
+for b in "${builds[@]}"; do
+  if [ -x "$b/dsq" ] && [ -f "$b/dsq" ]; then bins+=("$(cd "$b" && pwd)/dsq")
+  elif [ -x "$b" ] && [ -f "$b" ]; then bins+=("$(cd "$(dirname "$b")" && pwd)/$(basename "$b")")
+  else echo "no dsq binary in $b (build first)" >&2; exit 2; fi
+done
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+have_ugrep=0; command -v ugrep >/dev/null && have_ugrep=1
+
+now() { echo "${EPOCHREALTIME/./}"; }                # microseconds, no fork
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+note() { printf '%s\n' "$*" >&2; }
+# seconds of one run of "$@", output discarded
+wall() { local t0; t0=$(now); "$@" >/dev/null 2>&1 || true; echo "scale=4; ($(now) - $t0) / 1000000" | bc; }
+# median seconds of REPEATS runs of "$@"
+timed() { local i; for ((i = 0; i < reps; i++)); do wall "$@"; done | median; }
+bytes() { du -s --apparent-size --block-size=1 "$@" | awk '{s += $1} END {print s}'; }
+
+# ---- inputs ------------------------------------------------------------------------
+mkdir -p "$dir"
+gen=(python3 "$here/tools/gen-archive.py" --seed 1)
+single=$dir/single-$ssize.log
+if [ ! -f "$single.zst" ] || [ ! -f "$single.gz" ]; then
+  note "generating $single ($ssize of text)"
+  "${gen[@]}" --single "$single" --hosts "$hosts" --ranks "$ranks" --size "$ssize"
+  zstd -q -3 -f "$single" -o "$single.zst"
+  gzip -6 -n -c "$single" > "$single.gz"
+  rm -f "$single"
+fi
+arch=$dir/archive-$runs-$hosts-$ranks-$asize
+if [ ! -f "$arch.done" ]; then
+  rm -rf "$arch"; note "generating $arch"
+  t0=$(now)
+  "${gen[@]}" "$arch" --runs "$runs" --hosts "$hosts" --ranks "$ranks" --size "$asize"
+  echo "scale=1; ($(now) - $t0) / 1000000" | bc > "$arch.done"
+fi
+
+decode_all() { # every file of the archive, decompressed by its own tool, to stdout
+  find "$1" -type f \( -name '*.zst' \) -print0 | xargs -0 -r zstd -dcq
+  find "$1" -type f \( -name '*.gz' \) -print0 | xargs -0 -r gzip -dc
+  find "$1" -type f -name '*.zip' -print0 | xargs -0 -r -n1 unzip -p
+  find "$1" -type f -name '*.log' -print0 | xargs -0 -r cat
+}
+stat_all() { find "$1" -type f -printf '%s %T@\n'; }
+
+# ---- one input: baseline + ugrep + dsq per build -------------------------------------
+rows=()
+db_n=0
+# bench_input LABEL INPUT BASELINE_NAME BASELINE_CMD... ; sets rows
+bench_input() {
+  local label=$1 input=$2 bname=$3; shift 3
+  local comp text base ug="-"
+  comp=$(bytes "$input")
+  case $bname in
+    "zstd -dc") text=$(zstd -dcq "$input" | wc -c) ;;
+    "gzip -dc") text=$(gzip -dc "$input" | wc -c) ;;
+    *) text=$(decode_all "$input" | wc -c) ;;
+  esac
+  note "$label: $bname"
+  base=$(timed "$@")
+  if [ $have_ugrep = 1 ]; then
+    note "$label: ugrep"
+    if [ -d "$input" ]; then ug=$(timed ugrep -z -r -c Max_MA "$input")
+    else ug=$(timed ugrep -z -c Max_MA "$input"); fi
+  fi
+  local bin st=""
+  if [ "$label" = archive ]; then note "archive: stat all files"; st=$(timed stat_all "$input"); fi
+  for bin in "${bins[@]}"; do
+    note "$label: $bin index"
+    local i t rss out lines events db times=() rsss=()
+    for ((i = 0; i < reps; i++)); do
+      db=$dir/db-$((db_n++)); rm -rf "$db"
+      t=$(now)
+      # shellcheck disable=SC2086 # DSQ_INDEX_ARGS is a list of words
+      out=$(/usr/bin/time -f %M -o "$dir/rss" "$bin" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
+        note "WARNING: dsq index exited $? on $input"
+      times+=("$(echo "scale=4; ($(now) - $t) / 1000000" | bc)")
+      rsss+=("$(tail -n 1 "$dir/rss")")
+      [ $i = $((reps - 1)) ] || rm -rf "$db"
+    done
+    lines=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\1/p' <<<"$out")
+    events=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\2/p' <<<"$out")
+    t=$(printf '%s\n' "${times[@]}" | median)
+    rss=$(printf '%s\n' "${rsss[@]}" | median)
+    rows+=("$label|$(basename "$(dirname "$bin")")|$comp|$text|$bname|$base|$ug|$t|${lines:-0}|${events:-0}|$rss|$(du -s --block-size=1 "$db" | cut -f1)")
+    if [ "$label" = "archive" ]; then # the unchanged re-run, into this index
+      note "archive again: $bin index (unchanged)"
+      local rt rr=()
+      for ((i = 0; i < reps; i++)); do
+        t=$(now)
+        # shellcheck disable=SC2086
+        /usr/bin/time -f %M -o "$dir/rss" "$bin" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input" >/dev/null || true
+        rt=$(echo "scale=4; ($(now) - $t) / 1000000" | bc); rr+=("$rt")
+      done
+      rows+=("archive, unchanged|$(basename "$(dirname "$bin")")|$comp|$text|stat all files|$st|-|$(printf '%s\n' "${rr[@]}" | median)|0|0|$(tail -n 1 "$dir/rss")|$(du -s --block-size=1 "$db" | cut -f1)")
+    fi
+    if [ $keep = 1 ]; then rm -rf "$dir/index-$label-$(basename "$(dirname "$bin")")"
+      mv "$db" "$dir/index-$label-$(basename "$(dirname "$bin")")"; else rm -rf "$db"; fi
+  done
+}
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+bench_input single.log.zst "$single.zst" "zstd -dc" zstd -dcq "$single.zst"
+bench_input single.log.gz "$single.gz" "gzip -dc" gzip -dc "$single.gz"
+bench_input archive "$arch" "decompress all" decode_all "$arch"
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+rm -f "$dir/rss"
+
+# ---- the table -------------------------------------------------------------------------
+nfiles=$(find "$arch" -type f | wc -l)
+echo
+echo "dsq index speed, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $load0 -> $load1"
+echo "median of $reps runs; single = one $ssize launcher log ($hosts hosts x $ranks ranks);"
+echo "archive = $runs runs x $hosts hosts x $ranks ranks, $nfiles files/archives (generated in $(cat "$arch.done") s)"
+echo
+awk -F'|' -v multi=$((${#bins[@]} > 1)) '
+function mb(x) { return sprintf("%.1f", x / 1e6) }
+function r(a, b) { return (b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+BEGIN {
+  printf "| input |%s in MB | text MB | baseline | base s | ugrep s | dsq s | dsq/base | dsq/ugrep | M lines/s | M events/s | peak RSS MB | index MB |\n", multi ? " build |" : ""
+  printf "|---|%s---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", multi ? "---|" : ""
+}
+{
+  ls = $9 > 0 ? sprintf("%.2f", $9 / $8 / 1e6) : "-"
+  es = $10 > 0 ? sprintf("%.2f", $10 / $8 / 1e6) : "-"
+  printf "| %s |%s %s | %s | %s | %.3f | %s | %.3f | %s | %s | %s | %s | %.0f | %s |\n", $1,
+    multi ? " " $2 " |" : "", mb($3), mb($4), $5, $6, ($7 == "-" ? "-" : sprintf("%.3f", $7)), $8,
+    r($8, $6), r($8, $7), ls, es, $11 / 1024, mb($12)
+}' < <(printf '%s\n' "${rows[@]}")
+echo
+echo "dsq reported lines/events: $(printf '%s\n' "${rows[@]}" | awk -F'|' '$9 > 0 {printf "%s %s lines %s events; ", $1, $9, $10}')"
