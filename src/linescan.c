@@ -8,6 +8,7 @@
  */
 #include "linescan.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,28 +54,27 @@ DSQ_AVX2 static inline unsigned eol_mask32(const char *p, __m256i nl, __m256i cr
     return (unsigned)_mm256_movemask_epi8(hit);
 }
 
-/* One block first (most lines are short), then two blocks a turn with one test for
- * both, then a last whole block, then bytes. */
+/* Scans 64 bytes a turn and keeps the last block's terminator bits: the lines after
+ * a line end in the same block (most lines are shorter than two blocks) are found
+ * from the bits, so each byte of a chunk is compared once. A block is kept only
+ * when it lies wholly inside the chunk; the last bytes go 32 at a time, then one
+ * by one. */
 DSQ_AVX2 static const char *find_avx2(dsq_linescan *ls, const char *p, const char *end)
 {
-    (void)ls;
-    const __m256i nl = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
-    if (end - p >= 32) {
-        unsigned m = eol_mask32(p, nl, cr);
+    uintptr_t off = (uintptr_t)p - (uintptr_t)ls->blk;
+    if (off < 64) {
+        uint64_t m = ls->bits & (~(uint64_t)0 << off);
         if (m)
-            return p + __builtin_ctz(m);
-        p += 32;
+            return ls->blk + __builtin_ctzll(m);
+        p = ls->blk + 64;
     }
+    const __m256i nl = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
     while (end - p >= 64) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-        __m256i ha = _mm256_or_si256(_mm256_cmpeq_epi8(a, nl), _mm256_cmpeq_epi8(a, cr));
-        __m256i hb = _mm256_or_si256(_mm256_cmpeq_epi8(b, nl), _mm256_cmpeq_epi8(b, cr));
-        if (!_mm256_testz_si256(_mm256_or_si256(ha, hb), _mm256_or_si256(ha, hb))) {
-            unsigned ma = (unsigned)_mm256_movemask_epi8(ha);
-            if (ma)
-                return p + __builtin_ctz(ma);
-            return p + 32 + __builtin_ctz((unsigned)_mm256_movemask_epi8(hb));
+        uint64_t m = eol_mask32(p, nl, cr) | (uint64_t)eol_mask32(p + 32, nl, cr) << 32;
+        if (m) {
+            ls->blk = p;
+            ls->bits = m;
+            return p + __builtin_ctzll(m);
         }
         p += 64;
     }
@@ -149,6 +149,6 @@ int dsq_linescan_init(dsq_linescan *ls, dsq_linescan_backend b)
         b = DSQ_LINESCAN_SCALAR;
     ls->backend = b;
     ls->find = b == DSQ_LINESCAN_AVX2 ? find_avx2 : find_scalar;
-    ls->nl = NULL;
+    dsq_linescan_chunk(ls);
     return rc;
 }

@@ -4,9 +4,10 @@
  *   scalar  portable C, always compiled: memchr for '\n', then memchr for '\r' up to
  *           it; the '\n' found is cached for the rest of the chunk, so a run of
  *           lone '\r' (tqdm) scans the chunk for '\n' once, not once per segment
- *   avx2    x86-64 only: 32 bytes compared against both bytes in one pass; compiled
- *           with a target attribute (the rest of the build keeps default flags) and
- *           used only when the CPU runs it
+ *   avx2    x86-64 only: 64 bytes a turn compared against both bytes in one pass,
+ *           the block's terminator bits kept for the lines that follow in it;
+ *           compiled with a target attribute (the rest of the build keeps default
+ *           flags) and used only when the CPU runs it
  * A backend never reads outside [p, end): chunks are caller data with no padding.
  *
  * The backend is chosen once, when a scanner is set up: DSQ_LINESCAN_AUTO takes
@@ -17,6 +18,7 @@
 #define DSQ_LINESCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum dsq_linescan_backend {
     DSQ_LINESCAN_AUTO = 0, /* DSQ_LINES_BACKEND if usable, else the fastest usable */
@@ -30,7 +32,9 @@ typedef struct dsq_linescan dsq_linescan;
 /* Scanner state, embedded by its user (no allocation). */
 struct dsq_linescan {
     const char *(*find)(dsq_linescan *ls, const char *p, const char *end);
-    const char *nl; /* scalar: the next '\n' of the chunk at or after the last p, or end */
+    const char *nl;   /* scalar: the chunk's next '\n' at or after the last p, or end */
+    const char *blk;  /* avx2: the last 64-byte block scanned (inside the chunk), or NULL */
+    uint64_t bits;    /* avx2: its terminator bits, bit i for blk[i] */
     dsq_linescan_backend backend; /* never AUTO once set up */
 };
 
@@ -40,7 +44,11 @@ int dsq_linescan_init(dsq_linescan *ls, dsq_linescan_backend b);
 
 /* Starts a new chunk: must be called before the first find in each chunk. Between
  * two calls every find passes the same end and a p that never moves backwards. */
-static inline void dsq_linescan_chunk(dsq_linescan *ls) { ls->nl = NULL; }
+static inline void dsq_linescan_chunk(dsq_linescan *ls)
+{
+    ls->nl = NULL;
+    ls->blk = NULL;
+}
 
 /* First '\n' or '\r' in [p, end) (p <= end), or NULL when there is none. */
 static inline const char *dsq_linescan_find(dsq_linescan *ls, const char *p, const char *end)
