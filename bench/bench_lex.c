@@ -1,15 +1,21 @@
 /* bench_lex: how fast the in-memory path runs, next to a baseline measured in the
  * same run.
  *
- *   bench_lex FILE [RUNS]
+ *   bench_lex FILE [RUNS [ROW...]]
  *
  * Loads FILE (plain text) into memory once, then times, RUNS times each (default
- * 7), and prints min and median:
+ * 7; the rows take turns within each round, so load from other jobs spreads over
+ * all of them), and prints min and median:
  *   memchr-lines   counting '\n' with memchr: the floor any line splitter sits on
- *   split          dsq_lines over the buffer, empty per-line callback
- *   split+scan     dsq_lines + dsq_scan (prefixes, recognizers, events) with a
- *                  sink that only counts events: what indexing costs before LMDB
- * Throughput is MB/s of input (1 MB = 1e6 bytes) and lines/s.
+ *   split/<name>   dsq_lines over the buffer with each line-end backend this CPU
+ *                  runs (linescan.h), empty per-line callback
+ *   split+scan     dsq_lines (default backend) + dsq_scan (prefixes, recognizers,
+ *                  events) with a sink that only counts events: what indexing costs
+ *                  before LMDB
+ * Throughput is GB/s of input (1 GB = 1e9 bytes) over the median wall time, and
+ * over the median CPU time of the thread (steadier on a shared machine), and
+ * lines/s over the median wall time. ROW names limit the
+ * run to those rows (e.g. split/avx2 alone, for perf).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +23,7 @@
 #include <time.h>
 
 #include "dict.h"
+#include "linescan.h"
 #include "lines.h"
 #include "scan.h"
 
@@ -26,10 +33,10 @@ typedef struct bench_params {
     int runs;
 } bench_params;
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
@@ -91,22 +98,49 @@ static uint64_t run_scan(const bench_params *p, void *ctx)
     return dsq_lines_stats_get(s->lb)->lines;
 }
 
-static void measure(const char *name, const bench_params *p,
-                    uint64_t (*fn)(const bench_params *, void *), void *ctx)
+typedef struct bench_row {
+    char name[32];
+    uint64_t (*fn)(const bench_params *, void *);
+    void *ctx;
+    double t[64];   /* wall seconds of each run */
+    double cpu[64]; /* CPU seconds of this thread in each run */
+    uint64_t lines;
+} bench_row;
+
+/* 1 when row is to run: no names given, or one of them is its name. */
+static int row_wanted(const bench_row *row, int argc, char **argv)
 {
-    double t[64];
-    uint64_t lines = 0;
+    if (argc <= 3)
+        return 1;
+    for (int i = 3; i < argc; i++)
+        if (strcmp(argv[i], row->name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Times every row p->runs times, one run of each row per round. */
+static void measure(const bench_params *p, bench_row *rows, int nrows)
+{
     int runs = p->runs > 64 ? 64 : p->runs;
     for (int i = 0; i < runs; i++) {
-        double t0 = now();
-        lines = fn(p, ctx);
-        t[i] = now() - t0;
+        for (int r = 0; r < nrows; r++) {
+            double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+            rows[r].lines = rows[r].fn(p, rows[r].ctx);
+            rows[r].cpu[i] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+            rows[r].t[i] = clock_s(CLOCK_MONOTONIC) - t0;
+        }
     }
-    qsort(t, (size_t)runs, sizeof t[0], cmp_d);
-    double mb = (double)p->len / 1e6;
-    printf("%-14s %10.1f MB/s (min %.4f s, median %.4f s)  %12.0f lines/s  %llu lines\n", name,
-           mb / t[runs / 2], t[0], t[runs / 2], (double)lines / t[runs / 2],
-           (unsigned long long)lines);
+    printf("%-14s %9s %9s %9s %9s %12s %10s\n", "row", "GB/s", "cpu GB/s", "min s", "median s",
+           "lines/s", "lines");
+    for (int r = 0; r < nrows; r++) {
+        double *t = rows[r].t, *c = rows[r].cpu;
+        qsort(t, (size_t)runs, sizeof t[0], cmp_d);
+        qsort(c, (size_t)runs, sizeof c[0], cmp_d);
+        double gb = (double)p->len / 1e9;
+        printf("%-14s %9.2f %9.2f %9.4f %9.4f %12.0f %10llu\n", rows[r].name, gb / t[runs / 2],
+               gb / c[runs / 2], t[0], t[runs / 2], (double)rows[r].lines / t[runs / 2],
+               (unsigned long long)rows[r].lines);
+    }
 }
 
 static char *load(const char *path, size_t *len)
@@ -130,7 +164,7 @@ static char *load(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_lex FILE [RUNS]\n");
+        fprintf(stderr, "usage: bench_lex FILE [RUNS [ROW...]]\n");
         return 2;
     }
     bench_params p = {.runs = argc > 2 ? atoi(argv[2]) : 7};
@@ -143,21 +177,38 @@ int main(int argc, char **argv)
     }
     p.buf = buf;
     dsq_dict *d = NULL;
-    dsq_lines *lb = NULL, *lb2 = NULL;
+    dsq_lines *lb[DSQ_LINESCAN_COUNT] = {NULL}, *lb2 = NULL;
     dsq_scan *sc = NULL;
-    dsq_lines_params lp = {0, count_line, NULL};
+    bench_row rows[DSQ_LINESCAN_COUNT + 2];
+    int nrows = 0;
+    memset(rows, 0, sizeof rows);
+    rows[nrows++] = (bench_row){.name = "memchr-lines", .fn = run_memchr};
+    for (int b = DSQ_LINESCAN_SCALAR; b < DSQ_LINESCAN_COUNT; b++) {
+        dsq_lines_params lp = {0, count_line, NULL};
+        if (!dsq_linescan_usable((dsq_linescan_backend)b) || dsq_lines_new(&lp, &lb[b]) != 0)
+            continue;
+        dsq_lines_set_backend(lb[b], (dsq_linescan_backend)b);
+        rows[nrows] = (bench_row){.fn = run_split, .ctx = lb[b]};
+        snprintf(rows[nrows].name, sizeof rows[nrows].name, "split/%s",
+                 dsq_linescan_name((dsq_linescan_backend)b));
+        nrows++;
+    }
     dsq_dict_new(&d);
     dsq_scan_params sp = {.dict = d, .emit = count_event};
-    dsq_lines_new(&lp, &lb);
     dsq_scan_new(&sp, &sc);
     dsq_lines_params lp2 = {0, dsq_scan_line, sc};
     dsq_lines_new(&lp2, &lb2);
     scan_ctx s = {lb2, sc};
-    printf("input %s: %.1f MB, %d runs each\n", argv[1], (double)p.len / 1e6, p.runs);
-    measure("memchr-lines", &p, run_memchr, NULL);
-    measure("split", &p, run_split, lb);
-    measure("split+scan", &p, run_scan, &s);
-    dsq_lines_free(lb);
+    rows[nrows++] = (bench_row){.name = "split+scan", .fn = run_scan, .ctx = &s};
+    printf("input %s: %.1f MB, %d runs each, default line-end backend %s\n", argv[1],
+           (double)p.len / 1e6, p.runs, dsq_linescan_name(dsq_lines_backend(lb2)));
+    int kept = 0;
+    for (int r = 0; r < nrows; r++)
+        if (row_wanted(&rows[r], argc, argv))
+            rows[kept++] = rows[r];
+    measure(&p, rows, kept);
+    for (int b = 0; b < DSQ_LINESCAN_COUNT; b++)
+        dsq_lines_free(lb[b]);
     dsq_lines_free(lb2);
     dsq_scan_free(sc);
     dsq_dict_free(d);

@@ -3,8 +3,9 @@
  * Complete lines inside a fed chunk are handed out in place: no copy. Only a line
  * that straddles two chunks, the last unterminated line, and the kept head of a cut
  * line go through the carry buffer, which is padded so the lexer's sentinel rule
- * holds there too. Line ends are found with memchr: '\n' positions are cached per
- * chunk so a run of lone '\r' (tqdm) does not rescan the chunk for '\n' each time.
+ * holds there too. Line ends are found by the backend of linescan.h chosen when the
+ * splitter is made; dsq_linescan_chunk starts each fed chunk, since the scalar
+ * backend caches the chunk's next '\n'.
  */
 #include "lines.h"
 
@@ -23,7 +24,7 @@ struct dsq_lines {
     int skipping;       /* inside the dropped tail of a cut line */
     int last_cr;        /* previous chunk ended with '\r': a leading '\n' belongs to it */
     int after_cr;       /* the next line starts after a lone '\r' */
-    const char *nl;     /* cached next '\n' in the current chunk (or chunk end) */
+    dsq_linescan scan;  /* finds the next '\n' or '\r' */
     dsq_lines_stats st;
 };
 
@@ -32,6 +33,7 @@ int dsq_lines_new(const dsq_lines_params *params, dsq_lines **out)
     dsq_lines *lb = calloc(1, sizeof *lb);
     if (!lb)
         return DSQ_ENOMEM;
+    dsq_linescan_init(&lb->scan, DSQ_LINESCAN_AUTO); /* AUTO always succeeds */
     lb->p = *params;
     if (lb->p.max_line == 0)
         lb->p.max_line = DSQ_LINES_DEFAULT_MAX;
@@ -64,18 +66,12 @@ void dsq_lines_reset(dsq_lines *lb)
 
 const dsq_lines_stats *dsq_lines_stats_get(const dsq_lines *lb) { return &lb->st; }
 
-/* First '\n' or '\r' in [p, end), or NULL. */
-static const char *find_eol(dsq_lines *lb, const char *p, const char *end)
+int dsq_lines_set_backend(dsq_lines *lb, dsq_linescan_backend b)
 {
-    if (!lb->nl || lb->nl < p) {
-        const char *n = memchr(p, '\n', (size_t)(end - p));
-        lb->nl = n ? n : end;
-    }
-    const char *cr = memchr(p, '\r', (size_t)(lb->nl - p));
-    if (cr)
-        return cr;
-    return lb->nl < end ? lb->nl : NULL;
+    return dsq_linescan_init(&lb->scan, b);
 }
+
+dsq_linescan_backend dsq_lines_backend(const dsq_lines *lb) { return lb->scan.backend; }
 
 /* Hands the carry buffer out as one line, with the sentinel and padding set. */
 static int emit_carry(dsq_lines *lb)
@@ -125,7 +121,7 @@ static const char *past_eol(dsq_lines *lb, const char *eol, const char *end)
 static int finish_carried(dsq_lines *lb, const char **pp, const char *end)
 {
     const char *p = *pp;
-    const char *eol = find_eol(lb, p, end);
+    const char *eol = dsq_linescan_find(&lb->scan, p, end);
     const char *stop = eol ? eol : end;
     if (!lb->skipping)
         carry_append(lb, p, (size_t)(stop - p));
@@ -153,7 +149,7 @@ int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len)
     const char *p = data, *end = data + len;
     int rc = 0;
     lb->st.bytes += len;
-    lb->nl = NULL;
+    dsq_linescan_chunk(&lb->scan);
     if (lb->last_cr && p < end && *p == '\n')
         p++;
     else if (lb->last_cr)
@@ -166,7 +162,7 @@ int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len)
     }
     const size_t max = lb->p.max_line;
     while (p < end) {
-        const char *eol = find_eol(lb, p, end);
+        const char *eol = dsq_linescan_find(&lb->scan, p, end);
         if (!eol)
             break;
         size_t n = (size_t)(eol - p);

@@ -8,12 +8,17 @@
  * terminator is the sentinel). A line longer than max_line is cut to max_line bytes,
  * passed with DSQ_LINE_CUT, and the rest of it up to its end is skipped: the lines
  * after it are not lost. Chunks may split a line (or a "\r\n") anywhere.
+ *
+ * Line ends are found by a backend of linescan.h (scalar or AVX2), chosen once per
+ * splitter; every backend yields the same lines, flags and stats.
  */
 #ifndef DSQ_LINES_H
 #define DSQ_LINES_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "linescan.h"
 
 #define DSQ_LINES_PAD 64
 #define DSQ_LINE_CUT 1u
@@ -38,7 +43,8 @@ typedef struct dsq_lines_stats {
     uint64_t bytes;     /* bytes fed */
 } dsq_lines_stats;
 
-/* Allocates a splitter (the only allocation: its carry buffer). Returns 0 or DSQ_ENOMEM. */
+/* Allocates a splitter (the only allocation: its carry buffer), finding line ends
+ * with the DSQ_LINESCAN_AUTO backend. Returns 0 or DSQ_ENOMEM. */
 int dsq_lines_new(const dsq_lines_params *params, dsq_lines **out);
 void dsq_lines_free(dsq_lines *lb);
 
@@ -53,5 +59,13 @@ int dsq_lines_feed(dsq_lines *lb, const char *data, size_t len);
 int dsq_lines_finish(dsq_lines *lb);
 
 const dsq_lines_stats *dsq_lines_stats_get(const dsq_lines *lb);
+
+/* Makes the splitter find line ends with backend b from the next feed on (tests and
+ * benchmarks compare backends this way). Returns 0, or DSQ_EUSAGE when this CPU
+ * cannot run b (the splitter then uses the scalar backend). */
+int dsq_lines_set_backend(dsq_lines *lb, dsq_linescan_backend b);
+
+/* The backend this splitter finds line ends with (never AUTO). */
+dsq_linescan_backend dsq_lines_backend(const dsq_lines *lb);
 
 #endif

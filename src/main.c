@@ -20,6 +20,7 @@
 #include "error.h"
 #include "explain.h"
 #include "indexer.h"
+#include "linescan.h"
 #include "prune.h"
 #include "query.h"
 #include "report.h"
@@ -77,7 +78,8 @@ static const char usage_text[] =
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --lang zh    (explain) explanations in Chinese (default: en)\n"
     "  --only problems  (explain) only warning, error and failure lines\n"
-    "  --version    print the version\n"
+    "  --version    print the version and the line-splitting backend\n"
+    "               (DSQ_LINES_BACKEND=scalar|avx2 forces one)\n"
     "\n"
     "Query language:\n"
     "  AGG [FIELD] [, AGG FIELD ...] [by KEY[, KEY]] [where COND] [since T] [until T]\n"
@@ -762,7 +764,8 @@ int main(int argc, char **argv)
             version |= strcmp(argv[i], "--version") == 0;
         }
         if (version)
-            printf("dsq %s\n", DSQ_VERSION);
+            printf("dsq %s (line splitting: %s)\n", DSQ_VERSION,
+                   dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)));
         else
             fputs(usage_text, help ? stdout : stderr);
         code = (help || version) ? 0 : EXIT_USAGE;

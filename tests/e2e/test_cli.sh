@@ -21,6 +21,13 @@ done
 run_dsq --version
 expect_code "dsq --version" 0 "$RC"
 expect_contains "dsq --version prints the version" "dsq " "$OUT"
+expect_contains "dsq --version names the line-splitting backend" "(line splitting: " "$OUT"
+DSQ_LINES_BACKEND=scalar run_dsq --version
+expect_contains "DSQ_LINES_BACKEND=scalar is shown by --version" "(line splitting: scalar)" "$OUT"
+if grep -qw avx2 /proc/cpuinfo 2>/dev/null && [ "$(uname -m)" = x86_64 ]; then
+    DSQ_LINES_BACKEND= run_dsq --version
+    expect_contains "an AVX2 CPU splits lines with avx2 by default" "(line splitting: avx2)" "$OUT"
+fi
 
 # 2. usage errors: exit 2 with a message -------------------------------------------
 run_dsq

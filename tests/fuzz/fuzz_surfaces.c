@@ -2,7 +2,9 @@
  * how targets are built and replayed):
  *
  *   lines   bytes -> line splitter in input-chosen chunks; every line handed out
- *           must respect the cap and end on its sentinel ('\n' or '\r')
+ *           must respect the cap and end on its sentinel ('\n' or '\r'); run with
+ *           every line-end backend the CPU has (linescan.h), in those chunks and in
+ *           one feed, which must all hand out the same lines, flags and stats
  *   time    bytes -> the query time literal parser, and civil <-> epoch
  *           conversions of the numbers the bytes make (round trips checked)
  *   query   bytes -> the query parser; an error must point inside the text
@@ -17,17 +19,37 @@
 
 #include "fuzz_surfaces.h"
 #include "input.h"
+#include "linescan.h"
 #include "lines.h"
 #include "query.h"
 #include "timeconv.h"
 
 #define MAX_LINE 4096
 
+/* What one splitter handed out: per line its flags, length and bytes, then the
+ * stats. Sized once per input (lines <= size + 1, their bytes <= size). */
+typedef struct lines_record {
+    unsigned char *buf;
+    size_t n, cap;
+} lines_record;
+
+static void record_put(lines_record *r, const void *p, size_t n)
+{
+    if (n > r->cap - r->n)
+        abort(); /* the bound above is wrong */
+    memcpy(r->buf + r->n, p, n);
+    r->n += n;
+}
+
 static int check_line(void *ctx, const char *line, size_t len, unsigned flags)
 {
-    (void)ctx, (void)flags;
     if (len > MAX_LINE || (line[len] != '\n' && line[len] != '\r'))
         abort();
+    lines_record *r = ctx;
+    unsigned char f = (unsigned char)flags;
+    record_put(r, &f, 1);
+    record_put(r, &len, sizeof len);
+    record_put(r, line, len);
     return 0;
 }
 
@@ -43,17 +65,54 @@ void fuzz_feed(dsq_lines *lb, const uint8_t *data, size_t size, size_t max_chunk
     }
 }
 
+/* Splits data with backend b (chunks chosen by fuzz_feed, or one feed) into r. */
+static void split_lines(dsq_lines *lb, dsq_linescan_backend b, const uint8_t *data, size_t size,
+                        int one_feed, lines_record *r)
+{
+    r->n = 0;
+    if (dsq_lines_set_backend(lb, b) != 0)
+        abort();
+    dsq_lines_reset(lb);
+    if (one_feed) {
+        char *copy = malloc(size ? size : 1);
+        memcpy(copy, data, size);
+        dsq_lines_feed(lb, copy, size);
+        free(copy);
+    } else {
+        fuzz_feed(lb, data, size, 97);
+    }
+    dsq_lines_finish(lb);
+    record_put(r, dsq_lines_stats_get(lb), sizeof(dsq_lines_stats));
+}
+
 static void fuzz_lines(const uint8_t *data, size_t size)
 {
-    static dsq_lines *lb;
+    static lines_record want, got;
+    static dsq_lines *ref, *lb; /* their callbacks fill want and got */
     if (!lb) {
-        dsq_lines_params lp = {MAX_LINE, check_line, NULL};
-        if (dsq_lines_new(&lp, &lb))
+        dsq_lines_params pw = {MAX_LINE, check_line, &want}, pg = {MAX_LINE, check_line, &got};
+        if (dsq_lines_new(&pw, &ref) || dsq_lines_new(&pg, &lb))
             abort();
     }
-    dsq_lines_reset(lb);
-    fuzz_feed(lb, data, size, 97);
-    dsq_lines_finish(lb);
+    size_t cap = (size + 1) * (1 + sizeof(size_t)) + size + sizeof(dsq_lines_stats);
+    want.buf = malloc(cap);
+    got.buf = malloc(cap);
+    if (!want.buf || !got.buf)
+        abort();
+    want.cap = got.cap = cap;
+    split_lines(ref, DSQ_LINESCAN_SCALAR, data, size, 0, &want);
+    for (int b = DSQ_LINESCAN_SCALAR; b < DSQ_LINESCAN_COUNT; b++) {
+        if (!dsq_linescan_usable((dsq_linescan_backend)b))
+            continue;
+        for (int one_feed = 0; one_feed <= 1; one_feed++) {
+            split_lines(lb, (dsq_linescan_backend)b, data, size, one_feed, &got);
+            if (got.n != want.n || memcmp(got.buf, want.buf, want.n) != 0)
+                abort(); /* backends or chunkings disagree */
+        }
+    }
+    free(want.buf);
+    free(got.buf);
+    want.buf = got.buf = NULL;
 }
 
 static char *cstr(const uint8_t *data, size_t size)
