@@ -55,7 +55,7 @@ typedef struct dsq_file_info {
 int dsq_input_new(dsq_input **out);
 void dsq_input_free(dsq_input *in);
 
-/* Stats a file and computes its fingerprint (size, first and last 64 KiB) without
+/* Stats a file and computes its fingerprint (size, first and last 4 KiB) without
  * decoding it: what decides whether an indexed file changed. */
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
 
