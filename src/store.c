@@ -1335,6 +1335,10 @@ static int copy_tables(MDB_env *src, MDB_env *dst, const char *dir, const char *
             if ((rc = mdb_put(wt, to, &k, &v, MDB_APPEND)))
                 break;
             batch += k.mv_size + v.mv_size;
+            /* Pages are let go every 4 MiB read: in a file whose pages are scattered,
+             * each fault maps its neighbours too, many times what was read. */
+            if (batch % ((size_t)4 << 20) < k.mv_size + v.mv_size)
+                release_map(dir, "data.mdb");
             if (batch >= ((size_t)32 << 20)) {
                 batch = 0;
                 if ((rc = mdb_txn_commit(wt))) {
@@ -1343,7 +1347,6 @@ static int copy_tables(MDB_env *src, MDB_env *dst, const char *dir, const char *
                 }
                 if ((rc = mdb_txn_begin(dst, NULL, 0, &wt)))
                     break;
-                release_map(dir, "data.mdb");
                 release_map(tmpdir, "data.mdb");
             }
         }
