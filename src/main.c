@@ -726,9 +726,14 @@ int main(int argc, char **argv)
     if (!c.args)
         return EXIT_INDEX;
     c.tty = isatty(2);
-    int code;
+    int code, help_asked = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        help_asked |= strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
     if (parse_args(&c, argc, argv) != 0) {
         code = EXIT_USAGE;
+    } else if (help_asked && c.nargs > 0) { /* dsq index --help */
+        fputs(usage_text, stdout);
+        code = 0;
     } else if (c.nargs == 0) {
         int help = 0, version = 0;
         for (int i = 1; i < argc; i++) {
