@@ -4,7 +4,8 @@
 # pieces, damaged files) is indexed with -j 1 and with -j 4 (and $DSQ_JOBS=3): every
 # event (`dsq show`), `dsq runs`, `dsq fields` and several queries answer the same,
 # the summaries count the same files, members, lines and events, the problems are
-# reported the same, in the same order, with the same exit status. Re-running over
+# reported the same, in the same order, with the same exit status, also when the
+# index map fills and grows under the writer. Re-running over
 # the unchanged archive, and after one file changed, does the same as -j 1 too.
 source "$(dirname "$0")/lib.sh"
 e2e_init
@@ -100,6 +101,13 @@ for jobs in "-j 4" "-j2" "--jobs=3"; do
         diff "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt" | head -10
     fi
 done
+
+# a map that fills and grows many times (DSQ_MAP_BYTES: a 64 KiB first map): files
+# whose write hit the full map are read again by the writer itself
+DSQ_MAP_BYTES=65536 index "$DSQ_TMP/jmap" -j 4
+expect_eq "-j 4, growing map: summary as -j 1" "$sum1" "$SUMMARY"
+dump "$DSQ_TMP/jmap" >"$DSQ_TMP/dump.txt" 2>&1
+check "-j 4, growing map: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
 
 # DSQ_JOBS is the default for -j
 DSQ_JOBS=3 index "$DSQ_TMP/jenv"

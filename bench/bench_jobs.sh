@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `dsq index -j N` wall time for N = 1 and 2 (or $JOBS), fresh index each time,
+# medians of RUNS, on (a) a multi-file archive of generated runs (bench/gen_runs:
+# per-host .log.zst files) and (b) one big .zst log (the bench_index.sh input).
+#
+#   bench/bench_jobs.sh [BUILD_DIR] [NRUNS] [RUNS]      (defaults: build 200 3)
+#
+# Inputs are cached in $BENCH_DIR (default /tmp/dsq-bench); indexes go to a temporary
+# directory that is removed at the end. Nothing asserts a threshold.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$here/build}; nruns=${2:-200}; runs=${3:-3}
+work=${BENCH_DIR:-/tmp/dsq-bench}
+jobs_list=${JOBS:-1 2}
+mkdir -p "$work"
+archive=$work/gen-runs-$nruns
+[ -d "$archive/runs" ] || "$build/bench/gen_runs" -n "$nruns" "$archive" >/dev/null
+log=$work/synthetic-200MB.log
+[ -f "$log" ] || python3 "$here/tools/gen-log.py" 200 "$log"
+[ -f "$log.zst" ] || zstd -q -3 -f "$log" -o "$log.zst"
+tmp=$(mktemp -d /tmp/dsq-bench-jobs.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+timeit() { # seconds of one run of "$@"
+  local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+printf '%-34s %4s %9s %9s %s\n' "input" "-j" "median s" "MB/s" "(all runs)"
+for input in "$archive/runs" "$log.zst"; do
+  if [ -d "$input" ]; then
+    bytes=$(find "$input" -type f -name '*.zst' -exec zstd -dc {} + | wc -c)
+    name="$(basename "$archive") ($(find "$input" -type f | wc -l) files)"
+  else
+    bytes=$(zstd -dc "$input" | wc -c)
+    name=$(basename "$input")
+  fi
+  for j in $jobs_list; do
+    ts=()
+    for ((i = 0; i < runs; i++)); do
+      rm -rf "$tmp/db"
+      ts+=("$(timeit "$build/dsq" index -q -j "$j" --db "$tmp/db" "$input")")
+    done
+    med=$(printf '%s\n' "${ts[@]}" | median)
+    printf '%-34s %4s %9.3f %9.1f %s\n' "$name" "$j" "$med" "$(echo "$bytes/1000000/$med" | bc -l)" \
+      "$(printf '%.3f ' "${ts[@]}")"
+  done
+done
