@@ -82,6 +82,11 @@ struct dsq_indexer {
     int walk_done, stop;
     struct worker *w;
     int nw;
+    /* with workers, files are committed in groups: the jobs written since the last
+     * commit, and their numbers (added to st once committed) */
+    size_t *group;
+    size_t ngroup, group_cap;
+    dsq_index_stats group_st;
 };
 
 static double elapsed(const struct timespec *t0)
@@ -237,6 +242,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);
     dsq_rollup_free(ix->roll);
+    free(ix->group);
     pthread_mutex_destroy(&ix->mu);
     pthread_cond_destroy(&ix->cv);
     free(ix);
@@ -325,6 +331,26 @@ static uint32_t host_from_path(dsq_dict *d, const char *path)
     return 0;
 }
 
+static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
+{
+    to->members += from->members;
+    to->members_failed += from->members_failed;
+    to->bytes_in += from->bytes_in;
+    to->bytes_decoded += from->bytes_decoded;
+    to->lines += from->lines;
+    to->cut_lines += from->cut_lines;
+    to->events += from->events;
+}
+
+/* The files of the open group are committed: count them. */
+static void group_committed(dsq_indexer *ix)
+{
+    ix->st.files_indexed += ix->group_st.files_indexed;
+    add_stats(&ix->st, &ix->group_st);
+    memset(&ix->group_st, 0, sizeof ix->group_st);
+    ix->ngroup = 0;
+}
+
 /* Commits what a big file has given so far, its source record marked partial, and
  * opens the next write. Events the scanner still holds (a memory report waiting
  * for its last line) go into a later commit. */
@@ -341,6 +367,7 @@ static int checkpoint(dsq_indexer *ix)
     if ((rc = dsq_store_source_put(ix->p.store, ix->cur_abs, &rec, ix->cur_err)) ||
         (rc = dsq_store_commit(ix->p.store, ix->cur_err)))
         return rc;
+    group_committed(ix);
     return dsq_store_begin(ix->p.store, ix->cur_err);
 }
 
@@ -455,7 +482,8 @@ static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 
 /* The current file has been read: its last blocks, rollups and its source record
  * (complete), and the commit. */
-static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_error *err)
+static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, int commit,
+                     dsq_error *err)
 {
     int status;
     if ((status = flush_blocks(ix)) || (status = dsq_rollup_finish(ix->roll, err)))
@@ -464,7 +492,7 @@ static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_
     rec->nblocks = ix->cur_seq;
     if ((status = dsq_store_source_put(ix->p.store, abs, rec, err)))
         return file_failed(ix, status, err);
-    return dsq_store_commit(ix->p.store, err);
+    return commit ? dsq_store_commit(ix->p.store, err) : 0;
 }
 
 /* Starts the write of a file: its old source dropped, a new id, an empty rollup. */
@@ -479,8 +507,8 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
     ix->cur_abs = abs;
     ix->cur_rec = rec;
     ix->since_commit = 0;
-    int status = dsq_store_begin(ix->p.store, err);
-    if (status)
+    int status = dsq_store_writing(ix->p.store) ? 0 : dsq_store_begin(ix->p.store, err);
+    if (status) /* (a write is open when files are committed in groups) */
         return status;
     if ((status = dsq_store_source_drop(ix->p.store, abs, err)) ||
         (status = dsq_store_source_new_id(ix->p.store, &ix->cur_source, err)))
@@ -508,18 +536,7 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     status = index_members(ix, &rec);
     ix->pend.bytes_in = dsq_input_bytes_in(ix->in);
     dsq_input_close(ix->in);
-    return status ? file_failed(ix, status, err) : file_done(ix, abs, &rec, err);
-}
-
-static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
-{
-    to->members += from->members;
-    to->members_failed += from->members_failed;
-    to->bytes_in += from->bytes_in;
-    to->bytes_decoded += from->bytes_decoded;
-    to->lines += from->lines;
-    to->cut_lines += from->cut_lines;
-    to->events += from->events;
+    return status ? file_failed(ix, status, err) : file_done(ix, abs, &rec, 1, err);
 }
 
 /* Whether abs is indexed as it is now (complete, same size, mtime, fingerprint and
@@ -955,19 +972,34 @@ static int drain_file(dsq_indexer *ix, worker *w, dsq_error *err)
     return rc;
 }
 
-/* index_file_once for a file a worker reads: the same writes from its messages.
- * *drained is set once the file's end message was read. */
+/* index_file_once for a file a worker reads: the same writes from its messages,
+ * but no commit at the end (the caller commits files in groups). *drained is set
+ * once the file's end message was read. */
 static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained, dsq_error *err)
 {
     dsq_source_rec rec;
     uint32_t type;
     const void *data;
     size_t n;
-    int status = file_begin(ix, j->abs, &rec, &j->fi, err);
+    int status = next_msg(ix, w, &type, &data, &n, err);
     if (status)
         return status;
-    for (;;) {
-        if ((status = next_msg(ix, w, &type, &data, &n, err)))
+    if (type == MSG_OPEN_FAILED) { /* first, before anything is written */
+        dsq_error e;
+        memcpy(&e, data, sizeof e);
+        if (ix->p.problem)
+            ix->p.problem(ix->p.ctx, &e);
+        ix->st.files_failed++;
+        memset(&ix->pend, 0, sizeof ix->pend);
+        if ((status = drain_file(ix, w, err)))
+            return status;
+        *drained = 1;
+        return 0;
+    }
+    if ((status = file_begin(ix, j->abs, &rec, &j->fi, err)))
+        return status;
+    for (;; status = next_msg(ix, w, &type, &data, &n, err)) {
+        if (status)
             return status; /* fatal: the store is aborted by the caller's stop */
         if (type == MSG_EVENT) {
             dsq_event ev;
@@ -999,17 +1031,6 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
             const char *name = (const char *)data + sizeof m;
             if ((status = member_done(ix, &rec, &m.mr, &m.ss, name, m.idx)))
                 return file_failed(ix, status, err);
-        } else if (type == MSG_OPEN_FAILED) {
-            dsq_error e;
-            memcpy(&e, data, sizeof e);
-            if (ix->p.problem)
-                ix->p.problem(ix->p.ctx, &e);
-            dsq_store_abort(ix->p.store);
-            ix->st.files_failed++;
-            if ((status = drain_file(ix, w, err)))
-                return status;
-            *drained = 1;
-            return 0;
         } else if (type == MSG_FILE_END) {
             msg_file_end fe;
             memcpy(&fe, data, sizeof fe);
@@ -1020,10 +1041,44 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
                                      "an indexing thread stopped: %s", dsq_strerror((int)fe.status));
             }
             ix->pend.bytes_in = fe.bytes_in;
-            return file_done(ix, j->abs, &rec, err);
+            return file_done(ix, j->abs, &rec, 0, err);
         }
     }
 }
+
+/* The map filled and grew, and the open write is gone with the files of the open
+ * group: the writer reads them again itself, one commit each. */
+static int redo_group(dsq_indexer *ix, dsq_error *err)
+{
+    size_t n = ix->ngroup;
+    int status = 0;
+    ix->ngroup = 0;
+    memset(&ix->group_st, 0, sizeof ix->group_st);
+    for (size_t k = 0; k < n && !status; k++) {
+        const job *g = &ix->jobs[ix->group[k]];
+        ix->cur_path = g->path;
+        ix->cur_inner = g->inner;
+        ix->cur_run = g->run;
+        status = index_file_now(ix, g->abs, &g->fi, err);
+    }
+    return status;
+}
+
+/* Commits the open group of files. */
+static int commit_group(dsq_indexer *ix, dsq_error *err)
+{
+    if (!dsq_store_writing(ix->p.store))
+        return 0;
+    int status = dsq_store_commit(ix->p.store, err);
+    if (status == 0)
+        group_committed(ix);
+    else if (status == DSQ_ELIMIT)
+        status = redo_group(ix, err);
+    return status;
+}
+
+/* Files are committed together until this many, or commit_bytes of text. */
+#define GROUP_FILES 32
 
 /* The writer's part of job i. */
 static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
@@ -1043,23 +1098,40 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
     ix->cur_inner = j->inner;
     ix->cur_run = j->run;
     /* the same file twice (a link to it): the first one's index is kept, as in
-     * the single-threaded path */
+     * the single-threaded path (the open write sees the first one) */
     int status = skip_unchanged(ix, j->abs, &j->fi, err);
     if (status)
         return status < 0 ? status : drain_file(ix, w, err);
+    if (ix->ngroup == ix->group_cap) {
+        size_t cap = ix->group_cap ? ix->group_cap * 2 : GROUP_FILES;
+        size_t *g = realloc(ix->group, cap * sizeof *g);
+        if (!g)
+            return dsq_error_set(err, DSQ_ENOMEM, "indexer");
+        ix->group = g;
+        ix->group_cap = cap;
+    }
     int drained = 0;
     status = par_file_once(ix, w, j, &drained, err);
-    if (!drained && status == DSQ_ELIMIT) {
-        /* the map grew: what the worker read is gone; read the file again here */
-        if ((status = drain_file(ix, w, err)))
+    if (status == DSQ_ELIMIT) {
+        /* the map grew and the open write is gone: what the worker read of this
+         * file too; the group and this file are read again here */
+        if ((!drained && (status = drain_file(ix, w, err))) || (status = redo_group(ix, err)))
             return status;
+        ix->cur_path = j->path;
+        ix->cur_inner = j->inner;
+        ix->cur_run = j->run;
         return index_file_now(ix, j->abs, &j->fi, err);
     }
-    if (status == DSQ_ELIMIT) /* a commit hit the full map after the file's end */
-        return index_file_now(ix, j->abs, &j->fi, err);
-    if (status == 0 && ix->pend.members + ix->pend.members_failed > 0) {
-        ix->st.files_indexed++;
-        add_stats(&ix->st, &ix->pend);
+    if (status)
+        return status;
+    if (ix->pend.members + ix->pend.members_failed > 0) {
+        ix->group_st.files_indexed++;
+        add_stats(&ix->group_st, &ix->pend);
+    }
+    if (dsq_store_writing(ix->p.store)) {
+        ix->group[ix->ngroup++] = i;
+        if (ix->ngroup >= GROUP_FILES || ix->group_st.bytes_decoded >= ix->commit_bytes)
+            status = commit_group(ix, err);
     }
     maybe_progress(ix, 1);
     return status;
@@ -1092,6 +1164,8 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
     pthread_mutex_unlock(&ix->mu);
     for (size_t i = 0; i < ix->njobs && !status; i++)
         status = par_job(ix, i, err);
+    if (!status)
+        status = commit_group(ix, err);
     if (status) {
         dsq_store_abort(ix->p.store);
         stop_workers(ix);
