@@ -22,11 +22,12 @@ tmp=$(mktemp -d /tmp/dsq-bench-jobs.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-timeit() { # seconds of one run of "$@"
-  local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc -l
+timeit() { # "wall cpu" seconds of one run of "$@" (cpu: user + system, all threads)
+  /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$@" >/dev/null 2>&1
+  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$tmp/time"
 }
-printf '%-34s %4s %9s %9s %s\n' "input" "-j" "median s" "MB/s" "(all runs)"
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-34s %4s %9s %9s %9s %s\n' "input" "-j" "median s" "MB/s" "cpu s" "(wall of each run)"
 for input in "$archive/runs" "$log.zst"; do
   if [ -d "$input" ]; then
     bytes=$(find "$input" -type f -name '*.zst' -exec zstd -dc {} + | wc -c)
@@ -36,13 +37,15 @@ for input in "$archive/runs" "$log.zst"; do
     name=$(basename "$input")
   fi
   for j in $jobs_list; do
-    ts=()
+    ts=() cs=()
     for ((i = 0; i < runs; i++)); do
       rm -rf "$tmp/db"
-      ts+=("$(timeit "$build/dsq" index -q -j "$j" --db "$tmp/db" "$input")")
+      read -r wall cpu < <(timeit "$build/dsq" index -q -j "$j" --db "$tmp/db" "$input")
+      ts+=("$wall") cs+=("$cpu")
     done
     med=$(printf '%s\n' "${ts[@]}" | median)
-    printf '%-34s %4s %9.3f %9.1f %s\n' "$name" "$j" "$med" "$(echo "$bytes/1000000/$med" | bc -l)" \
-      "$(printf '%.3f ' "${ts[@]}")"
+    cmed=$(printf '%s\n' "${cs[@]}" | median)
+    printf '%-34s %4s %9.3f %9.1f %9.3f %s\n' "$name" "$j" "$med" \
+      "$(echo "$bytes/1000000/$med" | bc -l)" "$cmed" "$(printf '%s ' "${ts[@]}")"
   done
 done

@@ -658,6 +658,8 @@ typedef struct msg_file_end {
 
 #define WORKER_BATCHES 6
 #define WORKER_BATCH_BYTES ((size_t)1 << 20)
+/* all workers' batches together stay under this (smaller batches with many workers) */
+#define BATCH_BUDGET ((size_t)48 << 20)
 #define WORKER_STOPPED 1 /* internal: the writer asked the workers to stop */
 
 typedef struct worker {
@@ -899,7 +901,7 @@ static void worker_free(worker *w)
     dsq_remap_free(&w->remap);
 }
 
-static int worker_init(dsq_indexer *ix, worker *w)
+static int worker_init(dsq_indexer *ix, worker *w, size_t batch_bytes)
 {
     memset(w, 0, sizeof *w);
     w->ix = ix;
@@ -914,7 +916,7 @@ static int worker_init(dsq_indexer *ix, worker *w)
         dsq_bq_new(WORKER_BATCHES, &w->full_q))
         return DSQ_ENOMEM;
     for (int i = 0; i < WORKER_BATCHES; i++)
-        if (dsq_batch_init(&w->batches[i], WORKER_BATCH_BYTES) ||
+        if (dsq_batch_init(&w->batches[i], batch_bytes) ||
             dsq_bq_push(w->free_q, &w->batches[i]))
             return DSQ_ENOMEM;
     return 0;
@@ -1143,10 +1145,14 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
     int status = 0;
     ix->nw = (int)ix->p.jobs;
     ix->stop = ix->walk_done = 0;
+    size_t batch_bytes = BATCH_BUDGET / WORKER_BATCHES / (size_t)ix->nw;
+    batch_bytes = batch_bytes > WORKER_BATCH_BYTES ? WORKER_BATCH_BYTES
+                  : batch_bytes < 65536        ? 65536
+                                               : batch_bytes;
     if (!(ix->w = calloc((size_t)ix->nw, sizeof *ix->w)))
         return dsq_error_set(err, DSQ_ENOMEM, "indexing threads");
     for (int i = 0; i < ix->nw && !status; i++) {
-        if (worker_init(ix, &ix->w[i]))
+        if (worker_init(ix, &ix->w[i], batch_bytes))
             status = dsq_error_set(err, DSQ_ENOMEM, "indexing threads");
         else if (pthread_create(&ix->w[i].th, NULL, worker_main, &ix->w[i]) != 0)
             status = dsq_error_set(err, DSQ_ENOMEM, "starting an indexing thread");

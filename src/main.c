@@ -71,8 +71,8 @@ static const char usage_text[] =
     "  --limit N    (show) at most N events (default 200; 0: all)\n"
     "  -q, --quiet  (index) no progress line\n"
     "  -j N         (index) N threads decode and scan files in parallel while one\n"
-    "               writes the index (default: $DSQ_JOBS, else one per core; -j 1: all\n"
-    "               in one thread). The index answers the same whatever N is\n"
+    "               writes the index (default: $DSQ_JOBS, else one per core, at most 8;\n"
+    "               -j 1: all in one thread). The index answers the same whatever N is\n"
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --lang zh    (explain) explanations in Chinese (default: en)\n"
     "  --only problems  (explain) only warning, error and failure lines\n"
@@ -337,15 +337,15 @@ static int refuse_shards_dir(const cli *c, const char *cmd)
     return EXIT_USAGE;
 }
 
-/* -j N, else $DSQ_JOBS, else the number of cores. */
+/* -j N, else $DSQ_JOBS, else the number of cores (at most 8). */
 static unsigned index_jobs(const cli *c)
 {
     const char *env = getenv("DSQ_JOBS");
     long n = c->jobs;
     if (n < 1 && env && *env)
         n = strtol(env, NULL, 10);
-    if (n < 1)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) /* one writer keeps up with a few workers, not with dozens */
+        n = sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 8 : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1u : n > 256 ? 256u : (unsigned)n;
 }
 
