@@ -481,9 +481,8 @@ static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 }
 
 /* The current file has been read: its last blocks, rollups and its source record
- * (complete), and the commit. */
-static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, int commit,
-                     dsq_error *err)
+ * (complete), in the open write (the caller commits). */
+static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_error *err)
 {
     int status;
     if ((status = flush_blocks(ix)) || (status = dsq_rollup_finish(ix->roll, err)))
@@ -492,7 +491,7 @@ static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, int 
     rec->nblocks = ix->cur_seq;
     if ((status = dsq_store_source_put(ix->p.store, abs, rec, err)))
         return file_failed(ix, status, err);
-    return commit ? dsq_store_commit(ix->p.store, err) : 0;
+    return 0;
 }
 
 /* Starts the write of a file: its old source dropped, a new id, an empty rollup. */
@@ -536,7 +535,11 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     status = index_members(ix, &rec);
     ix->pend.bytes_in = dsq_input_bytes_in(ix->in);
     dsq_input_close(ix->in);
-    return status ? file_failed(ix, status, err) : file_done(ix, abs, &rec, 1, err);
+    if (status)
+        return file_failed(ix, status, err);
+    if ((status = file_done(ix, abs, &rec, err)))
+        return status;
+    return dsq_store_commit(ix->p.store, err);
 }
 
 /* Whether abs is indexed as it is now (complete, same size, mtime, fingerprint and
@@ -1043,7 +1046,7 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
                                      "an indexing thread stopped: %s", dsq_strerror((int)fe.status));
             }
             ix->pend.bytes_in = fe.bytes_in;
-            return file_done(ix, j->abs, &rec, 0, err);
+            return file_done(ix, j->abs, &rec, err);
         }
     }
 }
