@@ -250,13 +250,27 @@ void dsq_indexer_free(dsq_indexer *ix)
 
 const dsq_index_stats *dsq_indexer_stats(const dsq_indexer *ix) { return &ix->st; }
 
+static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
+{
+    to->members += from->members;
+    to->members_failed += from->members_failed;
+    to->bytes_in += from->bytes_in;
+    to->bytes_decoded += from->bytes_decoded;
+    to->lines += from->lines;
+    to->cut_lines += from->cut_lines;
+    to->events += from->events;
+}
+
+/* The numbers so far (files written but not yet committed in a group included). */
 static void maybe_progress(dsq_indexer *ix, int force)
 {
-    uint64_t done = ix->st.bytes_decoded + ix->pend.bytes_decoded;
+    uint64_t done = ix->st.bytes_decoded + ix->group_st.bytes_decoded + ix->pend.bytes_decoded;
     if (!ix->p.progress || (!force && done - ix->progress_mark < PROGRESS_BYTES))
         return;
     ix->progress_mark = done;
     dsq_index_stats now = ix->st;
+    now.files_indexed += ix->group_st.files_indexed;
+    add_stats(&now, &ix->group_st);
     now.bytes_decoded = done;
     now.seconds = elapsed(&ix->t0);
     ix->p.progress(ix->p.ctx, &now, ix->cur_path);
@@ -329,17 +343,6 @@ static uint32_t host_from_path(dsq_dict *d, const char *path)
         slash = start > path ? start - 1 : NULL;
     }
     return 0;
-}
-
-static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
-{
-    to->members += from->members;
-    to->members_failed += from->members_failed;
-    to->bytes_in += from->bytes_in;
-    to->bytes_decoded += from->bytes_decoded;
-    to->lines += from->lines;
-    to->cut_lines += from->cut_lines;
-    to->events += from->events;
 }
 
 /* The files of the open group are committed: count them. */
