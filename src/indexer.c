@@ -8,6 +8,11 @@
  * the next run redoes the file (drop, then index again). Decoder, splitter, scanner and block buffers are created once and reused
  * for every file. Statistics are added only after a commit succeeds, so a retried
  * file (map grown) is not counted twice.
+ *
+ * With worker threads (params.jobs > 1; section "Indexing with worker threads"),
+ * the decode/split/scan part of a file runs in a worker and this thread replays its
+ * events through the same writing code, file after file in walk order; small files
+ * then share commits (a kill still leaves whole files or partial-marked ones).
  */
 #include "indexer.h"
 
