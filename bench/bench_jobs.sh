@@ -26,7 +26,11 @@ timeit() { # "wall cpu" seconds of one run of "$@" (cpu: user + system, all thre
   /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$@" >/dev/null 2>&1
   awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$tmp/time"
 }
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# how much of two cores this process can get now: two busy loops for one second
+spin='timeout 1 sh -c "while :; do :; done"'
+/usr/bin/time -f '%e %U %S' -o "$tmp/spin" sh -c "$spin & $spin; wait" 2>/dev/null || true
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+  "two busy loops got $(awk '{printf "%.2f", ($2 + $3) / $1}' "$tmp/spin") CPUs"
 printf '%-34s %4s %9s %9s %9s %s\n' "input" "-j" "median s" "MB/s" "cpu s" "(wall of each run)"
 for input in "$archive/runs" "$log.zst"; do
   if [ -d "$input" ]; then
