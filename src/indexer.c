@@ -45,6 +45,9 @@
  * dirty pages) stays small whatever the file's size. DSQ_COMMIT_BYTES overrides it
  * (tests use small values to get many commits from small files). */
 #define COMMIT_BYTES ((uint64_t)64 << 20)
+/* Decoded data is fed to the splitter at most this much at a time, so a plain file
+ * (handed out as one mapped chunk) is checkpointed and shows progress like the rest. */
+#define FEED_SLICE ((size_t)4 << 20)
 
 /* Work for the worker threads, in walk order (see "Indexing with worker threads"). */
 enum job_kind { JOB_INDEX, JOB_PROBLEM, JOB_WALK_PROBLEM };
@@ -74,6 +77,7 @@ struct dsq_indexer {
     const char *cur_abs;    /* the file's absolute path (its source record's key) */
     dsq_source_rec *cur_rec; /* its record so far */
     uint64_t commit_bytes, since_commit;
+    size_t feed_slice; /* FEED_SLICE, or commit_bytes when smaller */
     dsq_index_stats st;
     uint64_t progress_mark;
     struct timespec t0;
@@ -229,6 +233,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
         ix->db_real[0] = 0;
     const char *cb = getenv("DSQ_COMMIT_BYTES");
     ix->commit_bytes = cb && strtoull(cb, NULL, 10) > 0 ? strtoull(cb, NULL, 10) : COMMIT_BYTES;
+    ix->feed_slice = ix->commit_bytes < FEED_SLICE ? (size_t)ix->commit_bytes : FEED_SLICE;
     clock_gettime(CLOCK_MONOTONIC, &ix->t0);
     *out = ix;
     return 0;
@@ -413,12 +418,15 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
         if (mr.size == 0)
             mr.fingerprint = dsq_hash64(data, len < 65536 ? len : 65536, 0);
         mr.size += len;
-        if ((rc = dsq_lines_feed(ix->lines, data, len)))
-            return rc;
-        ix->pend.bytes_decoded += len;
-        maybe_progress(ix, 0);
-        if ((ix->since_commit += len) >= ix->commit_bytes && (rc = checkpoint(ix)))
-            return rc;
+        for (size_t off = 0, n; off < len; off += n) { /* a mapped plain file is one chunk */
+            n = len - off < ix->feed_slice ? len - off : ix->feed_slice;
+            if ((rc = dsq_lines_feed(ix->lines, data + off, n)))
+                return rc;
+            ix->pend.bytes_decoded += n;
+            maybe_progress(ix, 0);
+            if ((ix->since_commit += n) >= ix->commit_bytes && (rc = checkpoint(ix)))
+                return rc;
+        }
     }
     if ((rc = dsq_lines_finish(ix->lines)) || (rc = dsq_scan_end(ix->scan)))
         return rc;
@@ -818,11 +826,13 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
         if (m.mr.size == 0)
             m.mr.fingerprint = dsq_hash64(data, len < 65536 ? len : 65536, 0);
         m.mr.size += len;
-        if ((rc = dsq_lines_feed(w->lines, data, len)))
-            return rc;
-        uint64_t n = len;
-        if ((rc = w_put(w, MSG_BYTES, &n, sizeof n, NULL, 0)))
-            return rc;
+        for (size_t off = 0, n; off < len; off += n) {
+            n = len - off < w->ix->feed_slice ? len - off : w->ix->feed_slice;
+            uint64_t n64 = n;
+            if ((rc = dsq_lines_feed(w->lines, data + off, n)) ||
+                (rc = w_put(w, MSG_BYTES, &n64, sizeof n64, NULL, 0)))
+                return rc;
+        }
     }
     if ((rc = dsq_lines_finish(w->lines)) || (rc = dsq_scan_end(w->scan)))
         return rc;
