@@ -8,17 +8,25 @@
  * the next run redoes the file (drop, then index again). Decoder, splitter, scanner and block buffers are created once and reused
  * for every file. Statistics are added only after a commit succeeds, so a retried
  * file (map grown) is not counted twice.
+ *
+ * With worker threads (params.jobs > 1; section "Indexing with worker threads"),
+ * the decode/split/scan part of a file runs in a worker and this thread replays its
+ * events through the same writing code, file after file in walk order; small files
+ * then share commits (a kill still leaves whole files or partial-marked ones).
  */
 #include "indexer.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "batch.h"
+#include "bq.h"
 #include "error.h"
 #include "input.h"
 #include "lines.h"
@@ -37,6 +45,12 @@
  * dirty pages) stays small whatever the file's size. DSQ_COMMIT_BYTES overrides it
  * (tests use small values to get many commits from small files). */
 #define COMMIT_BYTES ((uint64_t)64 << 20)
+/* Decoded data is fed to the splitter at most this much at a time, so a plain file
+ * (handed out as one mapped chunk) is checkpointed and shows progress like the rest. */
+#define FEED_SLICE ((size_t)4 << 20)
+
+/* Work for the worker threads, in walk order (see "Indexing with worker threads"). */
+enum job_kind { JOB_INDEX, JOB_PROBLEM, JOB_WALK_PROBLEM };
 
 typedef struct open_block {
     uint32_t host;
@@ -63,10 +77,25 @@ struct dsq_indexer {
     const char *cur_abs;    /* the file's absolute path (its source record's key) */
     dsq_source_rec *cur_rec; /* its record so far */
     uint64_t commit_bytes, since_commit;
+    size_t feed_slice; /* FEED_SLICE, or commit_bytes when smaller */
     dsq_index_stats st;
     uint64_t progress_mark;
     struct timespec t0;
     char db_real[PATH_MAX];
+    /* indexing with worker threads (p.jobs > 1): see "Indexing with worker threads" */
+    int defer;              /* walking: files and problems become jobs */
+    pthread_mutex_t mu;     /* guards the job list, next_job, walk_done, stop */
+    pthread_cond_t cv;      /* a job was added or taken, or the walk ended */
+    struct job *jobs;
+    size_t njobs, jobs_cap, next_job;
+    int walk_done, stop;
+    struct worker *w;
+    int nw;
+    /* with workers, files are committed in groups: the jobs written since the last
+     * commit, and their numbers (added to st once committed) */
+    size_t *group;
+    size_t ngroup, group_cap;
+    dsq_index_stats group_st;
 };
 
 static double elapsed(const struct timespec *t0)
@@ -96,9 +125,16 @@ void dsq_name_strip_ext(const char *name, char *out, size_t cap)
     }
 }
 
+static int add_job(dsq_indexer *ix, int kind, const char *path, const char *abs,
+                   const dsq_file_info *fi, const dsq_error *e, dsq_error *err);
+
 static void problem(dsq_indexer *ix, dsq_error *e, const char *member)
 {
     dsq_error_where(e, ix->cur_path, member);
+    if (ix->defer) { /* walking for workers: reported in walk order, by the writer */
+        if (add_job(ix, JOB_PROBLEM, NULL, NULL, NULL, e, ix->walk_err) == 0)
+            return;
+    }
     if (ix->p.problem)
         ix->p.problem(ix->p.ctx, e);
 }
@@ -158,9 +194,9 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     return NULL;
 }
 
-static int on_event(void *ctx, const dsq_event *ev)
+/* Buffers one event of the current file (ids of the index's dictionary). */
+static int write_event(dsq_indexer *ix, const dsq_event *ev)
 {
-    dsq_indexer *ix = ctx;
     int rc = 0;
     open_block *o = block_for(ix, ev->host, ev->rank, &rc);
     if (!o)
@@ -175,12 +211,16 @@ static int on_event(void *ctx, const dsq_event *ev)
     return 0;
 }
 
+static int on_event(void *ctx, const dsq_event *ev) { return write_event(ctx, ev); }
+
 int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_error *err)
 {
     dsq_indexer *ix = calloc(1, sizeof *ix);
     if (!ix)
         return dsq_error_set(err, DSQ_ENOMEM, "indexer");
     ix->p = *params;
+    pthread_mutex_init(&ix->mu, NULL);
+    pthread_cond_init(&ix->cv, NULL);
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
@@ -193,6 +233,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
         ix->db_real[0] = 0;
     const char *cb = getenv("DSQ_COMMIT_BYTES");
     ix->commit_bytes = cb && strtoull(cb, NULL, 10) > 0 ? strtoull(cb, NULL, 10) : COMMIT_BYTES;
+    ix->feed_slice = ix->commit_bytes < FEED_SLICE ? (size_t)ix->commit_bytes : FEED_SLICE;
     clock_gettime(CLOCK_MONOTONIC, &ix->t0);
     *out = ix;
     return 0;
@@ -211,18 +252,35 @@ void dsq_indexer_free(dsq_indexer *ix)
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);
     dsq_rollup_free(ix->roll);
+    free(ix->group);
+    pthread_mutex_destroy(&ix->mu);
+    pthread_cond_destroy(&ix->cv);
     free(ix);
 }
 
 const dsq_index_stats *dsq_indexer_stats(const dsq_indexer *ix) { return &ix->st; }
 
+static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
+{
+    to->members += from->members;
+    to->members_failed += from->members_failed;
+    to->bytes_in += from->bytes_in;
+    to->bytes_decoded += from->bytes_decoded;
+    to->lines += from->lines;
+    to->cut_lines += from->cut_lines;
+    to->events += from->events;
+}
+
+/* The numbers so far (files written but not yet committed in a group included). */
 static void maybe_progress(dsq_indexer *ix, int force)
 {
-    uint64_t done = ix->st.bytes_decoded + ix->pend.bytes_decoded;
+    uint64_t done = ix->st.bytes_decoded + ix->group_st.bytes_decoded + ix->pend.bytes_decoded;
     if (!ix->p.progress || (!force && done - ix->progress_mark < PROGRESS_BYTES))
         return;
     ix->progress_mark = done;
     dsq_index_stats now = ix->st;
+    now.files_indexed += ix->group_st.files_indexed;
+    add_stats(&now, &ix->group_st);
     now.bytes_decoded = done;
     now.seconds = elapsed(&ix->t0);
     ix->p.progress(ix->p.ctx, &now, ix->cur_path);
@@ -277,14 +335,13 @@ static int looks_like_host(const char *s, size_t n)
 /* Host named by a path inside a run: the file name without extensions
  * ("gpu009.log.zst"), else the nearest directory that looks like a host
  * ("node-3/stdout.txt"). 0 when none does. */
-static uint32_t host_from_path(dsq_indexer *ix, const char *path)
+static uint32_t host_from_path(dsq_dict *d, const char *path)
 {
     char base[256];
     if (!path || !*path)
         return 0;
     const char *slash = strrchr(path, '/');
     dsq_name_strip_ext(slash ? slash + 1 : path, base, sizeof base);
-    dsq_dict *d = dsq_store_dict(ix->p.store);
     if (looks_like_host(base, strlen(base)))
         return dsq_dict_intern(d, base, strlen(base));
     while (slash && slash > path) {
@@ -296,6 +353,15 @@ static uint32_t host_from_path(dsq_indexer *ix, const char *path)
         slash = start > path ? start - 1 : NULL;
     }
     return 0;
+}
+
+/* The files of the open group are committed: count them. */
+static void group_committed(dsq_indexer *ix)
+{
+    ix->st.files_indexed += ix->group_st.files_indexed;
+    add_stats(&ix->st, &ix->group_st);
+    memset(&ix->group_st, 0, sizeof ix->group_st);
+    ix->ngroup = 0;
 }
 
 /* Commits what a big file has given so far, its source record marked partial, and
@@ -314,8 +380,12 @@ static int checkpoint(dsq_indexer *ix)
     if ((rc = dsq_store_source_put(ix->p.store, ix->cur_abs, &rec, ix->cur_err)) ||
         (rc = dsq_store_commit(ix->p.store, ix->cur_err)))
         return rc;
+    group_committed(ix);
     return dsq_store_begin(ix->p.store, ix->cur_err);
 }
+
+static int member_done(dsq_indexer *ix, dsq_source_rec *rec, dsq_member_rec *mr,
+                       const dsq_scan_stats *ss, const char *name, uint32_t idx);
 
 /* Streams one member through splitter and scanner. Returns a write error (stop);
  * a damaged member is reported and ends with what was read. */
@@ -326,7 +396,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     dsq_error_clear(&e);
     dsq_lines_reset(ix->lines);
     const char *inner = mi->name[0] ? mi->name : ix->cur_inner;
-    dsq_scan_begin(ix->scan, host_from_path(ix, inner),
+    dsq_scan_begin(ix->scan, host_from_path(dsq_store_dict(ix->p.store), inner),
                    rank_from_name(mi->name[0] ? mi->name : ix->cur_path));
     dsq_scan_set_written(ix->scan, mi->mtime_ns / 1000);
     dsq_member_rec mr = {.mtime_ns = mi->mtime_ns};
@@ -348,23 +418,33 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
         if (mr.size == 0)
             mr.fingerprint = dsq_hash64(data, len < 65536 ? len : 65536, 0);
         mr.size += len;
-        if ((rc = dsq_lines_feed(ix->lines, data, len)))
-            return rc;
-        ix->pend.bytes_decoded += len;
-        maybe_progress(ix, 0);
-        if ((ix->since_commit += len) >= ix->commit_bytes && (rc = checkpoint(ix)))
-            return rc;
+        for (size_t off = 0, n; off < len; off += n) { /* a mapped plain file is one chunk */
+            n = len - off < ix->feed_slice ? len - off : ix->feed_slice;
+            if ((rc = dsq_lines_feed(ix->lines, data + off, n)))
+                return rc;
+            ix->pend.bytes_decoded += n;
+            maybe_progress(ix, 0);
+            if ((ix->since_commit += n) >= ix->commit_bytes && (rc = checkpoint(ix)))
+                return rc;
+        }
     }
     if ((rc = dsq_lines_finish(ix->lines)) || (rc = dsq_scan_end(ix->scan)))
         return rc;
-    const dsq_scan_stats *ss = dsq_scan_stats_get(ix->scan);
-    mr.lines = ss->lines;
-    mr.events = ss->events;
-    mr.fingerprint = dsq_hash64(&mr.size, sizeof mr.size, mr.fingerprint);
+    return member_done(ix, rec, &mr, dsq_scan_stats_get(ix->scan), mi->name, idx);
+}
+
+/* A member has been read: its numbers go into the file's record and its member
+ * record is written. mr has size, mtime, status and the fingerprint of its start. */
+static int member_done(dsq_indexer *ix, dsq_source_rec *rec, dsq_member_rec *mr,
+                       const dsq_scan_stats *ss, const char *name, uint32_t idx)
+{
+    mr->lines = ss->lines;
+    mr->events = ss->events;
+    mr->fingerprint = dsq_hash64(&mr->size, sizeof mr->size, mr->fingerprint);
     rec->lines += ss->lines;
     rec->cut_lines += ss->cut;
     rec->events += ss->events;
-    rec->bytes_decoded += mr.size;
+    rec->bytes_decoded += mr->size;
     rec->members++;
     for (int f = 0; f < DSQ_FAM_COUNT && f < DSQ_REC_FAMILIES; f++)
         rec->family_lines[f] += ss->family_lines[f];
@@ -373,7 +453,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     ix->pend.members++;
     ix->pend.lines += ss->lines;
     ix->pend.cut_lines += ss->cut;
-    return dsq_store_member_put(ix->p.store, ix->cur_source, idx, &mr, mi->name, ix->cur_err);
+    return dsq_store_member_put(ix->p.store, ix->cur_source, idx, mr, name, ix->cur_err);
 }
 
 /* Reads every member of the open input into the open transaction. */
@@ -404,27 +484,64 @@ static int index_members(dsq_indexer *ix, dsq_source_rec *rec)
     }
 }
 
-/* One attempt at a file inside one transaction. DSQ_ELIMIT means "map grown: redo". */
-static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
-                           dsq_error *err)
+/* A write of the current file failed: abort it. DSQ_ELIMIT: the map is full and
+ * grown (by the abort, or by a commit that hit it), redo the file. */
+static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 {
-    dsq_source_rec rec = {.version = 1, .run = ix->cur_run, .size = fi->size,
-                          .mtime_ns = fi->mtime_ns, .fingerprint = fi->fingerprint};
-    dsq_error e;
-    dsq_error_clear(&e);
+    for (int i = 0; i < MAX_OPEN_BLOCKS; i++)
+        ix->ob[i].used = 0;
+    if (status == DSQ_ELIMIT)
+        return dsq_store_writing(ix->p.store) ? dsq_store_commit(ix->p.store, err) : DSQ_ELIMIT;
+    dsq_store_abort(ix->p.store);
+    return status;
+}
+
+/* The current file has been read: its last blocks, rollups and its source record
+ * (complete), in the open write (the caller commits). */
+static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_error *err)
+{
+    int status;
+    if ((status = flush_blocks(ix)) || (status = dsq_rollup_finish(ix->roll, err)))
+        return file_failed(ix, status, err);
+    rec->id = ix->cur_source;
+    rec->nblocks = ix->cur_seq;
+    if ((status = dsq_store_source_put(ix->p.store, abs, rec, err)))
+        return file_failed(ix, status, err);
+    return 0;
+}
+
+/* Starts the write of a file: its old source dropped, a new id, an empty rollup. */
+static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
+                      const dsq_file_info *fi, dsq_error *err)
+{
+    *rec = (dsq_source_rec){.version = 1, .run = ix->cur_run, .size = fi->size,
+                            .mtime_ns = fi->mtime_ns, .fingerprint = fi->fingerprint};
     memset(&ix->pend, 0, sizeof ix->pend);
     ix->cur_err = err;
     ix->cur_seq = 0;
     ix->cur_abs = abs;
-    ix->cur_rec = &rec;
+    ix->cur_rec = rec;
     ix->since_commit = 0;
-    int status = dsq_store_begin(ix->p.store, err);
-    if (status)
+    int status = dsq_store_writing(ix->p.store) ? 0 : dsq_store_begin(ix->p.store, err);
+    if (status) /* (a write is open when files are committed in groups) */
         return status;
     if ((status = dsq_store_source_drop(ix->p.store, abs, err)) ||
         (status = dsq_store_source_new_id(ix->p.store, &ix->cur_source, err)))
-        goto fail;
+        return file_failed(ix, status, err);
     dsq_rollup_begin(ix->roll, ix->cur_run, ix->cur_source);
+    return 0;
+}
+
+/* One attempt at a file inside one transaction. DSQ_ELIMIT means "map grown: redo". */
+static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
+                           dsq_error *err)
+{
+    dsq_source_rec rec;
+    dsq_error e;
+    dsq_error_clear(&e);
+    int status = file_begin(ix, abs, &rec, fi, err);
+    if (status)
+        return status;
     if (dsq_input_open(ix->in, abs, &e) != 0) {
         problem(ix, &e, NULL);
         dsq_store_abort(ix->p.store);
@@ -434,43 +551,67 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     status = index_members(ix, &rec);
     ix->pend.bytes_in = dsq_input_bytes_in(ix->in);
     dsq_input_close(ix->in);
-    if (status || (status = flush_blocks(ix)) || (status = dsq_rollup_finish(ix->roll, err)))
-        goto fail;
-    rec.id = ix->cur_source;
-    rec.nblocks = ix->cur_seq;
-    if ((status = dsq_store_source_put(ix->p.store, abs, &rec, err)))
-        goto fail;
+    if (status)
+        return file_failed(ix, status, err);
+    if ((status = file_done(ix, abs, &rec, err)))
+        return status;
     return dsq_store_commit(ix->p.store, err);
-fail:
-    for (int i = 0; i < MAX_OPEN_BLOCKS; i++)
-        ix->ob[i].used = 0;
-    if (status == DSQ_ELIMIT) /* the map is full: abort, grow it (done if a commit hit it) */
-        return dsq_store_writing(ix->p.store) ? dsq_store_commit(ix->p.store, err) : DSQ_ELIMIT;
-    dsq_store_abort(ix->p.store);
+}
+
+/* Whether abs is indexed as it is now (complete, same size, mtime, fingerprint and
+ * run): then it is skipped and its old damage reported again. 1 skipped, 0 not,
+ * <0 the index failed. */
+static int skip_unchanged(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
+                          dsq_error *err)
+{
+    dsq_source_rec old;
+    dsq_error e;
+    dsq_error_clear(&e);
+    int found = dsq_store_source_find(ix->p.store, abs, &old, err);
+    if (found < 0)
+        return found;
+    if (!(found && old.size == fi->size && old.mtime_ns == fi->mtime_ns &&
+          old.fingerprint == fi->fingerprint && old.run == ix->cur_run &&
+          !(old.flags & DSQ_SRC_PARTIAL)))
+        return 0;
+    ix->st.files_unchanged++;
+    if (old.errors) { /* the same damage as last time: say so again */
+        dsq_error_set(&e, DSQ_EFORMAT,
+                      "unchanged since it was indexed with %u damaged members or reads (the "
+                      "rest is indexed)",
+                      old.errors);
+        problem(ix, &e, NULL);
+    }
+    return 1;
+}
+
+/* Indexes a file that needs it here, in this thread (a new attempt when the map
+ * grew), and counts it. */
+static int index_file_now(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
+                          dsq_error *err)
+{
+    int status = DSQ_ELIMIT;
+    for (int i = 0; i < MAX_MAP_RETRIES && status == DSQ_ELIMIT; i++)
+        status = index_file_once(ix, abs, fi, err);
+    if (status == 0 && ix->pend.members + ix->pend.members_failed > 0) {
+        ix->st.files_indexed++;
+        add_stats(&ix->st, &ix->pend);
+    }
+    maybe_progress(ix, 1);
     return status;
 }
 
-static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
+/* Resolves and stats a file, names its run (ix->cur_run) and skips it when
+ * unchanged. 1: it needs indexing (abs and fi filled); 0: done with (skipped, or a
+ * problem reported); <0: the index failed. */
+static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char *abs,
+                        dsq_file_info *fi, dsq_error *err)
 {
-    to->members += from->members;
-    to->members_failed += from->members_failed;
-    to->bytes_in += from->bytes_in;
-    to->bytes_decoded += from->bytes_decoded;
-    to->lines += from->lines;
-    to->cut_lines += from->cut_lines;
-    to->events += from->events;
-}
-
-static int index_file(dsq_indexer *ix, const char *path, const char *run, dsq_error *err)
-{
-    char abs[PATH_MAX];
-    dsq_file_info fi;
-    dsq_source_rec old;
     dsq_error e;
     dsq_error_clear(&e);
     ix->cur_path = path;
     ix->st.files_seen++;
-    if (!realpath(path, abs) || dsq_input_stat(abs, &fi, &e) != 0) {
+    if (!realpath(path, abs) || dsq_input_stat(abs, fi, &e) != 0) {
         if (e.code == 0)
             dsq_error_set(&e, DSQ_EIO, "%s", strerror(errno));
         problem(ix, &e, NULL);
@@ -480,31 +621,604 @@ static int index_file(dsq_indexer *ix, const char *path, const char *run, dsq_er
     ix->cur_run = dsq_dict_intern(dsq_store_dict(ix->p.store), run, strlen(run));
     if (!ix->cur_run)
         return dsq_error_set(err, DSQ_ENOMEM, "dictionary");
-    int found = dsq_store_source_find(ix->p.store, abs, &old, err);
-    if (found < 0)
-        return found;
-    if (found && old.size == fi.size && old.mtime_ns == fi.mtime_ns &&
-        old.fingerprint == fi.fingerprint && old.run == ix->cur_run &&
-        !(old.flags & DSQ_SRC_PARTIAL)) {
-        ix->st.files_unchanged++;
-        if (old.errors) { /* the same damage as last time: say so again */
-            dsq_error_set(&e, DSQ_EFORMAT,
-                          "unchanged since it was indexed with %u damaged members or reads (the "
-                          "rest is indexed)",
-                          old.errors);
-            problem(ix, &e, NULL);
+    int r = skip_unchanged(ix, abs, fi, err);
+    return r < 0 ? r : !r;
+}
+
+/* ==== Indexing with worker threads (jobs > 1) ===================================
+ *
+ * The walk (in the writer, the calling thread) turns files into jobs, in walk
+ * order; a file that needs no decoding (skipped, failed to stat) becomes a job that
+ * only reports its problem. Worker threads take the files to index in that order,
+ * each decoding, splitting and scanning one file at a time with its own decoder,
+ * scanner and dictionary, and put what they find into batches (batch.h): events
+ * with worker-local ids, the new strings before them, decoded byte counts, member
+ * results and problems. Each worker has a few batches circulating between a free
+ * queue and a full queue (bq.h), which bounds memory and lets it run ahead of the
+ * writer by that much. The writer takes jobs in order and replays each file's
+ * messages exactly as the single-threaded path writes a file: one transaction,
+ * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
+ * writer touches the store. When the map is full the file's remaining messages
+ * are drained and the writer indexes the file again itself. */
+
+typedef struct job {
+    int kind;
+    int worker;        /* JOB_INDEX: the worker that took it; -1 until one does */
+    char *path, *abs, *inner; /* one allocation (inner may be NULL) */
+    uint32_t run;
+    dsq_file_info fi;
+    dsq_error *err;    /* JOB_*PROBLEM: what to report */
+} job;
+
+enum msg_type {
+    MSG_EVENT = DSQ_BATCH_STR + 1,
+    MSG_BYTES,       /* uint64_t: decoded bytes fed to the splitter */
+    MSG_PROBLEM,     /* msg_problem */
+    MSG_MEMBER_END,  /* msg_member, then the member's name */
+    MSG_OPEN_FAILED, /* dsq_error */
+    MSG_FILE_END     /* msg_file_end */
+};
+
+typedef struct msg_problem {
+    dsq_error e;   /* where it happened already filled */
+    int counts;    /* a damaged member or read (counted in the file's errors) */
+} msg_problem;
+
+typedef struct msg_member {
+    dsq_member_rec mr;
+    dsq_scan_stats ss;
+    uint32_t idx;
+} msg_member;
+
+typedef struct msg_file_end {
+    uint64_t bytes_in;
+    int64_t status; /* 0, or why the worker stopped (out of memory) */
+} msg_file_end;
+
+#define WORKER_BATCHES 6
+#define WORKER_BATCH_BYTES ((size_t)1 << 20)
+/* all workers' batches together stay under this (smaller batches with many workers) */
+#define BATCH_BUDGET ((size_t)48 << 20)
+#define WORKER_STOPPED 1 /* internal: the writer asked the workers to stop */
+
+typedef struct worker {
+    dsq_indexer *ix;
+    pthread_t th;
+    int started;
+    dsq_dict *dict;
+    dsq_input *in;
+    dsq_lines *lines;
+    dsq_scan *scan;
+    dsq_bq *free_q, *full_q;
+    dsq_batch batches[WORKER_BATCHES];
+    dsq_batch *cur;     /* worker: the batch being filled */
+    uint32_t sent;      /* worker: local ids whose strings were put */
+    const char *path;   /* worker: the file being read, as walked */
+    /* writer side */
+    dsq_remap remap;
+    dsq_batch *rd;      /* the batch being read, NULL when none */
+    dsq_batch_iter it;
+} worker;
+
+/* --- the walk: jobs ---------------------------------------------------------- */
+
+static int add_job(dsq_indexer *ix, int kind, const char *path, const char *abs,
+                   const dsq_file_info *fi, const dsq_error *e, dsq_error *err)
+{
+    job j = {.kind = kind, .worker = -1, .run = ix->cur_run};
+    if (kind == JOB_INDEX) {
+        size_t lp = strlen(path) + 1, la = strlen(abs) + 1;
+        size_t li = ix->cur_inner ? strlen(ix->cur_inner) + 1 : 0;
+        if (!(j.path = malloc(lp + la + li)))
+            return dsq_error_set(err, DSQ_ENOMEM, "job list");
+        memcpy(j.path, path, lp);
+        j.abs = memcpy(j.path + lp, abs, la);
+        j.inner = li ? memcpy(j.path + lp + la, ix->cur_inner, li) : NULL;
+        j.fi = *fi;
+    } else {
+        if (!(j.err = malloc(sizeof *j.err)))
+            return dsq_error_set(err, DSQ_ENOMEM, "job list");
+        *j.err = *e;
+    }
+    pthread_mutex_lock(&ix->mu);
+    if (ix->njobs == ix->jobs_cap) {
+        size_t cap = ix->jobs_cap ? ix->jobs_cap * 2 : 256;
+        job *nj = realloc(ix->jobs, cap * sizeof *nj);
+        if (!nj) {
+            pthread_mutex_unlock(&ix->mu);
+            free(j.path);
+            free(j.err);
+            return dsq_error_set(err, DSQ_ENOMEM, "job list");
         }
+        ix->jobs = nj;
+        ix->jobs_cap = cap;
+    }
+    ix->jobs[ix->njobs++] = j;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
+    return 0;
+}
+
+static void free_jobs(dsq_indexer *ix)
+{
+    for (size_t i = 0; i < ix->njobs; i++) {
+        free(ix->jobs[i].path);
+        free(ix->jobs[i].err);
+    }
+    free(ix->jobs);
+    ix->jobs = NULL;
+    ix->njobs = ix->jobs_cap = ix->next_job = 0;
+}
+
+/* --- workers ----------------------------------------------------------------- */
+
+/* Hands the full batch to the writer and takes an empty one. */
+static int w_send(worker *w)
+{
+    if (dsq_bq_push(w->full_q, w->cur) != 0)
+        return WORKER_STOPPED;
+    w->cur = dsq_bq_pop(w->free_q);
+    if (!w->cur)
+        return WORKER_STOPPED;
+    dsq_batch_clear(w->cur);
+    return 0;
+}
+
+static int w_put(worker *w, uint32_t type, const void *a, size_t na, const void *c, size_t nc)
+{
+    int rc;
+    while ((rc = dsq_batch_put(w->cur, type, a, na, c, nc)) == 1)
+        if ((rc = w_send(w)))
+            return rc;
+    return rc;
+}
+
+/* Scanner sink: the strings the event may use that the writer has not seen, then
+ * the event. */
+static int w_on_event(void *ctx, const dsq_event *ev)
+{
+    worker *w = ctx;
+    int rc;
+    while ((rc = dsq_batch_put_strings(w->cur, w->dict, &w->sent)) == 1)
+        if ((rc = w_send(w)))
+            return rc;
+    if (rc)
+        return rc;
+    while ((rc = dsq_batch_put_event(w->cur, MSG_EVENT, ev)) == 1)
+        if ((rc = w_send(w)))
+            return rc;
+    return rc;
+}
+
+static int w_problem(worker *w, dsq_error *e, const char *member, int counts)
+{
+    msg_problem m = {.counts = counts};
+    dsq_error_where(e, w->path, member);
+    m.e = *e;
+    return w_put(w, MSG_PROBLEM, &m, sizeof m, NULL, 0);
+}
+
+/* index_member, in a worker. */
+static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t idx)
+{
+    dsq_error e;
+    dsq_error_clear(&e);
+    dsq_lines_reset(w->lines);
+    const char *inner = mi->name[0] ? mi->name : j->inner;
+    dsq_scan_begin(w->scan, host_from_path(w->dict, inner),
+                   rank_from_name(mi->name[0] ? mi->name : j->path));
+    dsq_scan_set_written(w->scan, mi->mtime_ns / 1000);
+    msg_member m = {.mr = {.mtime_ns = mi->mtime_ns}, .idx = idx};
+    int rc = 0;
+    for (;;) {
+        const char *data;
+        size_t len;
+        if (dsq_input_read(w->in, &data, &len, &e) != 0) {
+            e.line = (long long)dsq_lines_stats_get(w->lines)->lines;
+            e.offset = (long long)dsq_lines_stats_get(w->lines)->bytes;
+            if ((rc = w_problem(w, &e, mi->name, 1)))
+                return rc;
+            m.mr.status = (uint32_t)-e.code;
+            break;
+        }
+        if (len == 0)
+            break;
+        if (m.mr.size == 0)
+            m.mr.fingerprint = dsq_hash64(data, len < 65536 ? len : 65536, 0);
+        m.mr.size += len;
+        for (size_t off = 0, n; off < len; off += n) {
+            n = len - off < w->ix->feed_slice ? len - off : w->ix->feed_slice;
+            uint64_t n64 = n;
+            if ((rc = dsq_lines_feed(w->lines, data + off, n)) ||
+                (rc = w_put(w, MSG_BYTES, &n64, sizeof n64, NULL, 0)))
+                return rc;
+        }
+    }
+    if ((rc = dsq_lines_finish(w->lines)) || (rc = dsq_scan_end(w->scan)))
+        return rc;
+    m.ss = *dsq_scan_stats_get(w->scan);
+    return w_put(w, MSG_MEMBER_END, &m, sizeof m, mi->name, strlen(mi->name) + 1);
+}
+
+/* index_members and the reading part of index_file_once, in a worker. */
+static int w_file(worker *w, const job *j)
+{
+    dsq_error e;
+    dsq_error_clear(&e);
+    int rc = 0;
+    w->path = j->path;
+    if (dsq_input_open(w->in, j->abs, &e) != 0) {
+        dsq_error_where(&e, j->path, NULL);
+        rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
+    } else {
+        dsq_member_info mi;
+        for (uint32_t idx = 0; rc == 0; idx++) {
+            dsq_error_clear(&e);
+            int r = dsq_input_next_member(w->in, &mi, &e);
+            dsq_error d;
+            dsq_error_clear(&d);
+            if (dsq_input_take_damage(w->in, &d) && (rc = w_problem(w, &d, NULL, 1)))
+                break;
+            if (r == 0)
+                break;
+            if (r < 0) {
+                rc = w_problem(w, &e, NULL, 1);
+                break;
+            }
+            rc = w_member(w, j, &mi, idx);
+        }
+    }
+    msg_file_end fe = {.bytes_in = dsq_input_bytes_in(w->in), .status = rc};
+    dsq_input_close(w->in);
+    if (rc == WORKER_STOPPED)
+        return rc;
+    int rc2 = w_put(w, MSG_FILE_END, &fe, sizeof fe, NULL, 0);
+    if (!rc2)
+        rc2 = w_send(w);
+    return rc ? rc : rc2;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    dsq_indexer *ix = w->ix;
+    int me = (int)(w - ix->w);
+    w->cur = dsq_bq_pop(w->free_q);
+    if (!w->cur)
+        return NULL;
+    dsq_batch_clear(w->cur);
+    for (;;) {
+        pthread_mutex_lock(&ix->mu);
+        for (;;) {
+            while (ix->next_job < ix->njobs && ix->jobs[ix->next_job].kind != JOB_INDEX)
+                ix->next_job++;
+            if (ix->stop || ix->next_job < ix->njobs || ix->walk_done)
+                break;
+            pthread_cond_wait(&ix->cv, &ix->mu);
+        }
+        if (ix->stop || ix->next_job == ix->njobs) {
+            pthread_mutex_unlock(&ix->mu);
+            return NULL;
+        }
+        job j = ix->jobs[ix->next_job];
+        ix->jobs[ix->next_job++].worker = me;
+        pthread_cond_broadcast(&ix->cv);
+        pthread_mutex_unlock(&ix->mu);
+        if (w_file(w, &j))
+            return NULL; /* stopped, or the writer learns why from the file's end */
+    }
+}
+
+static void worker_free(worker *w)
+{
+    dsq_input_free(w->in);
+    dsq_lines_free(w->lines);
+    dsq_scan_free(w->scan);
+    dsq_dict_free(w->dict);
+    dsq_bq_free(w->free_q);
+    dsq_bq_free(w->full_q);
+    for (int i = 0; i < WORKER_BATCHES; i++)
+        dsq_batch_free(&w->batches[i]);
+    dsq_remap_free(&w->remap);
+}
+
+static int worker_init(dsq_indexer *ix, worker *w, size_t batch_bytes)
+{
+    memset(w, 0, sizeof *w);
+    w->ix = ix;
+    dsq_scan_params sp = {.emit = w_on_event, .ctx = w};
+    if (dsq_dict_new(&w->dict) || dsq_input_new(&w->in))
+        return DSQ_ENOMEM;
+    sp.dict = w->dict;
+    if (dsq_scan_new(&sp, &w->scan))
+        return DSQ_ENOMEM;
+    dsq_lines_params lp = {ix->p.max_line, dsq_scan_line, w->scan};
+    if (dsq_lines_new(&lp, &w->lines) || dsq_bq_new(WORKER_BATCHES, &w->free_q) ||
+        dsq_bq_new(WORKER_BATCHES, &w->full_q))
+        return DSQ_ENOMEM;
+    for (int i = 0; i < WORKER_BATCHES; i++)
+        if (dsq_batch_init(&w->batches[i], batch_bytes) ||
+            dsq_bq_push(w->free_q, &w->batches[i]))
+            return DSQ_ENOMEM;
+    return 0;
+}
+
+/* Asks every worker to stop (they leave at their next batch or job). */
+static void stop_workers(dsq_indexer *ix)
+{
+    pthread_mutex_lock(&ix->mu);
+    ix->stop = 1;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
+    for (int i = 0; i < ix->nw; i++) {
+        if (ix->w[i].free_q)
+            dsq_bq_close(ix->w[i].free_q);
+        if (ix->w[i].full_q)
+            dsq_bq_close(ix->w[i].full_q);
+    }
+}
+
+/* --- the writer ---------------------------------------------------------------- */
+
+/* The next message of worker w (its strings go into the remap on the way).
+ * 0, or an error when the worker's stream ended early. */
+static int next_msg(dsq_indexer *ix, worker *w, uint32_t *type, const void **data, size_t *n,
+                    dsq_error *err)
+{
+    for (;;) {
+        if (w->rd && dsq_batch_next(&w->it, type, data, n)) {
+            if (*type != DSQ_BATCH_STR)
+                return 0;
+            if (dsq_remap_add_str(&w->remap, dsq_store_dict(ix->p.store), *data, *n))
+                return dsq_error_set(err, DSQ_ENOMEM, "dictionary");
+            continue;
+        }
+        if (w->rd && dsq_bq_push(w->free_q, w->rd) != 0)
+            return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
+        w->rd = dsq_bq_pop(w->full_q);
+        if (!w->rd)
+            return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
+        dsq_batch_iter_init(&w->it, w->rd);
+    }
+}
+
+/* Reads a file's messages up to its end without writing them (strings still go
+ * into the remap). */
+static int drain_file(dsq_indexer *ix, worker *w, dsq_error *err)
+{
+    uint32_t type;
+    const void *data;
+    size_t n;
+    int rc;
+    while ((rc = next_msg(ix, w, &type, &data, &n, err)) == 0 && type != MSG_FILE_END)
+        ;
+    return rc;
+}
+
+/* index_file_once for a file a worker reads: the same writes from its messages,
+ * but no commit at the end (the caller commits files in groups). *drained is set
+ * once the file's end message was read. */
+static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained, dsq_error *err)
+{
+    dsq_source_rec rec;
+    uint32_t type;
+    const void *data;
+    size_t n;
+    int status = next_msg(ix, w, &type, &data, &n, err);
+    if (status)
+        return status;
+    if (type == MSG_OPEN_FAILED) { /* first, before anything is written */
+        dsq_error e;
+        memcpy(&e, data, sizeof e);
+        if (ix->p.problem)
+            ix->p.problem(ix->p.ctx, &e);
+        ix->st.files_failed++;
+        memset(&ix->pend, 0, sizeof ix->pend);
+        if ((status = drain_file(ix, w, err)))
+            return status;
+        *drained = 1;
         return 0;
     }
-    int status = DSQ_ELIMIT;
-    for (int i = 0; i < MAX_MAP_RETRIES && status == DSQ_ELIMIT; i++)
-        status = index_file_once(ix, abs, &fi, err);
-    if (status == 0 && ix->pend.members + ix->pend.members_failed > 0) {
-        ix->st.files_indexed++;
-        add_stats(&ix->st, &ix->pend);
+    if ((status = file_begin(ix, j->abs, &rec, &j->fi, err)))
+        return status;
+    for (;; status = next_msg(ix, w, &type, &data, &n, err)) {
+        if (status)
+            return status; /* fatal: the store is aborted by the caller's stop */
+        if (type == MSG_EVENT) {
+            dsq_event ev;
+            if (dsq_batch_get_event(data, n, &ev) || dsq_remap_event(&w->remap, &ev)) {
+                dsq_error_set(err, DSQ_EFORMAT, "internal: a damaged batch from a worker");
+                return file_failed(ix, DSQ_EFORMAT, err);
+            }
+            if ((status = write_event(ix, &ev)))
+                return file_failed(ix, status, err);
+        } else if (type == MSG_BYTES) {
+            uint64_t len;
+            memcpy(&len, data, sizeof len);
+            ix->pend.bytes_decoded += len;
+            maybe_progress(ix, 0);
+            if ((ix->since_commit += len) >= ix->commit_bytes && (status = checkpoint(ix)))
+                return file_failed(ix, status, err);
+        } else if (type == MSG_PROBLEM) {
+            msg_problem m;
+            memcpy(&m, data, sizeof m);
+            if (ix->p.problem)
+                ix->p.problem(ix->p.ctx, &m.e);
+            if (m.counts) {
+                ix->pend.members_failed++;
+                rec.errors++;
+            }
+        } else if (type == MSG_MEMBER_END) {
+            msg_member m;
+            memcpy(&m, data, sizeof m);
+            const char *name = (const char *)data + sizeof m;
+            if ((status = member_done(ix, &rec, &m.mr, &m.ss, name, m.idx)))
+                return file_failed(ix, status, err);
+        } else if (type == MSG_FILE_END) {
+            msg_file_end fe;
+            memcpy(&fe, data, sizeof fe);
+            *drained = 1;
+            if (fe.status) {
+                dsq_store_abort(ix->p.store);
+                return dsq_error_set(err, (int)fe.status,
+                                     "an indexing thread stopped: %s", dsq_strerror((int)fe.status));
+            }
+            ix->pend.bytes_in = fe.bytes_in;
+            return file_done(ix, j->abs, &rec, err);
+        }
+    }
+}
+
+/* The map filled and grew, and the open write is gone with the files of the open
+ * group: the writer reads them again itself, one commit each. */
+static int redo_group(dsq_indexer *ix, dsq_error *err)
+{
+    size_t n = ix->ngroup;
+    int status = 0;
+    ix->ngroup = 0;
+    memset(&ix->group_st, 0, sizeof ix->group_st);
+    for (size_t k = 0; k < n && !status; k++) {
+        const job *g = &ix->jobs[ix->group[k]];
+        ix->cur_path = g->path;
+        ix->cur_inner = g->inner;
+        ix->cur_run = g->run;
+        status = index_file_now(ix, g->abs, &g->fi, err);
+    }
+    return status;
+}
+
+/* Commits the open group of files. */
+static int commit_group(dsq_indexer *ix, dsq_error *err)
+{
+    if (!dsq_store_writing(ix->p.store))
+        return 0;
+    int status = dsq_store_commit(ix->p.store, err);
+    if (status == 0)
+        group_committed(ix);
+    else if (status == DSQ_ELIMIT)
+        status = redo_group(ix, err);
+    return status;
+}
+
+/* Files are committed together until this many, or commit_bytes of text. */
+#define GROUP_FILES 32
+
+/* The writer's part of job i. */
+static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
+{
+    job *j = &ix->jobs[i];
+    if (j->kind != JOB_INDEX) {
+        if (ix->p.problem)
+            ix->p.problem(ix->p.ctx, j->err);
+        return 0;
+    }
+    pthread_mutex_lock(&ix->mu);
+    while (j->worker < 0)
+        pthread_cond_wait(&ix->cv, &ix->mu);
+    worker *w = &ix->w[j->worker];
+    pthread_mutex_unlock(&ix->mu);
+    ix->cur_path = j->path;
+    ix->cur_inner = j->inner;
+    ix->cur_run = j->run;
+    /* the same file twice (a link to it): the first one's index is kept, as in
+     * the single-threaded path (the open write sees the first one) */
+    int status = skip_unchanged(ix, j->abs, &j->fi, err);
+    if (status)
+        return status < 0 ? status : drain_file(ix, w, err);
+    if (ix->ngroup == ix->group_cap) {
+        size_t cap = ix->group_cap ? ix->group_cap * 2 : GROUP_FILES;
+        size_t *g = realloc(ix->group, cap * sizeof *g);
+        if (!g)
+            return dsq_error_set(err, DSQ_ENOMEM, "indexer");
+        ix->group = g;
+        ix->group_cap = cap;
+    }
+    int drained = 0;
+    status = par_file_once(ix, w, j, &drained, err);
+    if (status == DSQ_ELIMIT) {
+        /* the map grew and the open write is gone: what the worker read of this
+         * file too; the group and this file are read again here */
+        if ((!drained && (status = drain_file(ix, w, err))) || (status = redo_group(ix, err)))
+            return status;
+        ix->cur_path = j->path;
+        ix->cur_inner = j->inner;
+        ix->cur_run = j->run;
+        return index_file_now(ix, j->abs, &j->fi, err);
+    }
+    if (status)
+        return status;
+    if (ix->pend.members + ix->pend.members_failed > 0) {
+        ix->group_st.files_indexed++;
+        add_stats(&ix->group_st, &ix->pend);
+    }
+    if (dsq_store_writing(ix->p.store)) {
+        ix->group[ix->ngroup++] = i;
+        if (ix->ngroup >= GROUP_FILES || ix->group_st.bytes_decoded >= ix->commit_bytes)
+            status = commit_group(ix, err);
     }
     maybe_progress(ix, 1);
     return status;
+}
+
+/* Indexes path with ix->p.jobs workers (see above). */
+static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path, dsq_error *err)
+{
+    int status = 0;
+    ix->nw = (int)ix->p.jobs;
+    ix->stop = ix->walk_done = 0;
+    size_t batch_bytes = BATCH_BUDGET / WORKER_BATCHES / (size_t)ix->nw;
+    batch_bytes = batch_bytes > WORKER_BATCH_BYTES ? WORKER_BATCH_BYTES
+                  : batch_bytes < 65536        ? 65536
+                                               : batch_bytes;
+    if (!(ix->w = calloc((size_t)ix->nw, sizeof *ix->w)))
+        return dsq_error_set(err, DSQ_ENOMEM, "indexing threads");
+    for (int i = 0; i < ix->nw && !status; i++) {
+        if (worker_init(ix, &ix->w[i], batch_bytes))
+            status = dsq_error_set(err, DSQ_ENOMEM, "indexing threads");
+        else if (pthread_create(&ix->w[i].th, NULL, worker_main, &ix->w[i]) != 0)
+            status = dsq_error_set(err, DSQ_ENOMEM, "starting an indexing thread");
+        else
+            ix->w[i].started = 1;
+    }
+    if (!status) {
+        ix->defer = 1;
+        status = dsq_walk(wp, path);
+        ix->defer = 0;
+    }
+    pthread_mutex_lock(&ix->mu);
+    ix->walk_done = 1;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
+    for (size_t i = 0; i < ix->njobs && !status; i++)
+        status = par_job(ix, i, err);
+    if (!status)
+        status = commit_group(ix, err);
+    if (status) {
+        dsq_store_abort(ix->p.store);
+        stop_workers(ix);
+    }
+    for (int i = 0; i < ix->nw; i++) {
+        if (ix->w[i].started)
+            pthread_join(ix->w[i].th, NULL);
+        worker_free(&ix->w[i]);
+    }
+    free(ix->w);
+    ix->w = NULL;
+    ix->nw = 0;
+    free_jobs(ix);
+    return status;
+}
+
+static int index_file(dsq_indexer *ix, const char *path, const char *run, dsq_error *err)
+{
+    char abs[PATH_MAX];
+    dsq_file_info fi;
+    int r = prepare_file(ix, path, run, abs, &fi, err);
+    if (r <= 0)
+        return r;
+    if (ix->defer)
+        return add_job(ix, JOB_INDEX, path, abs, &fi, NULL, err);
+    return index_file_now(ix, abs, &fi, err);
 }
 
 /* Run of a file found under root: the first path component below root, or the
@@ -572,6 +1286,8 @@ static void walk_problem(void *ctx, const dsq_error *e)
     dsq_indexer *ix = ctx;
     ix->st.files_seen++;
     ix->st.files_failed++;
+    if (ix->defer && add_job(ix, JOB_WALK_PROBLEM, NULL, NULL, NULL, e, ix->walk_err) == 0)
+        return;
     if (ix->p.problem)
         ix->p.problem(ix->p.ctx, e);
 }
@@ -581,7 +1297,7 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .enter = walk_enter,
                           .ctx = ix, .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
     ix->walk_err = err;
-    int status = dsq_walk(&wp, path);
+    int status = ix->p.jobs > 1 ? par_add(ix, &wp, path, err) : dsq_walk(&wp, path);
     if (!status)
         status = dsq_store_sync(ix->p.store, err);
     ix->st.seconds = elapsed(&ix->t0);

@@ -6,6 +6,10 @@
  * decoded; a changed one has its old events dropped in the same transaction that
  * writes the new ones, so re-indexing never duplicates.
  *
+ * With params.jobs > 1, worker threads decode and scan files (one file each at a
+ * time) and hand batches of events to the calling thread, the only one writing the
+ * index; files are written in walk order, each exactly as without workers.
+ *
  * Problems with one file or member are reported through the `problem` callback and
  * counted; the rest is indexed. Only an unusable index or out-of-memory stops.
  */
@@ -43,6 +47,10 @@ typedef struct dsq_indexer_params {
     /* if shard_n > 0, only runs with dsq_shard_of(run) == shard_k are indexed
      * (shard.h); other runs' directories are not even walked (stats: other_shard) */
     uint32_t shard_k, shard_n;
+    /* worker threads decoding and scanning files in parallel while this thread
+     * alone writes the index; 0 or 1: none, all in the calling thread. The index
+     * is the same either way (dictionary ids aside). */
+    unsigned jobs;
     /* a file or member could not be (fully) read; err names it. May be NULL. */
     void (*problem)(void *ctx, const dsq_error *err);
     /* called after each file and during long ones. May be NULL. */

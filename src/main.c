@@ -75,6 +75,9 @@ static const char usage_text[] =
     "  --limit N    (show) at most N events (default 200; 0: all)\n"
     "  -q, --quiet  (index) no progress line\n"
     "  --no-compact (index) never compact at the end (see dsq compact)\n"
+    "  -j N         (index) N threads decode and scan files in parallel while one\n"
+    "               writes the index (default: $DSQ_JOBS, else one per core, at most 8;\n"
+    "               -j 1: all in one thread). The index answers the same whatever N is\n"
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --lang zh    (explain) explanations in Chinese (default: en)\n"
     "  --only problems  (explain) only warning, error and failure lines\n"
@@ -114,6 +117,7 @@ typedef struct cli {
     int format;
     int quiet;
     int no_compact;
+    long jobs;         /* index -j N: 0 = not given */
     int stats;
     int top;
     const char *lang;  /* explain: catalogue language */
@@ -180,6 +184,18 @@ static int parse_args(cli *c, int argc, char **argv)
             c->format = DSQ_FMT_CSV;
         else if (strcmp(a, "--json") == 0)
             c->format = DSQ_FMT_JSON;
+        else if (strcmp(a, "-j") == 0 || strncmp(a, "-j", 2) == 0 || strcmp(a, "--jobs") == 0 ||
+                 strncmp(a, "--jobs=", 7) == 0) {
+            const char *v = strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0
+                                ? (i + 1 < argc ? argv[++i] : "")
+                                : a + (a[1] == 'j' ? 2 : 7);
+            char *end;
+            c->jobs = strtol(v, &end, 10);
+            if (!*v || *end || c->jobs < 1 || c->jobs > 256) {
+                fprintf(stderr, "dsq: -j needs a number of threads from 1 to 256\n");
+                return -1;
+            }
+        }
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
             c->quiet = 1;
         else if (strcmp(a, "--stats") == 0)
@@ -369,6 +385,18 @@ static int cmd_compact(cli *c)
     return compact(c, 0);
 }
 
+/* -j N, else $DSQ_JOBS, else the number of cores (at most 8). */
+static unsigned index_jobs(const cli *c)
+{
+    const char *env = getenv("DSQ_JOBS");
+    long n = c->jobs;
+    if (n < 1 && env && *env)
+        n = strtol(env, NULL, 10);
+    if (n < 1) /* one writer keeps up with a few workers, not with dozens */
+        n = sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 8 : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1u : n > 256 ? 256u : (unsigned)n;
+}
+
 static int cmd_index(cli *c)
 {
     dsq_error err;
@@ -389,7 +417,8 @@ static int cmd_index(cli *c)
     dsq_store_params sp = {.dir = c->db, .readonly = 0};
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
                              .progress = on_progress, .ctx = c,
-                             .shard_k = c->shard_k, .shard_n = c->shard_n};
+                             .shard_k = c->shard_k, .shard_n = c->shard_n,
+                             .jobs = index_jobs(c)};
     if (dsq_store_open(&sp, &st, &err) != 0)
         goto index_failed;
     ip.store = st;
@@ -754,9 +783,14 @@ int main(int argc, char **argv)
     if (!c.args)
         return EXIT_INDEX;
     c.tty = isatty(2);
-    int code;
+    int code, help_asked = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        help_asked |= strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
     if (parse_args(&c, argc, argv) != 0) {
         code = EXIT_USAGE;
+    } else if (help_asked && c.nargs > 0) { /* dsq index --help */
+        fputs(usage_text, stdout);
+        code = 0;
     } else if (c.nargs == 0) {
         int help = 0, version = 0;
         for (int i = 1; i < argc; i++) {

@@ -523,8 +523,11 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     }
     gate = gate_take(st->dir, !st->readonly, st->readonly ? LOCK_SH : 0);
     st->size_at_open = file_size(st->dir, "data.mdb");
+    /* DSQ_MAP_BYTES: a smaller first map, so tests can make the map fill and grow */
+    const char *mb = getenv("DSQ_MAP_BYTES");
+    size_t map = mb && strtoull(mb, NULL, 10) >= 65536 ? (size_t)strtoull(mb, NULL, 10) : INITIAL_MAP;
     if ((rc = mdb_env_create(&st->env)) || (rc = mdb_env_set_maxdbs(st->env, 16)) ||
-        (!st->readonly && (rc = mdb_env_set_mapsize(st->env, INITIAL_MAP))) ||
+        (!st->readonly && (rc = mdb_env_set_mapsize(st->env, map))) ||
         (rc = mdb_env_open(st->env, st->dir,
                            MDB_NOTLS | (st->readonly ? MDB_RDONLY : MDB_NOSYNC), 0644))) {
         status = dsq_error_set(err, DSQ_EINDEX, "cannot open index %s: %s", st->dir,

@@ -4,7 +4,9 @@
 # gives exactly the index an uninterrupted run gives: the same events (all of
 # them, in time order, with their fields), runs, fields and per-file counts.
 # DSQ_COMMIT_BYTES makes the 4 MB file commit every 128 KiB, so kills land between,
-# inside and after its many commits. DSQ_KILL_ROUNDS overrides the 50.
+# inside and after its many commits. Rounds alternate the killed run between -j 1
+# and -j 2 (worker threads), and the re-run uses the other one. DSQ_KILL_ROUNDS
+# overrides the 50.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 need_tool python3 python3
@@ -27,7 +29,7 @@ dump() { # DB: everything the index answers, as text
 
 CLEAN="$DSQ_TMP/clean"
 start=$(date +%s%N)
-index_ok "uninterrupted index" "$CLEAN" "$ARCH"
+index_ok "uninterrupted index" "$CLEAN" -j 1 "$ARCH"
 ms=$((($(date +%s%N) - start) / 1000000 + 20))
 dump "$CLEAN" >"$DSQ_TMP/clean.txt"
 check "the clean dump has the events" test "$(wc -l <"$DSQ_TMP/clean.txt")" -gt 10000
@@ -37,7 +39,8 @@ bad=0 killed=0 unusable=0
 for ((i = 0; i < rounds; i++)); do
     db="$DSQ_TMP/k"
     rm -rf "$db"
-    "$DSQ" --db "$db" -q index "$ARCH" >/dev/null 2>&1 &
+    jk=$((1 + i % 2)) jr=$((2 - i % 2))
+    "$DSQ" --db "$db" -q index -j "$jk" "$ARCH" >/dev/null 2>&1 &
     pid=$!
     sleep "$(printf '0.%03d' $((RANDOM % ms % 1000)))"
     kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
@@ -45,11 +48,11 @@ for ((i = 0; i < rounds; i++)); do
     if [ -e "$db/data.mdb" ]; then # what the kill left opens and answers
         "$DSQ" --db "$db" "count" >/dev/null 2>"$DSQ_TMP/q.err" || { unusable=$((unusable + 1)); echo "round $i: index unusable after the kill: $(cat "$DSQ_TMP/q.err")"; }
     fi
-    "$DSQ" --db "$db" -q index "$ARCH" >/dev/null 2>"$DSQ_TMP/rerun.err" ||
+    "$DSQ" --db "$db" -q index -j "$jr" "$ARCH" >/dev/null 2>"$DSQ_TMP/rerun.err" ||
         { bad=$((bad + 1)); echo "round $i: re-run failed: $(cat "$DSQ_TMP/rerun.err")"; continue; }
     if ! dump "$db" | cmp -s - "$DSQ_TMP/clean.txt"; then
         bad=$((bad + 1))
-        echo "round $i: the re-run index differs from the clean one:"
+        echo "round $i (killed -j $jk, re-run -j $jr): the re-run index differs from the clean one:"
         dump "$db" | diff - "$DSQ_TMP/clean.txt" | head -5
     fi
 done

@@ -1,7 +1,8 @@
 /* Indexer end to end on a small archive made in a temp dir: run names from the
  * tree, all container kinds, the numbers a query gives back, re-indexing that
  * skips unchanged files and never duplicates changed ones, a damaged file reported
- * with what was read before kept, the index directory never indexed itself. */
+ * with what was read before kept, the index directory never indexed itself, and
+ * worker threads (jobs > 1) giving the same index as one thread. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdlib.h>
@@ -98,7 +99,7 @@ typedef struct ctx {
     problems pr;
 } ctx;
 
-static int open_ctx(ctx *c, const char *db, const char *run)
+static int open_ctx_jobs(ctx *c, const char *db, const char *run, unsigned jobs)
 {
     char dir[256];
     snprintf(dir, sizeof dir, "%s/%s", tmp, db);
@@ -109,8 +110,13 @@ static int open_ctx(ctx *c, const char *db, const char *run)
     if (dsq_store_open(&sp, &c->st, &err) != 0)
         return -1;
     dsq_indexer_params ip = {.store = c->st, .run = run, .db_dir = dir, .problem = on_problem,
-                             .ctx = &c->pr};
+                             .ctx = &c->pr, .jobs = jobs};
     return dsq_indexer_new(&ip, &c->ix, &err);
+}
+
+static int open_ctx(ctx *c, const char *db, const char *run)
+{
+    return open_ctx_jobs(c, db, run, 1);
 }
 
 static void close_ctx(ctx *c)
@@ -292,6 +298,81 @@ static void test_damaged_file(void)
     close_ctx(&c);
 }
 
+/* The answer of a query as CSV (caller frees), or NULL. */
+static char *answer(dsq_store *st, const char *text)
+{
+    dsq_query q;
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_result *r = NULL;
+    if (dsq_query_parse(text, &q, &err) || dsq_query_run(&q, &st, 1, &r, &err))
+        return NULL;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    dsq_result_print(r, f, DSQ_FMT_CSV);
+    fclose(f);
+    dsq_result_free(r);
+    return out;
+}
+
+/* Worker threads (jobs > 1) index the same as one thread: the same numbers, the
+ * same problems (the last one reported is the same: walk order), the same answers;
+ * two adds on one indexer, and a re-run that skips everything. */
+static void test_jobs_same_index(void)
+{
+    ctx one, many;
+    CHECK_INT(open_ctx_jobs(&one, "db-j1", NULL, 1), 0);
+    CHECK_INT(open_ctx_jobs(&many, "db-j3", NULL, 3), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_INT(add(&one, "archive"), 0);
+        CHECK_INT(add(&one, "bad"), 0);
+        CHECK_INT(add(&many, "archive"), 0);
+        CHECK_INT(add(&many, "bad"), 0);
+        const dsq_index_stats *a = dsq_indexer_stats(one.ix), *b = dsq_indexer_stats(many.ix);
+        CHECK_INT(b->files_seen, a->files_seen);
+        CHECK_INT(b->files_indexed, a->files_indexed);
+        CHECK_INT(b->files_unchanged, a->files_unchanged);
+        CHECK_INT(b->files_failed, a->files_failed);
+        CHECK_INT(b->members, a->members);
+        CHECK_INT(b->members_failed, a->members_failed);
+        CHECK_INT(b->bytes_in, a->bytes_in);
+        CHECK_INT(b->bytes_decoded, a->bytes_decoded);
+        CHECK_INT(b->lines, a->lines);
+        CHECK_INT(b->events, a->events);
+        CHECK_INT(many.pr.n, one.pr.n);
+        CHECK_STR(many.pr.last.file, one.pr.last.file);
+        CHECK_STR(many.pr.last.msg, one.pr.last.msg);
+    }
+    CHECK(dsq_indexer_stats(many.ix)->files_unchanged >= 5); /* the second pass skipped them */
+    close_ctx(&one);
+    close_ctx(&many);
+    /* answers, from indexes opened for reading */
+    static const char *const queries[] = {"max Max_MA, count Max_MA by run",
+                                          "count by run, host, rank, kind",
+                                          "p50 Max_MA, sum MA by run, file"};
+    dsq_store *st[2] = {NULL, NULL};
+    const char *dbs[2] = {"db-j1", "db-j3"};
+    for (int i = 0; i < 2; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/%s", tmp, dbs[i]);
+        dsq_store_params sp = {dir, 1};
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_store_open(&sp, &st[i], &err), 0);
+    }
+    for (size_t k = 0; st[0] && st[1] && k < sizeof queries / sizeof queries[0]; k++) {
+        char *x = answer(st[0], queries[k]), *y = answer(st[1], queries[k]);
+        CHECK(x && y && strlen(x) > 20);
+        if (x && y)
+            CHECK_STR(y, x);
+        free(x);
+        free(y);
+    }
+    dsq_store_close(st[0]);
+    dsq_store_close(st[1]);
+}
+
 static void test_strip_ext(void)
 {
     static const char *const tab[][2] = {
@@ -313,4 +394,4 @@ static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
-          T(test_damaged_file), T(test_strip_ext), T(test_teardown))
+          T(test_damaged_file), T(test_jobs_same_index), T(test_strip_ext), T(test_teardown))

@@ -1,0 +1,156 @@
+/* Batches and id remapping (see batch.h). */
+#include "batch.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsq/dsq.h"
+
+#define HDR 8u
+
+static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+int dsq_batch_init(dsq_batch *b, size_t cap)
+{
+    b->len = 0;
+    b->cap = pad8(cap < 64 ? 64 : cap);
+    b->buf = malloc(b->cap);
+    return b->buf ? 0 : DSQ_ENOMEM;
+}
+
+void dsq_batch_free(dsq_batch *b)
+{
+    free(b->buf);
+    b->buf = NULL;
+    b->len = b->cap = 0;
+}
+
+int dsq_batch_put(dsq_batch *b, uint32_t type, const void *a, size_t na, const void *c,
+                  size_t nc)
+{
+    size_t n = na + nc, need = HDR + pad8(n);
+    if (n > UINT32_MAX)
+        return DSQ_ENOMEM;
+    if (b->cap - b->len < need) {
+        if (b->len > 0)
+            return 1;
+        unsigned char *nb = realloc(b->buf, need); /* a message bigger than any batch */
+        if (!nb)
+            return DSQ_ENOMEM;
+        b->buf = nb;
+        b->cap = need;
+    }
+    unsigned char *p = b->buf + b->len;
+    uint32_t h[2] = {type, (uint32_t)n};
+    memcpy(p, h, HDR);
+    if (na)
+        memcpy(p + HDR, a, na);
+    if (nc)
+        memcpy(p + HDR + na, c, nc);
+    memset(p + HDR + n, 0, pad8(n) - n);
+    b->len += need;
+    return 0;
+}
+
+int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent)
+{
+    uint32_t count = dsq_dict_count(d);
+    while (*sent < count) {
+        size_t n;
+        const char *s = dsq_dict_str(d, *sent + 1, &n);
+        int rc = dsq_batch_put(b, DSQ_BATCH_STR, s, n, NULL, 0);
+        if (rc)
+            return rc;
+        ++*sent;
+    }
+    return 0;
+}
+
+#define EV_HEAD offsetof(dsq_event, f)
+
+int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
+{
+    unsigned nf = ev->nf > DSQ_EV_MAXF ? DSQ_EV_MAXF : ev->nf;
+    return dsq_batch_put(b, type, ev, EV_HEAD, ev->f, nf * sizeof ev->f[0]);
+}
+
+int dsq_batch_get_event(const void *data, size_t n, dsq_event *ev)
+{
+    if (n < EV_HEAD || (n - EV_HEAD) % sizeof ev->f[0] != 0)
+        return DSQ_EFORMAT;
+    memcpy(ev, data, n);
+    if (ev->nf != (n - EV_HEAD) / sizeof ev->f[0])
+        return DSQ_EFORMAT;
+    return 0;
+}
+
+void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b)
+{
+    it->p = b->buf;
+    it->end = b->buf + b->len;
+}
+
+int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void **data, size_t *n)
+{
+    uint32_t h[2];
+    if ((size_t)(it->end - it->p) < HDR)
+        return 0;
+    memcpy(h, it->p, HDR);
+    if ((size_t)(it->end - it->p) - HDR < pad8(h[1]))
+        return 0;
+    *type = h[0];
+    *n = h[1];
+    *data = it->p + HDR;
+    it->p += HDR + pad8(h[1]);
+    return 1;
+}
+
+int dsq_remap_add(dsq_remap *r, uint32_t global)
+{
+    if (r->count + 2 > r->cap) {
+        uint32_t cap = r->cap ? r->cap * 2 : 1024;
+        uint32_t *to = realloc(r->to, cap * sizeof *to);
+        if (!to)
+            return DSQ_ENOMEM;
+        r->to = to;
+        r->cap = cap;
+        if (r->count == 0)
+            r->to[0] = 0;
+    }
+    r->to[++r->count] = global;
+    return 0;
+}
+
+int dsq_remap_add_str(dsq_remap *r, dsq_dict *into, const void *data, size_t n)
+{
+    uint32_t id = dsq_dict_intern(into, data, n);
+    return id ? dsq_remap_add(r, id) : DSQ_ENOMEM;
+}
+
+static int map1(const dsq_remap *r, uint32_t *id)
+{
+    if (*id == 0)
+        return 0;
+    if (*id > r->count)
+        return DSQ_EFORMAT;
+    *id = r->to[*id];
+    return 0;
+}
+
+int dsq_remap_event(const dsq_remap *r, dsq_event *ev)
+{
+    if (map1(r, &ev->host) || map1(r, &ev->label) || map1(r, &ev->text))
+        return DSQ_EFORMAT;
+    for (unsigned i = 0; i < ev->nf && i < DSQ_EV_MAXF; i++)
+        if (map1(r, &ev->f[i].name))
+            return DSQ_EFORMAT;
+    return 0;
+}
+
+void dsq_remap_free(dsq_remap *r)
+{
+    free(r->to);
+    r->to = NULL;
+    r->count = r->cap = 0;
+}

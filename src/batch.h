@@ -1,0 +1,73 @@
+/* Batches: what an indexing worker thread hands the index writer.
+ *
+ * A batch is a byte buffer of messages, each a small header (type, length) and a
+ * payload padded to 8 bytes. Workers scan with a dictionary of their own, so the
+ * ids in their events are local: before an event that uses new local ids, the
+ * worker puts those strings (STR messages, in id order), and the writer's remap
+ * turns each local id into the index dictionary's id. Batches are allocated once
+ * and reused; putting and reading messages never allocates (except to grow an
+ * empty batch for a message bigger than it).
+ */
+#ifndef DSQ_BATCH_H
+#define DSQ_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dict.h"
+#include "event.h"
+
+typedef struct dsq_batch {
+    unsigned char *buf;
+    size_t len, cap;
+} dsq_batch;
+
+/* 0 or DSQ_ENOMEM. */
+int dsq_batch_init(dsq_batch *b, size_t cap);
+void dsq_batch_free(dsq_batch *b);
+static inline void dsq_batch_clear(dsq_batch *b) { b->len = 0; }
+
+/* Appends a message of `type` (> 0) whose payload is a[0..na) then c[0..nc) (c may
+ * be NULL). Returns 0, 1 when it does not fit (the batch holds messages: send it
+ * and put again), or DSQ_ENOMEM. */
+int dsq_batch_put(dsq_batch *b, uint32_t type, const void *a, size_t na, const void *c,
+                  size_t nc);
+
+/* The STR message type, used by put_strings. Callers' types must differ. */
+#define DSQ_BATCH_STR 1u
+
+/* Puts the strings of d's ids *sent+1 .. count, advancing *sent past each one put.
+ * 0 when all are in, 1 when the batch filled first (send it and call again), or
+ * DSQ_ENOMEM. */
+int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent);
+
+/* An event: its header and only the nf fields it uses. Same returns as put. */
+int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev);
+/* Decodes an event payload into *ev. 0 or DSQ_EFORMAT. */
+int dsq_batch_get_event(const void *data, size_t n, dsq_event *ev);
+
+typedef struct dsq_batch_iter {
+    const unsigned char *p, *end;
+} dsq_batch_iter;
+
+void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b);
+/* The next message: 1 with its type and payload (8-byte aligned), 0 at the end. */
+int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void **data, size_t *n);
+
+/* --- remap: a worker's local dictionary ids -> the index's ids --------------- */
+typedef struct dsq_remap {
+    uint32_t *to;   /* to[local] = global; to[0] = 0 */
+    uint32_t count; /* local ids known: 1..count */
+    uint32_t cap;
+} dsq_remap;
+
+/* The next local id (count + 1) is `global`. 0 or DSQ_ENOMEM. */
+int dsq_remap_add(dsq_remap *r, uint32_t global);
+/* Interns a STR payload into `into` and adds its id. 0 or DSQ_ENOMEM. */
+int dsq_remap_add_str(dsq_remap *r, dsq_dict *into, const void *data, size_t n);
+/* Rewrites the ids of an event (host, label, text, field names). 0, or
+ * DSQ_EFORMAT when one is not known. */
+int dsq_remap_event(const dsq_remap *r, dsq_event *ev);
+void dsq_remap_free(dsq_remap *r);
+
+#endif

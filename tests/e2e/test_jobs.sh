@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# `dsq index -j N`: worker threads must not change the index. A mixed archive (plain,
+# .zst, .gz, tar.zst, tar.gz, zip, many small runs, one big file committed in many
+# pieces, damaged files) is indexed with -j 1 and with -j 4 (and $DSQ_JOBS=3): every
+# event (`dsq show`), `dsq runs`, `dsq fields` and several queries answer the same,
+# the summaries count the same files, members, lines and events, the problems are
+# reported the same, in the same order, with the same exit status, also when the
+# index map fills and grows under the writer. Re-running over
+# the unchanged archive, and after one file changed, does the same as -j 1 too.
+source "$(dirname "$0")/lib.sh"
+e2e_init
+need_tool python3 python3
+need_tool zstd zstd
+need_tool gzip gzip
+need_tool tar tar
+need_tool zip zip
+
+A="$DSQ_TMP/archive"
+G="$DSQ_TMP/gen"
+mkdir -p "$A" "$G"
+gen() { python3 "$DSQ_SRC/tools/gen-log.py" "$@" 2>/dev/null || die "gen-log.py $*"; }
+
+# a run of per-host files in every single-file container
+mkdir -p "$A/run-files"
+gen 1 "$A/run-files/gpu001.log" --hosts 2 --seed 1
+gen 1 "$G/h2.log" --hosts 2 --seed 2
+zstd -q "$G/h2.log" -o "$A/run-files/gpu002.log.zst"
+gen 1 "$G/h3.log" --hosts 2 --seed 3
+gzip -c "$G/h3.log" >"$A/run-files/gpu003.log.gz"
+# one big file: with DSQ_COMMIT_BYTES below it is committed in many pieces
+gen 3 "$G/big.log" --hosts 4 --seed 4
+zstd -q "$G/big.log" -o "$A/big.log.zst"
+# runs as archives of per-rank files
+for spec in "tar-zst:tar.zst" "tar-gz:tar.gz" "zipped:zip"; do
+    name=${spec%%:*} ext=${spec#*:}
+    d="$G/$name"
+    mkdir -p "$d"
+    for r in 0 1 2; do gen 0.3 "$d/rank$r.log" --seed "${#name}$r"; done
+    case $ext in
+    tar.zst) tar -C "$G" -cf - "$name" | zstd -q -o "$A/$name.$ext" ;;
+    tar.gz) tar -C "$G" -czf "$A/$name.$ext" "$name" ;;
+    zip) (cd "$G" && zip -qr "$A/$name.$ext" "$name") ;;
+    esac
+done
+# many small runs (more files than threads, so the workers overlap)
+for i in $(seq -w 1 24); do
+    cp -r "$SAMPLE/gpt2-zero2" "$A/small-$i"
+done
+cp "$SAMPLE/bert-baseline.log" "$A/"
+# damaged files between good ones: a truncated .zst, a truncated .gz, a file that
+# cannot be read
+head -c 20000 "$A/run-files/gpu002.log.zst" >"$A/small-05/gpu009.log.zst"
+head -c 20000 "$A/run-files/gpu003.log.gz" >"$A/small-11/gpu010.log.gz"
+echo secret >"$A/small-17/unreadable.log"
+chmod 000 "$A/small-17/unreadable.log"
+if cat "$A/small-17/unreadable.log" >/dev/null 2>&1; then # root reads anything
+    rm -f "$A/small-17/unreadable.log"
+fi
+export DSQ_COMMIT_BYTES=262144
+
+dump() { # DB: everything the index answers, as text
+    "$DSQ" --db "$1" --csv show --limit 0
+    "$DSQ" --db "$1" --csv runs
+    "$DSQ" --db "$1" --csv fields
+    "$DSQ" --db "$1" --csv "count, max Max_MA, p95 Max_MA, sum MA by file, host, rank"
+    "$DSQ" --db "$1" --csv "count by run, kind"
+    "$DSQ" --db "$1" --csv "avg loss, p50 CurrSamplesPerSec, last MA by run every 1h"
+    "$DSQ" --db "$1" --csv "count by run, failure where kind = failure"
+    "$DSQ" --db "$1" --csv "first zero_stage, max Max_MA by host where run ~ 'small*'"
+}
+
+# index DB ARGS...: the summary without its timing, and the problems, in $DSQ_TMP
+index() {
+    local db=$1
+    shift
+    run_dsq --db "$db" -q index "$@" "$A"
+    STATUS=$RC
+    SUMMARY=$(printf '%s\n' "$OUT" | sed 's/ in [0-9.]* s (.*)$//; s/ into .*$//')
+    PROBLEMS=$ERR
+}
+
+index "$DSQ_TMP/j1" -j 1
+s1=$STATUS sum1=$SUMMARY err1=$PROBLEMS
+expect_eq "-j 1: damaged files make exit status 1" 1 "$s1"
+expect_problem "-j 1: the truncated .zst is named" "small-05/gpu009.log.zst" "truncated"
+dump "$DSQ_TMP/j1" >"$DSQ_TMP/dump1.txt" 2>&1
+check "-j 1: the dump has the events" test "$(wc -l <"$DSQ_TMP/dump1.txt")" -gt 20000
+
+for jobs in "-j 4" "-j2" "--jobs=3"; do
+    db="$DSQ_TMP/j-${jobs//[^0-9]/}"
+    # shellcheck disable=SC2086
+    index "$db" $jobs
+    expect_eq "$jobs: exit status as -j 1" "$s1" "$STATUS"
+    expect_eq "$jobs: summary as -j 1" "$sum1" "$SUMMARY"
+    expect_eq "$jobs: problems as -j 1, in the same order" "$err1" "$PROBLEMS"
+    dump "$db" >"$DSQ_TMP/dump.txt" 2>&1
+    if cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"; then
+        pass "$jobs: every event and answer as -j 1"
+    else
+        fail "$jobs: the index answers differently from -j 1"
+        diff "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt" | head -10
+    fi
+done
+
+# a map that fills and grows many times (DSQ_MAP_BYTES: a 64 KiB first map): files
+# whose write hit the full map are read again by the writer itself
+DSQ_MAP_BYTES=65536 index "$DSQ_TMP/jmap" -j 4
+expect_eq "-j 4, growing map: summary as -j 1" "$sum1" "$SUMMARY"
+dump "$DSQ_TMP/jmap" >"$DSQ_TMP/dump.txt" 2>&1
+check "-j 4, growing map: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
+
+# DSQ_JOBS is the default for -j
+DSQ_JOBS=3 index "$DSQ_TMP/jenv"
+expect_eq "DSQ_JOBS=3: summary as -j 1" "$sum1" "$SUMMARY"
+dump "$DSQ_TMP/jenv" >"$DSQ_TMP/dump.txt" 2>&1
+check "DSQ_JOBS=3: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
+
+# re-runs: unchanged (nothing read, damage reported again), then one file changed
+index "$DSQ_TMP/j1" -j 1
+r1=$SUMMARY rerr1=$PROBLEMS
+index "$DSQ_TMP/j-4" -j 4
+expect_eq "re-run unchanged: summary as -j 1" "$r1" "$SUMMARY"
+expect_eq "re-run unchanged: problems as -j 1" "$rerr1" "$PROBLEMS"
+expect_eq "re-run unchanged: no file indexed again" 0 "$(summary_number files "$SUMMARY")"
+gen 1 "$A/run-files/gpu001.log" --hosts 3 --seed 9
+index "$DSQ_TMP/j1" -j 1
+c1=$SUMMARY
+index "$DSQ_TMP/j-4" -j 4
+expect_eq "re-run after a change: summary as -j 1" "$c1" "$SUMMARY"
+dump "$DSQ_TMP/j1" >"$DSQ_TMP/dump1.txt" 2>&1
+dump "$DSQ_TMP/j-4" >"$DSQ_TMP/dump.txt" 2>&1
+check "re-run after a change: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
+
+# usage
+run_dsq --db "$DSQ_TMP/x" index -j 0 "$A"
+expect_code "-j 0 is refused" 2 "$RC"
+run_dsq --db "$DSQ_TMP/x" index -j "$A"
+expect_code "-j without a number is refused" 2 "$RC"
+run_dsq index --help
+expect_contains "--help documents -j" "-j N" "$OUT$ERR"
+e2e_finish
