@@ -46,7 +46,8 @@ struct dsq_input {
     size_t size;
     int64_t mtime_ns;
     int member_done;         /* plain/zstd: the one member was handed out */
-    int data_done;           /* plain: the one chunk was handed out */
+    int data_done;           /* plain: the whole file was handed out */
+    size_t plain_off;        /* plain: where the next slice starts */
     /* zstd (whole file, or nested inside an archive member) */
     ZSTD_DCtx *dctx;
     ZSTD_inBuffer zin;
@@ -297,6 +298,7 @@ void dsq_input_close(dsq_input *in)
     in->kind = K_NONE;
     in->format = NULL;
     in->member_done = in->data_done = 0;
+    in->plain_off = 0;
     in->archive_eof = in->stopped = 0;
     in->decoded = in->skip_pending = 0;
     in->last_name[0] = in->damage[0] = 0;
@@ -700,6 +702,24 @@ static int check_chunk(dsq_input *in, const char *data, size_t len, dsq_error *e
     return 0;
 }
 
+/* A plain file is handed out in slices of the mapping. The slice before is let go
+ * first (its lines are done; the splitter copies a line cut by a slice's end), so
+ * a big file does not stay resident as it is read. */
+#define PLAIN_SLICE ((size_t)4 << 20)
+
+static void plain_read(dsq_input *in, const char **data, size_t *len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), done = in->plain_off / page * page;
+    if (done > 0)
+        madvise((void *)(uintptr_t)in->map, done, MADV_DONTNEED);
+    *data = (const char *)in->map + in->plain_off;
+    *len = in->data_done ? 0 : in->size - in->plain_off < PLAIN_SLICE ? in->size - in->plain_off
+                                                                       : PLAIN_SLICE;
+    in->plain_off += *len;
+    if (in->plain_off >= in->size)
+        in->data_done = 1;
+}
+
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     int rc;
@@ -712,9 +732,7 @@ int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err
         return dsq_error_set(err, DSQ_ELIMIT, "decode limit reached");
     switch (in->kind) {
     case K_PLAIN:
-        *data = (const char *)in->map;
-        *len = in->data_done ? 0 : in->size;
-        in->data_done = 1;
+        plain_read(in, data, len);
         rc = 0;
         break;
     case K_ZSTD:
