@@ -82,6 +82,9 @@ struct dsq_indexer {
     uint64_t progress_mark;
     struct timespec t0;
     char db_real[PATH_MAX];
+    /* the directory of the last file resolved, as given and resolved (see resolve) */
+    char dir_given[PATH_MAX], dir_real[PATH_MAX];
+    size_t dir_len;
     /* indexing with worker threads (p.jobs > 1): see "Indexing with worker threads" */
     int defer;              /* walking: files and problems become jobs */
     pthread_mutex_t mu;     /* guards the job list, next_job, walk_done, stop */
@@ -601,6 +604,38 @@ static int index_file_now(dsq_indexer *ix, const char *abs, const dsq_file_info 
     return status;
 }
 
+/* The absolute, resolved path of a file. Files of one directory come one after
+ * another in a walk, so the directory is resolved once and the name appended; only
+ * a file that is itself a symbolic link is resolved whole. -1 with errno. */
+static int resolve(dsq_indexer *ix, const char *path, char *abs)
+{
+    const char *slash = strrchr(path, '/');
+    struct stat sb;
+    if (!slash || lstat(path, &sb) != 0 || S_ISLNK(sb.st_mode))
+        return realpath(path, abs) ? 0 : -1;
+    size_t dn = (size_t)(slash - path);
+    if (!ix->dir_len || dn != ix->dir_len || memcmp(path, ix->dir_given, dn) != 0) {
+        char d[PATH_MAX];
+        ix->dir_len = 0;
+        if (dn >= sizeof d)
+            return realpath(path, abs) ? 0 : -1;
+        memcpy(d, path, dn);
+        d[dn] = 0;
+        if (!realpath(dn ? d : "/", ix->dir_real))
+            return -1;
+        memcpy(ix->dir_given, path, dn);
+        ix->dir_len = dn ? dn : 1; /* "/x": the root, remembered as given "" */
+        if (!dn)
+            ix->dir_given[0] = '/';
+    }
+    const char *sep = strcmp(ix->dir_real, "/") == 0 ? "" : "/";
+    if ((size_t)snprintf(abs, PATH_MAX, "%s%s%s", ix->dir_real, sep, slash + 1) >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 /* Resolves and stats a file, names its run (ix->cur_run) and skips it when
  * unchanged. 1: it needs indexing (abs and fi filled); 0: done with (skipped, or a
  * problem reported); <0: the index failed. */
@@ -611,7 +646,7 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
     dsq_error_clear(&e);
     ix->cur_path = path;
     ix->st.files_seen++;
-    if (!realpath(path, abs) || dsq_input_stat(abs, fi, &e) != 0) {
+    if (resolve(ix, path, abs) != 0 || dsq_input_stat(abs, fi, &e) != 0) {
         if (e.code == 0)
             dsq_error_set(&e, DSQ_EIO, "%s", strerror(errno));
         problem(ix, &e, NULL);
