@@ -473,7 +473,71 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Shortest text that reads back as the same double. */
+/* A number logs print with at most six decimals (v == m / 10^e exactly, the least
+ * such e), written as m with e decimals: the very text "%.15g" gives for it (when
+ * 1e-4 <= |v| < 1e15 and m has at most 15 digits: the double is far closer to
+ * m / 10^e than half a unit of the 15th digit), found without printf. 0 if v is
+ * not such a number. */
+static size_t short_decimal(double v, char *out)
+{
+    static const double p10[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    double a = fabs(v);
+    if (!(a >= 1e-4 && a < 1e15))
+        return 0;
+    for (int e = 0; e < 7; e++) {
+        double s = a * p10[e];
+        if (!(s < 1e15))
+            return 0;
+        uint64_t m = (uint64_t)(s + 0.5);
+        if ((double)m / p10[e] != a)
+            continue;
+        char d[20];
+        size_t nd = u64_digits(m, d), n = 0;
+        if (v < 0)
+            out[n++] = '-';
+        if (nd <= (size_t)e) { /* 0.00ddd */
+            out[n++] = '0';
+            out[n++] = '.';
+            for (size_t i = nd; i < (size_t)e; i++)
+                out[n++] = '0';
+            memcpy(out + n, d, nd);
+            n += nd;
+        } else {
+            memcpy(out + n, d, nd - (size_t)e);
+            n += nd - (size_t)e;
+            if (e) {
+                out[n++] = '.';
+                memcpy(out + n, d + nd - (size_t)e, (size_t)e);
+                n += (size_t)e;
+            }
+        }
+        out[n] = 0;
+        return n;
+    }
+    return 0;
+}
+
+/* Shortest text that reads back as the same double ("%.15g" when that reads back,
+ * else "%.17g"). */
+size_t dsq_plain_number(double v, char *out, size_t cap)
+{
+    char buf[64];
+    size_t n = short_decimal(v, buf);
+    if (!n) {
+        snprintf(buf, sizeof buf, "%.15g", v);
+        if (strtod(buf, NULL) != v)
+            snprintf(buf, sizeof buf, "%.17g", v);
+        n = strlen(buf);
+    }
+    if (cap == 0)
+        return 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, buf, n);
+    out[n] = 0;
+    return n;
+}
+
 static void plain_number(FILE *f, const dsq_cell *c)
 {
     char buf[64];
@@ -482,14 +546,19 @@ static void plain_number(FILE *f, const dsq_cell *c)
         fprintf(f, "\"%s\"", buf);
         return;
     }
+    if (c->is_int && fabs(c->v) < 1e15 && c->v == floor(c->v) && !(c->v == 0 && signbit(c->v))) {
+        size_t n = 0;
+        if (c->v < 0)
+            buf[n++] = '-';
+        n += u64_digits((uint64_t)fabs(c->v), buf + n);
+        fwrite(buf, 1, n, f);
+        return;
+    }
     if (c->is_int) {
         fprintf(f, "%.0f", c->v);
         return;
     }
-    snprintf(buf, sizeof buf, "%.15g", c->v);
-    if (strtod(buf, NULL) != c->v)
-        snprintf(buf, sizeof buf, "%.17g", c->v);
-    fputs(buf, f);
+    fwrite(buf, 1, dsq_plain_number(c->v, buf, sizeof buf), f);
 }
 
 static void print_csv(const dsq_result *r, FILE *f)

@@ -54,4 +54,9 @@ void dsq_result_print(const dsq_result *r, FILE *f, enum dsq_format fmt);
  * (cut to cap - 1). */
 size_t dsq_format_number(double v, int is_int, char *out, size_t cap);
 
+/* The shortest text that reads back as v, as CSV and JSON write numbers ("%.15g" if
+ * that reads back, else "%.17g"; numbers with few decimals without printf). Returns
+ * the length (cut to cap - 1). */
+size_t dsq_plain_number(double v, char *out, size_t cap);
+
 #endif

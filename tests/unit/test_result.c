@@ -197,6 +197,39 @@ static void test_format_number_matches_printf(void)
     CHECK(bad == 0);
 }
 
+/* CSV/JSON numbers: the printf-free path for short decimals gives what "%.15g" (or
+ * "%.17g" when that does not read back) gives, and the text reads back exactly. */
+static void test_plain_number_matches_printf(void)
+{
+    uint64_t s = 0x6a09e667f3bcc909ull;
+    int bad = 0;
+    for (int i = 0; i < 1000000 && bad < 5; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double v;
+        if (i % 3 == 0) {
+            memcpy(&v, &s, sizeof v);
+            if (!isfinite(v))
+                continue;
+        } else { /* what logs print: up to 16 digits with 0-8 decimals */
+            uint64_t digits = (uint64_t)pow(10.0, (double)(1 + (s >> 50) % 16));
+            v = (double)(int64_t)(s % digits) / pow(10.0, (double)((s >> 56) % 9));
+            v /= i % 3 == 2 ? 1e6 : 1;
+        }
+        if (s >> 63)
+            v = -v;
+        char got[64], want[64];
+        dsq_plain_number(v, got, sizeof got);
+        snprintf(want, sizeof want, "%.15g", v);
+        if (strtod(want, NULL) != v)
+            snprintf(want, sizeof want, "%.17g", v);
+        if (strcmp(got, want) != 0 || strtod(got, NULL) != v) {
+            fprintf(stderr, "%.17g: got %s, printf %s\n", v, got, want);
+            bad++;
+        }
+    }
+    CHECK(bad == 0);
+}
+
 static void test_copies_text(void)
 {
     static const char *const names[] = {"name"};
@@ -266,5 +299,5 @@ static void test_sort(void)
     dsq_result_free(r);
 }
 
-TEST_MAIN(T(test_table), T(test_csv), T(test_json), T(test_format_number), T(test_format_number_matches_printf), T(test_copies_text),
+TEST_MAIN(T(test_table), T(test_csv), T(test_json), T(test_format_number), T(test_format_number_matches_printf), T(test_plain_number_matches_printf), T(test_copies_text),
           T(test_sort))
