@@ -128,11 +128,64 @@ static int cmp_row(const void *x, const void *y)
     return 0;
 }
 
+/* Sorting by a text first key: rows are ordered through (the key's first 16 bytes
+ * as big-endian numbers, row) pairs, which compare as strcmp would and mostly
+ * without touching the strings; ties fall back to the whole rows. */
+typedef struct sort_ent {
+    uint64_t prefix[2]; /* the key's first 16 bytes, big-endian */
+    const dsq_cell *row;
+} sort_ent;
+
+static int cmp_ent(const void *x, const void *y)
+{
+    const sort_ent *a = x, *b = y;
+    for (int i = 0; i < 2; i++)
+        if (a->prefix[i] != b->prefix[i])
+            return a->prefix[i] < b->prefix[i] ? -1 : 1;
+    return cmp_row(a->row, b->row);
+}
+
+static int sort_by_prefix(dsq_result *r)
+{
+    size_t w = (size_t)r->ncols;
+    sort_ent *e = malloc(r->nrows * sizeof *e);
+    dsq_cell *sorted = malloc(r->nrows * w * sizeof *sorted);
+    if (!e || !sorted) {
+        free(e);
+        free(sorted);
+        return -1;
+    }
+    memset(e, 0, r->nrows * sizeof *e);
+    for (size_t i = 0; i < r->nrows; i++) {
+        const dsq_cell *row = &r->cells[i * w];
+        int ended = 0;
+        for (int k = 0; k < 16; k++) { /* bytes after the end count as 0, as strcmp's NUL */
+            unsigned char ch = ended ? 0 : (unsigned char)row->s[k];
+            ended = !ch;
+            e[i].prefix[k / 8] = e[i].prefix[k / 8] << 8 | ch;
+        }
+        e[i].row = row;
+    }
+    qsort(e, r->nrows, sizeof *e, cmp_ent);
+    for (size_t i = 0; i < r->nrows; i++)
+        memcpy(&sorted[i * w], e[i].row, w * sizeof *sorted);
+    free(r->cells);
+    r->cells = sorted;
+    r->cap = r->nrows;
+    free(e);
+    return 0;
+}
+
 void dsq_result_sort(dsq_result *r, int nkeys)
 {
     if (nkeys <= 0 || r->nrows < 2)
         return;
     sort_keys = nkeys < r->ncols ? nkeys : r->ncols;
+    int text_key = 1;
+    for (size_t i = 0; i < r->nrows && text_key; i++)
+        text_key = !r->cells[i * (size_t)r->ncols].is_null && r->cells[i * (size_t)r->ncols].s;
+    if (text_key && r->nrows >= 64 && sort_by_prefix(r) == 0)
+        return;
     qsort(r->cells, r->nrows, (size_t)r->ncols * sizeof(dsq_cell), cmp_row);
 }
 
@@ -423,6 +476,13 @@ cleanup:
 
 static void csv_field(FILE *f, const char *s)
 {
+    size_t n = 0;
+    while (s[n] && s[n] != ',' && s[n] != '"' && (unsigned char)s[n] >= 0x20 && s[n] != 0x7F)
+        n++;
+    if (!s[n]) { /* nothing to quote or defuse: the common case, in one write */
+        fwrite(s, 1, n, f);
+        return;
+    }
     int quote = strpbrk(s, ",\"\n\r") != NULL;
     if (quote)
         fputc('"', f);

@@ -230,6 +230,35 @@ static void test_plain_number_matches_printf(void)
     CHECK(bad == 0);
 }
 
+/* Many rows with a text first key (the path that orders by 16-byte prefixes): names
+ * sharing long prefixes, shorter than 8 bytes, empty, with bytes >= 0x80; every
+ * adjacent pair ends up in strcmp order, ties by the second key. */
+static void test_sort_many_text_keys(void)
+{
+    static const char *const names[] = {"run", "v"};
+    static const char *const stems[] = {"", "a", "llama7b-zero3-", "llama7b-zero3", "\xc3\xa9t\xc3\xa9",
+                                        "Z", "run-000"};
+    dsq_result *r = dsq_result_new(2, names);
+    uint64_t x = 0xbb67ae8584caa73bull;
+    char buf[64];
+    for (int i = 0; i < 3000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        snprintf(buf, sizeof buf, "%s%.*s", stems[x % 7], (int)((x >> 8) % 4), "xyz\xff" + (x >> 16) % 2);
+        dsq_cell c[2] = {txt(buf), num((double)((x >> 24) % 5), 0)};
+        dsq_result_add_row(r, c);
+    }
+    dsq_result_sort(r, 2);
+    int bad = 0;
+    for (size_t i = 1; i < dsq_result_rows(r); i++) {
+        const dsq_cell *a = dsq_result_cell(r, i - 1, 0), *b = dsq_result_cell(r, i, 0);
+        int c = strcmp(a->s, b->s);
+        bad += c > 0 || (c == 0 && dsq_result_cell(r, i - 1, 1)->v > dsq_result_cell(r, i, 1)->v);
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(dsq_result_rows(r), 3000);
+    dsq_result_free(r);
+}
+
 static void test_copies_text(void)
 {
     static const char *const names[] = {"name"};
@@ -300,4 +329,4 @@ static void test_sort(void)
 }
 
 TEST_MAIN(T(test_table), T(test_csv), T(test_json), T(test_format_number), T(test_format_number_matches_printf), T(test_plain_number_matches_printf), T(test_copies_text),
-          T(test_sort))
+          T(test_sort), T(test_sort_many_text_keys))
