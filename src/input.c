@@ -712,7 +712,9 @@ static void plain_read(dsq_input *in, const char **data, size_t *len)
     size_t page = (size_t)sysconf(_SC_PAGESIZE), done = in->plain_off / page * page;
     if (done > 0)
         madvise((void *)(uintptr_t)in->map, done, MADV_DONTNEED);
-    *data = (const char *)in->map + in->plain_off;
+    *data = (const char *)in->map; /* NULL for an empty file: no arithmetic on it */
+    if (in->map)
+        *data += in->plain_off;
     *len = in->data_done ? 0 : in->size - in->plain_off < PLAIN_SLICE ? in->size - in->plain_off
                                                                        : PLAIN_SLICE;
     in->plain_off += *len;
