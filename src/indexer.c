@@ -578,6 +578,7 @@ static int skip_unchanged(dsq_indexer *ix, const char *abs, const dsq_file_info 
           !(old.flags & DSQ_SRC_PARTIAL)))
         return 0;
     ix->st.files_unchanged++;
+    ix->st.bytes_unchanged += fi->size;
     if (old.errors) { /* the same damage as last time: say so again */
         dsq_error_set(&e, DSQ_EFORMAT,
                       "unchanged since it was indexed with %u damaged members or reads (the "

@@ -27,6 +27,7 @@ typedef struct dsq_index_stats {
     uint64_t files_seen;
     uint64_t files_indexed;
     uint64_t files_unchanged;   /* skipped: same size, mtime and fingerprint */
+    uint64_t bytes_unchanged;   /* their sizes */
     uint64_t files_failed;      /* could not be read at all */
     uint64_t other_shard;       /* run directories and files of other shards' runs, not read */
     uint64_t members;

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@
 #include "runs.h"
 #include "shard.h"
 #include "store.h"
+#include "walk.h"
 
 #define EXIT_SKIPPED 1
 #define EXIT_USAGE 2
@@ -117,6 +119,7 @@ typedef struct cli {
     int format;
     int quiet;
     int no_compact;
+    uint64_t total_files, total_bytes; /* index on a terminal: what the walk will see */
     long jobs;         /* index -j N: 0 = not given */
     int stats;
     int top;
@@ -262,6 +265,21 @@ static void on_problem(void *ctx, const dsq_error *e)
     print_where(e);
 }
 
+/* "1h02m", "3m05s", "42s" */
+static void duration_text(double s, char *out, size_t cap)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(out, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(out, cap, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(out, cap, "%lds", t);
+}
+
+/* The progress line: files done of all, bytes, speed, events, and the time left
+ * estimated from the bytes of the files still to read at the speed of those read
+ * so far (files skipped as unchanged cost nothing). */
 static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
 {
     cli *c = ctx;
@@ -275,15 +293,47 @@ static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
         return;
     c->last_progress = now;
     const char *base = strrchr(path, '/');
-    char name[41];
+    char name[41], of[32] = "", eta[40] = "";
     snprintf(name, sizeof name, "%s", base ? base + 1 : path);
     for (char *p = name; *p; p++) /* a file name must not drive the terminal */
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = '?';
-    fprintf(stderr, "\r\033[Kindexing: %llu files, %.1f MB, %.0f MB/s, %llu events  %s",
-            (unsigned long long)s->files_seen, (double)s->bytes_decoded / 1e6,
+    uint64_t done = s->files_indexed + s->files_unchanged + s->files_failed;
+    uint64_t bytes_done = s->bytes_in + s->bytes_unchanged;
+    if (c->total_files)
+        snprintf(of, sizeof of, "/%llu", (unsigned long long)c->total_files);
+    if (c->total_bytes > bytes_done && s->bytes_in > 0 && s->seconds > 1) {
+        char t[24];
+        duration_text((double)(c->total_bytes - bytes_done) / ((double)s->bytes_in / s->seconds), t,
+                      sizeof t);
+        snprintf(eta, sizeof eta, ", ETA %s", t);
+    }
+    fprintf(stderr, "\r\033[Kindexing: %llu%s files, %.1f MB, %.0f MB/s, %llu events%s  %s",
+            (unsigned long long)done, of, (double)s->bytes_decoded / 1e6,
             s->seconds > 0 ? (double)s->bytes_decoded / 1e6 / s->seconds : 0.0,
-            (unsigned long long)s->events, name);
+            (unsigned long long)s->events, eta, name);
+}
+
+/* Counts what indexing will walk, for the progress line (on a terminal only). */
+static int count_file(void *ctx, const char *full, const char *rel)
+{
+    cli *c = ctx;
+    struct stat sb;
+    (void)rel;
+    if (stat(full, &sb) == 0) {
+        c->total_files++;
+        c->total_bytes += (uint64_t)sb.st_size;
+    }
+    return 0;
+}
+
+static void count_inputs(cli *c)
+{
+    char db_real[PATH_MAX];
+    dsq_walk_params wp = {.file = count_file, .ctx = c,
+                          .skip_dir = realpath(c->db, db_real) ? db_real : NULL};
+    for (int i = 1; i < c->nargs; i++)
+        dsq_walk(&wp, c->args[i]);
 }
 
 /* "532 B", "12.4 kB", "3.1 MB", "2.0 GB" (decimal units, like the MB/s figures). */
@@ -419,6 +469,8 @@ static int cmd_index(cli *c)
                              .progress = on_progress, .ctx = c,
                              .shard_k = c->shard_k, .shard_n = c->shard_n,
                              .jobs = index_jobs(c)};
+    if (c->tty && !c->quiet)
+        count_inputs(c);
     if (dsq_store_open(&sp, &st, &err) != 0)
         goto index_failed;
     ip.store = st;

@@ -148,4 +148,11 @@ for l in sys.stdin:
     o = json.loads(l)
     print(o["run"], o["files"], o["events"])')"
 
+# On a terminal, a progress line: files done of all the walk will see (script gives a tty).
+if command -v script >/dev/null; then
+    script -qc "'$DSQ' --db '$DSQ_TMP/tty-db' index '$SAMPLE'" "$DSQ_TMP/tty.txt" >/dev/null 2>&1
+    expect_contains "progress line on a terminal counts files of all" "indexing: 1/5 files" \
+        "$(tr '\r' '\n' <"$DSQ_TMP/tty.txt")"
+fi
+
 e2e_finish
