@@ -300,6 +300,18 @@ static size_t fast_g6(double v, char *out)
     return n;
 }
 
+/* Copies n bytes of text to out, cut to cap - 1, terminated; returns the length. */
+static size_t copy_out(const char *buf, size_t n, char *out, size_t cap)
+{
+    if (cap == 0)
+        return 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, buf, n);
+    out[n] = 0;
+    return n;
+}
+
 size_t dsq_format_number(double v, int is_int, char *out, size_t cap)
 {
     char buf[40];
@@ -319,13 +331,7 @@ size_t dsq_format_number(double v, int is_int, char *out, size_t cap)
     }
     if (n >= sizeof buf)
         n = sizeof buf - 1;
-    if (cap == 0)
-        return 0;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(out, buf, n);
-    out[n] = 0;
-    return n;
+    return copy_out(buf, n, out, cap);
 }
 
 /* "2024-07-20 21:30:05.202" for a time in microseconds. */
@@ -589,13 +595,7 @@ size_t dsq_plain_number(double v, char *out, size_t cap)
             snprintf(buf, sizeof buf, "%.17g", v);
         n = strlen(buf);
     }
-    if (cap == 0)
-        return 0;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(out, buf, n);
-    out[n] = 0;
-    return n;
+    return copy_out(buf, n, out, cap);
 }
 
 static void plain_number(FILE *f, const dsq_cell *c)

@@ -185,6 +185,20 @@ index_ok() {
     fi
 }
 
+# dump_index DB [QUERY...]: everything the index answers, as text (all events in
+# time order with their fields, runs, fields, per-file/host/rank and per-run/kind
+# aggregates, then each extra QUERY), for comparing two indexes exactly.
+dump_index() {
+    local db=$1
+    shift
+    "$DSQ" --db "$db" --csv show --limit 0 2>/dev/null
+    "$DSQ" --db "$db" --csv runs
+    "$DSQ" --db "$db" --csv fields
+    "$DSQ" --db "$db" --csv "count, max Max_MA, p95 Max_MA by file, host, rank"
+    "$DSQ" --db "$db" --csv "count by run, kind"
+    for q in "$@"; do "$DSQ" --db "$db" --csv "$q"; done
+}
+
 # query DB QUERY [OPTIONS...]: prints stdout of the query; the status goes to RC.
 query() {
     local db=$1 q=$2

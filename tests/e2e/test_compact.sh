@@ -13,13 +13,7 @@ mkdir -p "$ARCH/big-run"
 python3 "$DSQ_SRC/tools/gen-log.py" 2 "$ARCH/big-run/gpu001.log" --hosts 2 2>/dev/null
 cp -r "$SAMPLE"/* "$ARCH/"
 
-dump() { # DB: everything the index answers, as text
-    "$DSQ" --db "$1" --csv show --limit 0 2>/dev/null
-    "$DSQ" --db "$1" --csv runs
-    "$DSQ" --db "$1" --csv fields
-    "$DSQ" --db "$1" --csv "count, max Max_MA, p95 Max_MA by file, host, rank"
-    "$DSQ" --db "$1" --csv "count by run, kind"
-}
+dump() { dump_index "$1"; } # DB: everything the index answers, as text
 
 index_ok "index" "$DB" --no-compact "$ARCH"
 dump "$DB" >"$DSQ_TMP/before.txt"

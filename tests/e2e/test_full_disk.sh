@@ -20,12 +20,7 @@ for i in 1 2 3 4 5 6; do
     python3 "$DSQ_SRC/tools/gen-log.py" 3 "$ARCH/run$i/gpu001.log" --hosts 2 --seed "$i" 2>/dev/null
 done
 
-dump() { # DB: everything the index answers, as text
-    "$DSQ" --db "$1" --csv show --limit 0 2>/dev/null
-    "$DSQ" --db "$1" --csv runs
-    "$DSQ" --db "$1" --csv fields
-    "$DSQ" --db "$1" --csv "count, max Max_MA by run, host"
-}
+dump() { dump_index "$1"; } # DB: everything the index answers, as text
 CLEAN="$DSQ_TMP/clean"
 index_ok "clean index on a disk with room" "$CLEAN" --no-compact "$ARCH"
 dump "$CLEAN" >"$DSQ_TMP/clean.txt"

@@ -59,14 +59,10 @@ fi
 export DSQ_COMMIT_BYTES=262144
 
 dump() { # DB: everything the index answers, as text
-    "$DSQ" --db "$1" --csv show --limit 0
-    "$DSQ" --db "$1" --csv runs
-    "$DSQ" --db "$1" --csv fields
-    "$DSQ" --db "$1" --csv "count, max Max_MA, p95 Max_MA, sum MA by file, host, rank"
-    "$DSQ" --db "$1" --csv "count by run, kind"
-    "$DSQ" --db "$1" --csv "avg loss, p50 CurrSamplesPerSec, last MA by run every 1h"
-    "$DSQ" --db "$1" --csv "count by run, failure where kind = failure"
-    "$DSQ" --db "$1" --csv "first zero_stage, max Max_MA by host where run ~ 'small*'"
+    dump_index "$1" \
+        "sum MA by file, host, rank" \
+        "avg loss, p50 CurrSamplesPerSec, last MA by run every 1h" \
+        "count by run, failure where kind = failure"
 }
 
 # index DB ARGS...: the summary without its timing, and the problems, in $DSQ_TMP

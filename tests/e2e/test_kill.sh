@@ -20,12 +20,7 @@ zstd -q "$DSQ_TMP/z.log" -o "$ARCH/big-run/gpu002.log.zst"
 cp -r "$SAMPLE"/* "$ARCH/small/"
 export DSQ_COMMIT_BYTES=131072
 
-dump() { # DB: everything the index answers, as text
-    "$DSQ" --db "$1" --csv show --limit 0 2>/dev/null
-    "$DSQ" --db "$1" --csv runs
-    "$DSQ" --db "$1" --csv fields
-    "$DSQ" --db "$1" --csv "count, max Max_MA, p95 Max_MA by file, host, rank"
-}
+dump() { dump_index "$1"; } # DB: everything the index answers, as text
 
 CLEAN="$DSQ_TMP/clean"
 start=$(date +%s%N)
