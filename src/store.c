@@ -523,6 +523,23 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     }
     gate = gate_take(st->dir, !st->readonly, st->readonly ? LOCK_SH : 0);
     st->size_at_open = file_size(st->dir, "data.mdb");
+    char data_path[4200];
+    snprintf(data_path, sizeof data_path, "%s/data.mdb", st->dir);
+    if (st->readonly && access(data_path, F_OK) == 0 &&
+        st->size_at_open < 2 * (uint64_t)sysconf(_SC_PAGESIZE)) {
+        /* a writer killed between creating the file and writing its two meta pages:
+         * nothing was ever committed (LMDB itself would try to write them) */
+        st->empty = 1;
+        gate_release(gate);
+        *out = st;
+        return 0;
+    }
+    if (!st->readonly && access(data_path, F_OK) == 0 &&
+        st->size_at_open < 2 * (uint64_t)sysconf(_SC_PAGESIZE) && truncate(data_path, 0) != 0) {
+        /* the same, for the writer (it holds the lock): LMDB starts an empty file anew */
+        status = dsq_error_set(err, DSQ_EIO, "cannot reset %s: %s", data_path, strerror(errno));
+        goto fail;
+    }
     /* DSQ_MAP_BYTES: a smaller first map, so tests can make the map fill and grow */
     const char *mb = getenv("DSQ_MAP_BYTES");
     size_t map = mb && strtoull(mb, NULL, 10) >= 65536 ? (size_t)strtoull(mb, NULL, 10) : INITIAL_MAP;

@@ -498,6 +498,45 @@ static void test_killed_before_first_commit_reads_empty(void)
     test_tmpdir_remove(tmp);
 }
 
+/* Killed earlier still: data.mdb created but its meta pages not (all) written (0
+ * bytes, or one page). Readers see an empty index; a writer starts it afresh. */
+static void test_killed_before_meta_pages_reads_empty(void)
+{
+    static const size_t sizes[] = {0, 4096};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char tmp[64], path[128];
+        CHECK_INT(test_tmpdir_new(tmp), 0);
+        snprintf(path, sizeof path, "%s/data.mdb", tmp);
+        FILE *f = fopen(path, "wb");
+        for (size_t k = 0; f && k < sizes[i]; k++)
+            fputc(0, f);
+        if (f)
+            fclose(f);
+        dsq_store_params p = {tmp, 1};
+        dsq_store *st = NULL;
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_store_open(&p, &st, &err), 0);
+        int n = 0;
+        dsq_source_rec rec;
+        if (st) {
+            CHECK_INT(dsq_store_scan_blocks(st, 0, count_block, &n, &err), 0);
+            CHECK_INT(n, 0);
+            CHECK_INT(dsq_store_source_find(st, "/x", &rec, &err), 0);
+        }
+        dsq_store_close(st);
+        st = open_store(tmp, 0); /* a writer starts it afresh */
+        CHECK(st != NULL);
+        if (st) {
+            CHECK_INT(intern(st, "alpha"), 1);
+            CHECK_INT(dsq_store_begin(st, &err), 0);
+            CHECK_INT(dsq_store_commit(st, &err), 0);
+        }
+        dsq_store_close(st);
+        test_tmpdir_remove(tmp);
+    }
+}
+
 /* An index written with another schema version is refused, with a hint. */
 static void test_schema_mismatch(void)
 {
@@ -563,4 +602,4 @@ static void test_key_pack(void)
 
 TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
-          T(test_killed_before_first_commit_reads_empty), T(test_schema_mismatch), T(test_key_pack))
+          T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_key_pack))
