@@ -245,6 +245,34 @@ static size_t u64_digits(uint64_t v, char *out)
     return n;
 }
 
+/* Writes m / 10^decimals as text ("-0.0042", "123.5", "17"), terminated; returns
+ * its length. */
+static size_t put_decimal(uint64_t m, int decimals, int negative, char *out)
+{
+    char d[20];
+    size_t nd = u64_digits(m, d), n = 0, dec = (size_t)decimals;
+    if (negative)
+        out[n++] = '-';
+    if (nd <= dec) { /* 0.00ddd */
+        out[n++] = '0';
+        out[n++] = '.';
+        for (size_t i = nd; i < dec; i++)
+            out[n++] = '0';
+        memcpy(out + n, d, nd);
+        n += nd;
+    } else {
+        memcpy(out + n, d, nd - dec);
+        n += nd - dec;
+        if (dec) {
+            out[n++] = '.';
+            memcpy(out + n, d + nd - dec, dec);
+            n += dec;
+        }
+    }
+    out[n] = 0;
+    return n;
+}
+
 static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
 
 /* "%.6g" without printf for the values tables mostly hold (1e-4 <= |v| < 1e6):
@@ -271,33 +299,11 @@ static size_t fast_g6(double v, char *out)
     uint64_t m = (uint64_t)fl + (fr > 0.5);
     if (m < 100000 || m >= 1000000) /* rounding crossed a power of ten */
         return 0;
-    char d[6];
-    u64_digits(m, d);
-    int keep = 6; /* significant digits left after dropping trailing zeros */
-    while (keep > 0 && keep > 6 - decimals && d[keep - 1] == '0')
-        keep--;
-    size_t n = 0;
-    if (v < 0)
-        out[n++] = '-';
-    int intdigits = e + 1; /* <= 0 when |v| < 1 */
-    if (intdigits <= 0) {
-        out[n++] = '0';
-        out[n++] = '.';
-        for (int i = 0; i < -intdigits; i++)
-            out[n++] = '0';
-        for (int i = 0; i < keep; i++)
-            out[n++] = d[i];
-    } else {
-        for (int i = 0; i < intdigits; i++)
-            out[n++] = d[i];
-        if (keep > intdigits) {
-            out[n++] = '.';
-            for (int i = intdigits; i < keep; i++)
-                out[n++] = d[i];
-        }
+    while (decimals > 0 && m % 10 == 0) { /* %g drops trailing zeros */
+        m /= 10;
+        decimals--;
     }
-    out[n] = 0;
-    return n;
+    return put_decimal(m, decimals, v < 0, out);
 }
 
 /* Copies n bytes of text to out, cut to cap - 1, terminated; returns the length. */
@@ -546,39 +552,17 @@ static void json_string(FILE *f, const char *s)
  * not such a number. */
 static size_t short_decimal(double v, char *out)
 {
-    static const double p10[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
     double a = fabs(v);
     if (!(a >= 1e-4 && a < 1e15))
         return 0;
     for (int e = 0; e < 7; e++) {
-        double s = a * p10[e];
+        double s = a * pow10_tab[e];
         if (!(s < 1e15))
             return 0;
         uint64_t m = (uint64_t)(s + 0.5);
-        if ((double)m / p10[e] != a)
+        if ((double)m / pow10_tab[e] != a)
             continue;
-        char d[20];
-        size_t nd = u64_digits(m, d), n = 0;
-        if (v < 0)
-            out[n++] = '-';
-        if (nd <= (size_t)e) { /* 0.00ddd */
-            out[n++] = '0';
-            out[n++] = '.';
-            for (size_t i = nd; i < (size_t)e; i++)
-                out[n++] = '0';
-            memcpy(out + n, d, nd);
-            n += nd;
-        } else {
-            memcpy(out + n, d, nd - (size_t)e);
-            n += nd - (size_t)e;
-            if (e) {
-                out[n++] = '.';
-                memcpy(out + n, d + nd - (size_t)e, (size_t)e);
-                n += (size_t)e;
-            }
-        }
-        out[n] = 0;
-        return n;
+        return put_decimal(m, e, v < 0, out);
     }
     return 0;
 }

@@ -202,16 +202,17 @@ static int make_dirs(const char *dir, dsq_error *err)
     return 0;
 }
 
-static int take_lock(dsq_store *st, dsq_error *err)
+/* The writer lock of index directory dir (dsq.lock, flock): *fd holds it. */
+static int lock_dir(const char *dir, int *fd, dsq_error *err)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/dsq.lock", st->dir);
-    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lock_fd < 0)
+    snprintf(path, sizeof path, "%s/dsq.lock", dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
         return dsq_error_set(err, DSQ_EINDEX, "cannot open %s: %s", path, strerror(errno));
-    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0)
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0)
         return dsq_error_set(err, DSQ_EINDEX,
-                             "another dsq index is writing to %s; wait for it to finish", st->dir);
+                             "another dsq index is writing to %s; wait for it to finish", dir);
     return 0;
 }
 
@@ -515,7 +516,7 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
                                st->dir);
         goto fail;
     }
-    if (!st->readonly && ((status = make_dirs(st->dir, err)) || (status = take_lock(st, err))))
+    if (!st->readonly && ((status = make_dirs(st->dir, err)) || (status = lock_dir(st->dir, &st->lock_fd, err))))
         goto fail;
     if (dsq_dict_new(&st->dict) != 0) {
         status = dsq_error_set(err, DSQ_ENOMEM, "opening index");
@@ -525,20 +526,21 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     st->size_at_open = file_size(st->dir, "data.mdb");
     char data_path[4200];
     snprintf(data_path, sizeof data_path, "%s/data.mdb", st->dir);
-    if (st->readonly && access(data_path, F_OK) == 0 &&
-        st->size_at_open < 2 * (uint64_t)sysconf(_SC_PAGESIZE)) {
-        /* a writer killed between creating the file and writing its two meta pages:
-         * nothing was ever committed (LMDB itself would try to write them) */
-        st->empty = 1;
-        gate_release(gate);
-        *out = st;
-        return 0;
-    }
-    if (!st->readonly && access(data_path, F_OK) == 0 &&
-        st->size_at_open < 2 * (uint64_t)sysconf(_SC_PAGESIZE) && truncate(data_path, 0) != 0) {
-        /* the same, for the writer (it holds the lock): LMDB starts an empty file anew */
-        status = dsq_error_set(err, DSQ_EIO, "cannot reset %s: %s", data_path, strerror(errno));
-        goto fail;
+    /* Smaller than LMDB's two meta pages: a writer was killed between creating the
+     * file and writing them, so nothing was ever committed. Readers see an empty
+     * index (LMDB would try to write the pages); the writer, holding the lock, lets
+     * LMDB start the file anew. */
+    if (access(data_path, F_OK) == 0 && st->size_at_open < 2 * (uint64_t)sysconf(_SC_PAGESIZE)) {
+        if (st->readonly) {
+            st->empty = 1;
+            gate_release(gate);
+            *out = st;
+            return 0;
+        }
+        if (truncate(data_path, 0) != 0) {
+            status = dsq_error_set(err, DSQ_EIO, "cannot reset %s: %s", data_path, strerror(errno));
+            goto fail;
+        }
     }
     /* DSQ_MAP_BYTES: a smaller first map, so tests can make the map fill and grow */
     const char *mb = getenv("DSQ_MAP_BYTES");
@@ -1395,21 +1397,13 @@ int dsq_store_compact(const char *dir, uint64_t *before, uint64_t *after, dsq_er
     int status = 0, rc = 0, lock_fd = -1, gate = -1, fd = -1;
     MDB_env *src = NULL, *dst = NULL;
     *before = *after = file_size(dir, "data.mdb");
-    snprintf(lock, sizeof lock, "%s/dsq.lock", dir);
     snprintf(tmp, sizeof tmp, "%s/compact.tmp", dir);
     snprintf(from, sizeof from, "%s/data.mdb", tmp);
     snprintf(to, sizeof to, "%s/data.mdb", dir);
     if (access(to, F_OK) != 0)
         return dsq_error_set(err, DSQ_EINDEX, "no index at %s", dir);
-    if ((lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-        status = dsq_error_set(err, DSQ_EINDEX, "cannot open %s: %s", lock, strerror(errno));
+    if ((status = lock_dir(dir, &lock_fd, err)))
         goto cleanup;
-    }
-    if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        status = dsq_error_set(err, DSQ_EINDEX,
-                               "another dsq index is writing to %s; wait for it to finish", dir);
-        goto cleanup;
-    }
     snprintf(lock, sizeof lock, "%s/lock.mdb", tmp);
     unlink(from); /* left by a compaction that was killed */
     unlink(lock);

@@ -474,15 +474,10 @@ static int count_block(void *ctx, const dsq_block_key *k, const void *data, size
 
 /* An environment created by an indexer killed before its first commit (no tables
  * yet) reads as an empty index, not as a broken one. */
-static void test_killed_before_first_commit_reads_empty(void)
+/* A reader of dir opens it and finds nothing in it. */
+static void expect_reads_empty(const char *dir)
 {
-    char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
-    MDB_env *env = NULL;
-    CHECK_INT(mdb_env_create(&env), 0);
-    CHECK_INT(mdb_env_open(env, tmp, 0, 0644), 0);
-    mdb_env_close(env);
-    dsq_store_params p = {tmp, 1};
+    dsq_store_params p = {dir, 1};
     dsq_store *st = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -495,6 +490,17 @@ static void test_killed_before_first_commit_reads_empty(void)
         CHECK_INT(dsq_store_source_find(st, "/x", &rec, &err), 0);
     }
     dsq_store_close(st);
+}
+
+static void test_killed_before_first_commit_reads_empty(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    MDB_env *env = NULL;
+    CHECK_INT(mdb_env_create(&env), 0);
+    CHECK_INT(mdb_env_open(env, tmp, 0, 0644), 0);
+    mdb_env_close(env);
+    expect_reads_empty(tmp);
     test_tmpdir_remove(tmp);
 }
 
@@ -512,20 +518,10 @@ static void test_killed_before_meta_pages_reads_empty(void)
             fputc(0, f);
         if (f)
             fclose(f);
-        dsq_store_params p = {tmp, 1};
-        dsq_store *st = NULL;
+        expect_reads_empty(tmp);
         dsq_error err;
         dsq_error_clear(&err);
-        CHECK_INT(dsq_store_open(&p, &st, &err), 0);
-        int n = 0;
-        dsq_source_rec rec;
-        if (st) {
-            CHECK_INT(dsq_store_scan_blocks(st, 0, count_block, &n, &err), 0);
-            CHECK_INT(n, 0);
-            CHECK_INT(dsq_store_source_find(st, "/x", &rec, &err), 0);
-        }
-        dsq_store_close(st);
-        st = open_store(tmp, 0); /* a writer starts it afresh */
+        dsq_store *st = open_store(tmp, 0); /* a writer starts it afresh */
         CHECK(st != NULL);
         if (st) {
             CHECK_INT(intern(st, "alpha"), 1);
