@@ -36,27 +36,39 @@
 
 #define MAX_PAIRS 24
 
-/* Which pairs an event keeps first when it cannot keep them all. */
+/* Which pairs an event keeps first when it cannot keep them all: 0 for a loss,
+ * 1 for grad norm, learning rate or the iteration time, 2 for the rest. */
 static int pair_rank(dsq_span n)
 {
-    static const char *const first[] = {"loss", "grad norm", "learning rate", "elapsed time"};
-    for (size_t i = 0; i < sizeof first / sizeof *first; i++) {
-        size_t k = strlen(first[i]);
-        for (size_t j = 0; j + k <= n.n; j++)
-            if (memcmp(n.p + j, first[i], k) == 0)
-                return i == 0 ? 0 : 1;
+    static const struct { const char *w; size_t k; } first[] = {
+        {"loss", 4}, {"grad norm", 9}, {"learning rate", 13}, {"elapsed time", 12}};
+    int best = 2;
+    for (size_t j = 0; j < n.n; j++) {
+        char c = n.p[j];
+        if (c != 'l' && c != 'g' && c != 'e')
+            continue;
+        for (size_t i = 0; i < sizeof first / sizeof *first; i++)
+            if (first[i].w[0] == c && j + first[i].k <= n.n &&
+                memcmp(n.p + j, first[i].w, first[i].k) == 0) {
+                if (i == 0)
+                    return 0;
+                best = 1;
+            }
     }
-    return 2;
+    return best;
 }
 
 /* Appends the pipe-separated pairs of p..end, most wanted first. */
 static void add_pairs(dsq_match *m, const char *p, const char *end, int unit)
 {
     dsq_pair pr[MAX_PAIRS];
+    unsigned char rank[MAX_PAIRS];
     int n = dsq_pairs_pipe(p, end, pr, MAX_PAIRS);
+    for (int i = 0; i < n; i++)
+        rank[i] = (unsigned char)pair_rank(pr[i].name);
     for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < n; i++) {
-            if (pair_rank(pr[i].name) != pass)
+            if (rank[i] != pass)
                 continue;
             int u = dsq_pairs_name_unit(pr[i].name);
             size_t before = (size_t)m->nf;
