@@ -137,7 +137,7 @@ static void measure(const bench_params *p, bench_row *rows, int nrows)
         qsort(t, (size_t)runs, sizeof t[0], cmp_d);
         qsort(c, (size_t)runs, sizeof c[0], cmp_d);
         double gb = (double)p->len / 1e9;
-        printf("%-14s %9.2f %9.2f %9.4f %9.4f %12.0f %10llu\n", rows[r].name, gb / t[runs / 2],
+        printf("%-14s %9.3f %9.3f %9.4f %9.4f %12.0f %10llu\n", rows[r].name, gb / t[runs / 2],
                gb / c[runs / 2], t[0], t[runs / 2], (double)rows[r].lines / t[runs / 2],
                (unsigned long long)rows[r].lines);
     }

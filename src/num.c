@@ -13,6 +13,30 @@ static const double pow10_tab[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
+static const uint64_t pow10_int[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000};
+
+/* The digits at the start of the 8 bytes at p (the caller has 8 to read): how many
+ * (0-8), and their value. Eight bytes at a time instead of a loop per digit. */
+static int lead_digits8(const char *p, uint64_t *val)
+{
+    uint64_t x;
+    memcpy(&x, p, 8); /* little endian: p[0] is the low byte */
+    uint64_t a = x ^ 0x3030303030303030ull; /* a digit becomes 0..9 */
+    uint64_t bad = ((((a & 0x7F7F7F7F7F7F7F7Full) + 0x7676767676767676ull) | a) &
+                    0x8080808080808080ull);
+    int k = bad ? __builtin_ctzll(bad) >> 3 : 8;
+    *val = 0;
+    if (k == 0)
+        return 0;
+    uint64_t v = k == 8 ? a : a << (8 * (8 - k)); /* the k digits in the high bytes */
+    v = v * 10 + (v >> 8);
+    v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    *val = (uint32_t)v;
+    return k;
+}
+
 /* Slow path: strtod over a bounded copy without thousands separators. */
 static double slow_parse(const char *p, const char *q)
 {
@@ -41,6 +65,18 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
     uint64_t mant = 0;
     int sig = 0, scale = 0, exact = 1, ndig = 0;
     const char *d0 = p;
+    /* Eight digits at a time while the mantissa has room for them; `sig` then
+     * counts leading zeros too (an upper bound): a number with 19 digits or more
+     * may take the exact slow path sooner, never a wrong one. */
+    for (uint64_t v; end - p >= 8 && sig <= 11;) {
+        int k = lead_digits8(p, &v);
+        mant = mant * pow10_int[k] + v;
+        sig += k;
+        ndig += k;
+        p += k;
+        if (k < 8)
+            break;
+    }
     for (; p < end; p++) {
         if (is_digit(*p)) {
             ndig++;
@@ -57,7 +93,18 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
     }
     if (p < end && *p == '.') {
         const char *f = p + 1;
-        for (p = f; p < end && is_digit(*p); p++, ndig++) {
+        p = f;
+        for (uint64_t v; end - p >= 8 && sig <= 11;) {
+            int k = lead_digits8(p, &v);
+            mant = mant * pow10_int[k] + v;
+            sig += k;
+            scale -= k;
+            ndig += k;
+            p += k;
+            if (k < 8)
+                break;
+        }
+        for (; p < end && is_digit(*p); p++, ndig++) {
             if (sig < 19) {
                 mant = mant * 10 + (uint64_t)(*p - '0');
                 sig += mant != 0;

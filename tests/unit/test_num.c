@@ -1,6 +1,7 @@
 /* Number and unit parsing as logs print them. Inputs are parsed from exact-size
  * heap copies (no NUL after them) so ASan catches a read past `end`. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "num.h"
 #include "test.h"
@@ -209,5 +210,51 @@ static void test_same_as_strtod(void)
     }
 }
 
-TEST_MAIN(T(test_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
+/* Random digit strings of every length around the eight-at-a-time steps (8, 16,
+ * 19 digits; leading zeros; an integer part, a fraction, an exponent), each
+ * followed by a non-digit: value and stop position exactly as strtod says. */
+static void test_random_same_as_strtod(void)
+{
+    uint64_t seed = 0x243F6A8885A308D3ull;
+    char buf[96];
+    int bad = 0;
+    for (int iter = 0; iter < 200000 && bad < 5; iter++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = seed >> 11;
+        int n = 0;
+        if (r & 1)
+            buf[n++] = '-';
+        int ni = (int)((r >> 1) % 24), nf = (int)((r >> 6) % 24), zeros = (int)((r >> 11) % 12);
+        for (int i = 0; i < ni; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            buf[n++] = (char)('0' + (i < zeros ? 0 : (int)((seed >> 33) % 10)));
+        }
+        if (nf || !ni) {
+            buf[n++] = '.';
+            for (int i = 0; i < nf + !ni; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                buf[n++] = (char)('0' + (int)((seed >> 33) % 10));
+            }
+        }
+        if ((r >> 16) % 4 == 0)
+            n += snprintf(buf + n, 8, "e%d", (int)((r >> 20) % 61) - 30);
+        int tail = n;
+        buf[n++] = (r >> 30) & 1 ? ' ' : 'z';
+        memcpy(buf + n, "12345678", 8); /* digits after the stop must not be read into it */
+        n += 8;
+        double v = 0;
+        const char *stop = NULL;
+        char *want_stop;
+        double want = strtod(buf, &want_stop);
+        if (dsq_num_parse(buf, buf + n, &v, &stop) != 0 || v != want || stop != want_stop ||
+            stop != buf + tail) {
+            buf[tail] = 0;
+            fprintf(stderr, "%s: parsed %.17g, strtod %.17g\n", buf, v, want);
+            bad++;
+        }
+    }
+    CHECK_INT(bad, 0);
+}
+
+TEST_MAIN(T(test_same_as_strtod), T(test_random_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
           T(test_negative), T(test_no_digits), T(test_stop_and_end), T(test_units))
