@@ -89,9 +89,13 @@ static int slot_flush(const dsq_line_ctx *lc, dsq_nccl_slot *s)
 
 static dsq_nccl_slot *slot_find(dsq_nccl_state *st, uint64_t key)
 {
+    if (key && st->slot[st->last].key == key)
+        return &st->slot[st->last];
     for (int i = 0; i < DSQ_NCCL_SLOTS; i++)
-        if (st->slot[i].key == key)
+        if (st->slot[i].key == key) {
+            st->last = i;
             return &st->slot[i];
+        }
     return NULL;
 }
 

@@ -87,6 +87,7 @@ typedef struct dsq_nccl_slot {
 typedef struct dsq_nccl_state {
     dsq_fam_state base; /* never active: the handler wants NCCL lines only */
     uint32_t clock;
+    int last; /* the slot found last: a process prints its lines in runs */
     dsq_nccl_slot slot[DSQ_NCCL_SLOTS];
     char label[96];
     /* the largest communicator the stream's lines named (the world's): its size

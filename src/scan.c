@@ -70,6 +70,7 @@ struct dsq_scan {
     int default_rank;
     int64_t last_t;
     int year;           /* for year-less stamps */
+    int64_t year_lo, year_hi; /* a printed time in [lo, hi) is in `year`: no recomputing */
     int64_t written_us; /* the file's mtime while the year still comes from it, else 0 */
     uint32_t prev_host; /* host of the previous line: tqdm '\r' segments share it */
     int prev_rank;
@@ -108,6 +109,8 @@ struct dsq_scan {
     dsq_event queue[LINE_EVENTS];
     size_t fam_state_size;
     size_t fam_off[64];         /* offset of each registry row's state */
+    unsigned char handler[64];  /* registry rows with a handler, in order */
+    int nhandlers;
     name_slot names[NAME_SLOTS]; /* the dictionary never renumbers: kept across streams */
 };
 
@@ -130,6 +133,8 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
         return DSQ_ENOMEM;
     }
     for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
+        if (dsq_families[i].handle)
+            sc->handler[sc->nhandlers++] = (unsigned char)i;
         sc->fam_off[i] = sc->fam_state_size;
         sc->fam_state_size += (dsq_families[i].state_size + 15) & ~(size_t)15;
     }
@@ -155,6 +160,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->default_rank = default_rank;
     sc->last_t = DSQ_TIME_NONE;
     sc->year = 1970;
+    sc->year_lo = sc->year_hi = 0;
     sc->written_us = 0;
     sc->prev_host = default_host;
     sc->prev_rank = default_rank;
@@ -343,11 +349,16 @@ static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank
     }
 }
 
-void dsq_scan_set_year(dsq_scan *sc, int year) { sc->year = year; }
+void dsq_scan_set_year(dsq_scan *sc, int year)
+{
+    sc->year = year;
+    sc->year_lo = sc->year_hi = 0;
+}
 
 void dsq_scan_set_written(dsq_scan *sc, int64_t t_us)
 {
     sc->year = dsq_time_year(t_us);
+    sc->year_lo = sc->year_hi = 0;
     sc->written_us = t_us;
 }
 
@@ -396,7 +407,11 @@ static void line_time(dsq_scan *sc, dsq_match *m)
         if (!c->y && sc->written_us && m->t_us > sc->written_us + 86400000000LL)
             m->t_us = dsq_time_from_civil(sc->year - 1, c->mo, c->d, c->h, c->mi, c->s, c->us);
     } else if (m->t_us != DSQ_TIME_NONE) {
-        sc->year = dsq_time_year(m->t_us);
+        if (m->t_us < sc->year_lo || m->t_us >= sc->year_hi) {
+            sc->year = dsq_time_year(m->t_us);
+            sc->year_lo = dsq_time_from_civil(sc->year, 1, 1, 0, 0, 0, 0);
+            sc->year_hi = dsq_time_from_civil(sc->year + 1, 1, 1, 0, 0, 0, 0);
+        }
         sc->written_us = 0; /* a printed year is better evidence than the mtime */
     } else if (m->tod_us >= 0) {
         m->t_us = time_of_day(sc, m->tod_us);
@@ -457,10 +472,9 @@ int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
 static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, const char *line,
                         size_t len)
 {
-    for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
+    for (int k = 0; k < sc->nhandlers; k++) {
+        int i = sc->handler[k];
         const dsq_family_def *d = &dsq_families[i];
-        if (!d->handle)
-            continue;
         dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
         if (d->family != m->family && !st->active && !(d->watch & (1u << m->family)))
             continue;
