@@ -118,8 +118,9 @@ static void report(cov *c, dsq_error *e, const char *file, const char *member)
 }
 
 /* dsq_walk callback: decodes every member of one file through the scanner. */
-static int cover_file(void *ctx, const char *full, const char *rel)
+static int cover_file(void *ctx, const char *full, const char *rel, int link)
 {
+    (void)link;
     cov *c = ctx;
     dsq_error e;
     dsq_member_info mi;

@@ -70,6 +70,9 @@ struct dsq_indexer {
     /* the file being indexed */
     const char *cur_path;
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
+    int walk_link;          /* the walk's file is a symbolic link: 1, 0, -1 not known */
+    const char *walk_rel;   /* ... its path below the walked directory */
+    char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
     dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
@@ -222,6 +225,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     if (!ix)
         return dsq_error_set(err, DSQ_ENOMEM, "indexer");
     ix->p = *params;
+    ix->walk_link = -1;
     pthread_mutex_init(&ix->mu, NULL);
     pthread_cond_init(&ix->cv, NULL);
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
@@ -607,12 +611,25 @@ static int index_file_now(dsq_indexer *ix, const char *abs, const dsq_file_info 
 
 /* The absolute, resolved path of a file. Files of one directory come one after
  * another in a walk, so the directory is resolved once and the name appended; only
- * a file that is itself a symbolic link is resolved whole. -1 with errno. */
+ * a file that is itself a symbolic link is resolved whole (the walk says which
+ * are: ix->walk_link; else lstat tells). -1 with errno. */
 static int resolve(dsq_indexer *ix, const char *path, char *abs)
 {
     const char *slash = strrchr(path, '/');
     struct stat sb;
-    if (!slash || lstat(path, &sb) != 0 || S_ISLNK(sb.st_mode))
+    /* a walk enters real directories only (no directory link is followed): below
+     * the resolved root, a file that is no link is where its path says */
+    if (ix->walk_link == 0 && ix->walk_root[0] && ix->walk_rel && *ix->walk_rel) {
+        const char *sep = strcmp(ix->walk_root, "/") == 0 ? "" : "/";
+        if ((size_t)snprintf(abs, PATH_MAX, "%s%s%s", ix->walk_root, sep, ix->walk_rel) >=
+            PATH_MAX) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        return 0;
+    }
+    if (!slash || ix->walk_link == 1 ||
+        (ix->walk_link < 0 && (lstat(path, &sb) != 0 || S_ISLNK(sb.st_mode))))
         return realpath(path, abs) ? 0 : -1;
     size_t dn = (size_t)(slash - path);
     if (!ix->dir_len || dn != ix->dir_len || memcmp(path, ix->dir_given, dn) != 0) {
@@ -1274,9 +1291,11 @@ static void run_name(const dsq_indexer *ix, const char *rel, char *out, size_t c
 }
 
 /* dsq_walk callback: names the run (and the path inside it) and indexes the file. */
-static int walk_file(void *ctx, const char *full, const char *rel)
+static int walk_file(void *ctx, const char *full, const char *rel, int link)
 {
     dsq_indexer *ix = ctx;
+    ix->walk_link = link;
+    ix->walk_rel = rel;
     char run[256];
     if (!*rel) { /* the indexed path itself is a file: its own run */
         const char *base = strrchr(full, '/');
@@ -1298,6 +1317,8 @@ static int walk_file(void *ctx, const char *full, const char *rel)
     }
     int status = index_file(ix, full, run, ix->walk_err);
     ix->cur_inner = NULL;
+    ix->walk_link = -1;
+    ix->walk_rel = NULL;
     return status;
 }
 
@@ -1333,7 +1354,11 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .enter = walk_enter,
                           .ctx = ix, .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
     ix->walk_err = err;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || !realpath(path, ix->walk_root))
+        ix->walk_root[0] = 0;
     int status = ix->p.jobs > 1 ? par_add(ix, &wp, path, err) : dsq_walk(&wp, path);
+    ix->walk_root[0] = 0;
     if (!status)
         status = dsq_store_sync(ix->p.store, err);
     ix->st.seconds = elapsed(&ix->t0);

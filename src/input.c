@@ -139,15 +139,22 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
             close(fd);
         return dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
     }
-    unsigned char buf[FP_SPAN];
+    unsigned char buf[2 * FP_SPAN];
     uint64_t h = dsq_hash64(&sb.st_size, sizeof sb.st_size, 0);
-    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    /* the first FP_SPAN bytes, then the last FP_SPAN when the file is longer; a
+     * file of up to two spans is read once */
+    size_t want = sb.st_size <= 2 * FP_SPAN ? (size_t)sb.st_size : FP_SPAN;
+    ssize_t n = want ? pread(fd, buf, want, 0) : 0;
     if (n > 0)
-        h = dsq_hash64(buf, (size_t)n, h);
-    if (sb.st_size > FP_SPAN) {
-        n = pread(fd, buf, sizeof buf, sb.st_size - FP_SPAN);
-        if (n > 0)
-            h = dsq_hash64(buf, (size_t)n, h);
+        h = dsq_hash64(buf, (size_t)n < FP_SPAN ? (size_t)n : FP_SPAN, h);
+    if (sb.st_size > FP_SPAN && n >= 0) {
+        const unsigned char *last = buf + (size_t)sb.st_size - FP_SPAN;
+        if (want == FP_SPAN) {
+            n = pread(fd, buf, FP_SPAN, sb.st_size - FP_SPAN);
+            last = buf;
+        }
+        if (n > 0 && (want == FP_SPAN || (size_t)n == want))
+            h = dsq_hash64(last, n < FP_SPAN ? (size_t)n : FP_SPAN, h);
     }
     close(fd);
     if (n < 0)

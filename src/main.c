@@ -315,8 +315,9 @@ static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
 }
 
 /* Counts what indexing will walk, for the progress line (on a terminal only). */
-static int count_file(void *ctx, const char *full, const char *rel)
+static int count_file(void *ctx, const char *full, const char *rel, int link)
 {
+    (void)link;
     cli *c = ctx;
     struct stat sb;
     (void)rel;

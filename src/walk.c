@@ -15,6 +15,9 @@
 typedef struct walker {
     const dsq_walk_params *p;
     size_t root_len;
+    int has_skip;         /* skip_dir exists: its device and inode, compared with */
+    dev_t skip_dev;       /* each directory's (already lstat'ed), not its realpath */
+    ino_t skip_ino;
 } walker;
 
 static void report(const walker *w, const char *path, const char *what, int e)
@@ -51,7 +54,7 @@ static int walk_dir(const walker *w, const char *dir)
     }
     for (int i = 0; i < n; i++) {
         const char *nm = names[i]->d_name;
-        char full[PATH_MAX], real[PATH_MAX];
+        char full[PATH_MAX];
         struct stat sb;
         if (status || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
@@ -62,13 +65,14 @@ static int walk_dir(const walker *w, const char *dir)
         if (lstat(full, &sb) != 0)
             continue;
         if (S_ISDIR(sb.st_mode)) {
-            int skip = w->p->skip_dir && realpath(full, real) && strcmp(real, w->p->skip_dir) == 0;
+            int skip = w->has_skip && sb.st_dev == w->skip_dev && sb.st_ino == w->skip_ino;
             skip = skip || (w->p->enter && w->p->enter(w->p->ctx, full, full + w->root_len + 1));
             if (!skip)
                 status = walk_dir(w, full);
             continue;
         }
-        if (S_ISLNK(sb.st_mode) && stat(full, &sb) != 0) {
+        int link = S_ISLNK(sb.st_mode);
+        if (link && stat(full, &sb) != 0) {
             report(w, full, "broken symbolic link", errno);
             continue;
         }
@@ -77,7 +81,7 @@ static int walk_dir(const walker *w, const char *dir)
             continue;
         }
         if (S_ISREG(sb.st_mode))
-            status = w->p->file(w->p->ctx, full, full + w->root_len + 1);
+            status = w->p->file(w->p->ctx, full, full + w->root_len + 1, link);
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -93,8 +97,13 @@ int dsq_walk(const dsq_walk_params *p, const char *path)
     size_t n = strlen(root);
     while (n > 1 && root[n - 1] == '/')
         root[--n] = 0;
-    walker w = {p, n};
+    walker w = {p, n, 0, 0, 0};
+    if (p->skip_dir && stat(p->skip_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        w.has_skip = 1;
+        w.skip_dev = sb.st_dev;
+        w.skip_ino = sb.st_ino;
+    }
     if (stat(root, &sb) == 0 && S_ISDIR(sb.st_mode))
         return walk_dir(&w, root);
-    return p->file(p->ctx, root, "");
+    return p->file(p->ctx, root, "", -1);
 }

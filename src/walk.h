@@ -12,13 +12,15 @@
 #include "dsq/dsq.h"
 
 typedef struct dsq_walk_params {
-    /* a regular file: full path and its path relative to the root ("" when the
-     * root itself is the file). A non-zero return stops the walk. */
-    int (*file)(void *ctx, const char *full, const char *rel);
+    /* a regular file: full path, its path relative to the root ("" when the root
+     * itself is the file), and whether the name is a symbolic link to it (-1: not
+     * known, the root). A non-zero return stops the walk. */
+    int (*file)(void *ctx, const char *full, const char *rel, int link);
     /* something could not be walked; err names it (file filled). May be NULL. */
     void (*problem)(void *ctx, const dsq_error *err);
     void *ctx;
-    const char *skip_dir;  /* a directory never entered (realpath), e.g. the index. May be NULL. */
+    const char *skip_dir;  /* a directory never entered (the same device and inode), e.g. the
+                              index. May be NULL. */
     /* a directory about to be entered (rel: its path below the root); non-zero
      * skips it and everything below. May be NULL. */
     int (*enter)(void *ctx, const char *full, const char *rel);

@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include "dsq/dsq.h"
+#include "dict.h"
 #include "input.h"
 #include "test.h"
 #include "tmpdir.h"
@@ -475,6 +476,39 @@ static void test_stat(void)
     free(t);
 }
 
+/* The fingerprint is what indexes store: the hash of the size, the first 4 KiB and
+ * (past 4 KiB) the last 4 KiB, whichever way they are read (a small file in one
+ * read): the same value for every size around the spans, and a changed last byte
+ * changes it. */
+static void test_stat_fingerprint_definition(void)
+{
+    static const size_t sizes[] = {0, 1, 4095, 4096, 4097, 6000, 8191, 8192, 8193, 20000};
+    char *t = log_text(20000, 3);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t n = sizes[i];
+        uint64_t size = n;
+        uint64_t want = dsq_hash64(&size, sizeof size, 0);
+        if (n)
+            want = dsq_hash64(t, n < 4096 ? n : 4096, want);
+        if (n > 4096)
+            want = dsq_hash64(t + n - 4096, 4096, want);
+        dsq_file_info a, b;
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(test_write_file(tmp, "fp.log", t, n), 0);
+        CHECK_INT(dsq_input_stat(path_of("fp.log"), &a, &err), 0);
+        CHECK(a.fingerprint == want);
+        if (n) {
+            t[n - 1] ^= 1;
+            CHECK_INT(test_write_file(tmp, "fp.log", t, n), 0);
+            CHECK_INT(dsq_input_stat(path_of("fp.log"), &b, &err), 0);
+            CHECK(b.fingerprint != a.fingerprint);
+            t[n - 1] ^= 1;
+        }
+    }
+    free(t);
+}
+
 /* The bytes of a file in tmp, appended to out. */
 static void slurp(const char *name, buf *out)
 {
@@ -701,5 +735,5 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_plain), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
-          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_errors_and_reuse), T(test_stat),
+          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))

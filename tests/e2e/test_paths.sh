@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Paths: a file is known by its resolved absolute path, however it was reached
+# (a symbolic link to the archive, a symbolic link to the file, a relative path),
+# so a re-run through another route finds every file unchanged and the index
+# holds each file once; the index directory inside the walked tree is never read.
+source "$(dirname "$0")/lib.sh"
+e2e_init
+
+A="$DSQ_TMP/archive"
+cp -r "$SAMPLE" "$A"
+NFILES=$(find "$A" -type f | wc -l)
+# a file linked into a run from outside the archive (counted once, as its target)
+mkdir -p "$DSQ_TMP/elsewhere"
+cp "$SAMPLE/bert-baseline.log" "$DSQ_TMP/elsewhere/extra.log"
+mkdir -p "$A/linked-run"
+ln -s "$DSQ_TMP/elsewhere/extra.log" "$A/linked-run/extra.log"
+NFILES=$((NFILES + 1))
+ln -s "$A" "$DSQ_TMP/via-link"
+
+DB="$A/.dsq-index" # inside the walked tree: must be skipped
+index_ok "first run through a symbolic link to the archive" "$DB" "$DSQ_TMP/via-link"
+expect_contains "every file indexed" "indexed $NFILES files" "$ERR$OUT"
+BEFORE=$(dump_index "$DB")
+
+run_dsq --db "$DB" index "$A"
+expect_code "re-run through the real path" 0 "$RC"
+expect_contains "re-run through the real path: all unchanged" "skipped $NFILES unchanged files" "$ERR$OUT"
+(cd "$DSQ_TMP" && run_dsq --db "$DB" index "archive/")
+expect_contains "re-run through a relative path with a slash: all unchanged" \
+    "skipped $NFILES unchanged files" "$ERR$OUT"
+run_dsq --db "$DB" -j 2 index "$DSQ_TMP/via-link/"
+expect_contains "re-run with -j 2: all unchanged" "skipped $NFILES unchanged files" "$ERR$OUT"
+run_dsq --db "$DB" index "$A/linked-run/extra.log" --run linked-run
+expect_contains "the linked file named directly: unchanged" "skipped 1 unchanged file" "$ERR$OUT"
+expect_eq "the index is the same after the re-runs" "$BEFORE" "$(dump_index "$DB")"
+
+# the linked file changes: found through the link, indexed again, still once
+printf '[2024-07-20 21:40:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=99, skipped=0, lr=[1e-05], mom=[(0.9, 0.999)]\n' \
+    >>"$DSQ_TMP/elsewhere/extra.log"
+run_dsq --db "$DB" index "$A"
+expect_contains "a changed link target is indexed again" "indexed 1 file" "$ERR$OUT"
+expect_eq "the linked run has its file once" "1" \
+    "$("$DSQ" --db "$DB" --csv runs | awk -F, -v r=linked-run 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "files") c = i } $1 == r { print $c }')"
+
+e2e_finish
