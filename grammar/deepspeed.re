@@ -96,13 +96,18 @@ static int memory_body(const char *body, const char *end, dsq_match *m)
 /* "name=value" fields separated by ',', '/' and blanks (timer.py throughput,
  * log_dist "step=10, skipped=0, lr=[1e-05], mom=[...]"): a value may open with
  * one '[' (its first element is taken); values that are not numbers are skipped. */
+static int name_char(unsigned char c) /* a letter or '_', without branches */
+{
+    return ((unsigned)((c | 0x20) - 'a') < 26) | (c == '_');
+}
+
 static void kv_fields(dsq_match *m, const char *p, const char *end)
 {
     while (p < end) {
         while (p < end && (*p == ' ' || *p == ',' || *p == '/'))
             p++;
         const char *n0 = p;
-        while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+        while (p < end && name_char((unsigned char)*p))
             p++;
         if (p < end && *p == '=' && p > n0) {
             const char *v = p + 1 + (p + 1 < end && p[1] == '[');

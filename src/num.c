@@ -169,8 +169,11 @@ static const struct {
 
 enum dsq_unit dsq_unit_parse(const char *p, size_t n)
 {
-    for (int u = 1; n && u < DSQ_U_COUNT; u++)
-        if (strlen(unit_tab[u].name) == n && memcmp(unit_tab[u].name, p, n) == 0)
+    if (n == 0 || n > 3) /* every unit name has 1 to 3 bytes: most words leave here */
+        return DSQ_U_NONE;
+    for (int u = 1; u < DSQ_U_COUNT; u++)
+        if (unit_tab[u].name[0] == p[0] && strlen(unit_tab[u].name) == n &&
+            memcmp(unit_tab[u].name, p, n) == 0)
             return (enum dsq_unit)u;
     return DSQ_U_NONE;
 }

@@ -63,14 +63,3 @@ int dsq_time_year(int64_t t_us)
     return (int)y;
 }
 
-int dsq_time_digits(const char *p, int n)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    return v;
-}
-
