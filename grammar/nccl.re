@@ -192,9 +192,20 @@ static void devices_scan(dsq_nccl_line *o, const char *p, const char *end, int i
 
 /* After "Channel NN/MM :" or "Ring NN :": a connection ("... via P2P/IPC"), the
  * ring's rank list (digits only), or another graph line. */
+/* " via " in p..end, or NULL: found from its 'v' (memchr), cheaper than memmem on
+ * the short rest of a channel line. */
+static const char *find_via(const char *p, const char *end)
+{
+    for (const char *q = p + 1; end - q >= 4 && (q = memchr(q, 'v', (size_t)(end - q - 3)));
+         q++)
+        if (q[-1] == ' ' && q[1] == 'i' && q[2] == 'a' && q[3] == ' ')
+            return q - 1;
+    return NULL;
+}
+
 static void channel_rest(dsq_nccl_line *o, const char *p, const char *end, long count)
 {
-    const char *via = memmem(p, (size_t)(end - p), " via ", 5);
+    const char *via = find_via(p, end);
     if (via) {
         const char *t = via + 5, *te = t;
         while (te < end && *te != ' ')
