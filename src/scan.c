@@ -111,6 +111,9 @@ struct dsq_scan {
     size_t fam_off[64];         /* offset of each registry row's state */
     unsigned char handler[64];  /* registry rows with a handler, in order */
     int nhandlers;
+    uint64_t active;            /* bit k: handler[k]'s state was active after its last call
+                                   (only a handler changes its state): no load of the state
+                                   of a handler the line does not concern */
     name_slot names[NAME_SLOTS]; /* the dictionary never renumbers: kept across streams */
 };
 
@@ -186,6 +189,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     memset(&sc->st, 0, sizeof sc->st);
     if (sc->fam_state)
         memset(sc->fam_state, 0, sc->fam_state_size);
+    sc->active = 0;
 }
 
 const dsq_scan_stats *dsq_scan_stats_get(const dsq_scan *sc) { return &sc->st; }
@@ -475,11 +479,13 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
     for (int k = 0; k < sc->nhandlers; k++) {
         int i = sc->handler[k];
         const dsq_family_def *d = &dsq_families[i];
-        dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
-        if (d->family != m->family && !st->active && !(d->watch & (1u << m->family)))
+        uint64_t bit = 1ull << k;
+        if (d->family != m->family && !(sc->active & bit) && !(d->watch & (1u << m->family)))
             continue;
+        dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
         st->claim_level = DSQ_LV_NONE;
         int rc = d->handle(st, lc, m, line, len);
+        sc->active = st->active ? sc->active | bit : sc->active & ~bit;
         if (rc < 0)
             return rc;
         if (rc > 0 && (m->family == DSQ_FAM_OTHER || m->family == d->family)) {
