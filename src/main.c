@@ -4,6 +4,10 @@
  * and chooses exit codes: 0 all good, 1 something was skipped or damaged (the rest
  * was indexed), 2 usage or query error, 3 the index itself failed.
  */
+#ifndef DSQ_BUILD_NOTE
+#define DSQ_BUILD_NOTE "" /* ", profile-guided build" and the like, from CMakeLists.txt */
+#endif
+
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -851,8 +855,8 @@ int main(int argc, char **argv)
             version |= strcmp(argv[i], "--version") == 0;
         }
         if (version)
-            printf("dsq %s (line splitting: %s)\n", DSQ_VERSION,
-                   dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)));
+            printf("dsq %s (line splitting: %s%s)\n", DSQ_VERSION,
+                   dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)), DSQ_BUILD_NOTE);
         else
             fputs(usage_text, help ? stdout : stderr);
         code = (help || version) ? 0 : EXIT_USAGE;
