@@ -6,7 +6,8 @@
  * The map starts large (it is sparse on disk) and doubles on MDB_MAP_FULL.
  *
  * Event blocks and rollup chunks are stored packed: a tag byte, 'Z' and a zstd
- * frame (level 1) when that is smaller, else 'R' and the bytes as they are.
+ * frame (level 1) when that is smaller, else 'R' and the bytes as they are
+ * (chunks under CHUNK_ZSTD_MIN bytes are not tried).
  * Readers get the unpacked bytes in a buffer the store reuses.
  */
 #include "store.h"
@@ -109,6 +110,9 @@ void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k)
 }
 
 #define PACK_LEVEL 1
+/* Rollup chunks are encoded compactly (rollup.c): zstd saves a tenth or less on
+ * the small ones, for a few microseconds each, and most chunks are small. */
+#define CHUNK_ZSTD_MIN 1024
 #define SYNC_SECONDS 1
 
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
@@ -128,21 +132,24 @@ static int reserve(unsigned char **buf, size_t *cap, size_t n)
     return 0;
 }
 
-/* Packs st->raw[0..n) into st->packed; returns its length, 0 when out of memory. */
-static size_t pack(dsq_store *st, size_t n)
+/* Packs src[0..n) into st->packed; returns its length, 0 when out of memory.
+ * zstd is tried only from min_zstd bytes on (below, what it saves is not worth
+ * its time per call). */
+static size_t pack(dsq_store *st, const void *src, size_t n, size_t min_zstd)
 {
     size_t bound = ZSTD_compressBound(n) + 1;
     if (reserve(&st->packed, &st->packed_cap, bound > n + 1 ? bound : n + 1))
         return 0;
-    if (!st->zc && !(st->zc = ZSTD_createCCtx()))
+    if (n >= min_zstd && !st->zc && !(st->zc = ZSTD_createCCtx()))
         return 0;
-    size_t z = ZSTD_compressCCtx(st->zc, st->packed + 1, bound - 1, st->raw, n, PACK_LEVEL);
+    size_t z = n >= min_zstd ? ZSTD_compressCCtx(st->zc, st->packed + 1, bound - 1, src, n, PACK_LEVEL)
+                             : n;
     if (!ZSTD_isError(z) && z + 1 < n + 1) {
         st->packed[0] = 'Z';
         return z + 1;
     }
     st->packed[0] = 'R';
-    memcpy(st->packed + 1, st->raw, n);
+    memcpy(st->packed + 1, src, n);
     return n + 1;
 }
 
@@ -172,11 +179,11 @@ static int unpack(dsq_store *st, const MDB_val *v, const void **data, size_t *n)
     return 0;
 }
 
-/* Puts st->raw[0..n), packed. */
-static int put_packed(dsq_store *st, MDB_dbi dbi, MDB_val *k, size_t n, dsq_error *err,
-                      const char *what)
+/* Puts src[0..n), packed (zstd from min_zstd bytes on). */
+static int put_packed(dsq_store *st, MDB_dbi dbi, MDB_val *k, const void *src, size_t n,
+                      size_t min_zstd, dsq_error *err, const char *what)
 {
-    size_t len = pack(st, n);
+    size_t len = pack(st, src, n, min_zstd);
     if (!len)
         return dsq_error_set(err, DSQ_ENOMEM, "%s: out of memory", what);
     MDB_val v = {len, st->packed};
@@ -855,7 +862,7 @@ int dsq_store_block_put(dsq_store *st, const dsq_block_key *bk, const dsq_block 
         return dsq_error_set(err, DSQ_ENOMEM, "writing events: out of memory");
     memcpy(st->raw, hdr, h);
     memcpy(st->raw + h, b->buf, b->len);
-    int rc = put_packed(st, st->events, &k, h + b->len, err, "writing events");
+    int rc = put_packed(st, st->events, &k, st->raw, h + b->len, 0, err, "writing events");
     if (rc)
         return rc;
     put_be32(skey, bk->source);
@@ -942,10 +949,7 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, c
     series_key_pack(sk, key);
     put_be32(key + DSQ_SERIES_KEY_LEN, seq);
     MDB_val k = {sizeof key, key};
-    if (reserve(&st->raw, &st->raw_cap, n))
-        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    memcpy(st->raw, data, n);
-    return put_packed(st, st->chunks, &k, n, err, "writing rollups");
+    return put_packed(st, st->chunks, &k, data, n, CHUNK_ZSTD_MIN, err, "writing rollups");
 }
 
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,

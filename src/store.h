@@ -35,7 +35,7 @@
 #include "dsq/dsq.h"
 #include "event.h"
 
-#define DSQ_STORE_SCHEMA 2
+#define DSQ_STORE_SCHEMA 3 /* 3: rollup chunks encoded anew (rollup.c) */
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
