@@ -82,6 +82,11 @@ typedef struct dsq_event {
     dsq_field f[DSQ_EV_MAXF];
 } dsq_event;
 
+/* The smallest e in 0..6 with v == m / 10^e exactly and |m| < 2^53 (*m set), or
+ * -1 (NaN, -0, infinities, other doubles): the decimal form of varint.h's packed
+ * numbers, which blocks and rollup chunks store. */
+int dsq_ev_decimal(double v, int64_t *m);
+
 /* Name of a kind ("memory"), or "?" */
 const char *dsq_ev_kind_name(int kind);
 

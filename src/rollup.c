@@ -123,39 +123,12 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 
 static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
 
-/* The smallest e in 0..6 with v == m / 10^e exactly and |m| < 2^53 (*m set), or -1.
- * v * 10^e is within 2^-51 of m relatively when v == m / 10^e, so an e whose
- * product is farther from its rounding is passed over without the division. */
-static int decimal_of(double v, int64_t *m)
-{
-    if (v != v || (v == 0 && signbit(v)))
-        return -1;
-    for (int e = 0; e < 7; e++) {
-        double s = v * dsq_pow10_small[e];
-        if (!(fabs(s) < 9007199254740992.0))
-            return -1;
-        int64_t r = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
-        if (fabs(s - (double)r) <= fabs(s) * 0x1p-50 && (double)r / dsq_pow10_small[e] == v) {
-            *m = r;
-            return e;
-        }
-    }
-    return -1;
-}
-
-/* m of v at exponent e (v known to be decimal at e): rounded as decimal_of does. */
-static int64_t mantissa_at(double v, int e)
-{
-    double s = v * dsq_pow10_small[e];
-    return (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
-}
-
 /* One value in form 7; *prev holds the previous value's bits. */
 static unsigned char *put_value_alone(unsigned char *p, double v, uint64_t *prev)
 {
     int64_t m;
     uint64_t bits;
-    int e = decimal_of(v, &m);
+    int e = dsq_ev_decimal(v, &m);
     memcpy(&bits, &v, 8);
     uint64_t x = bits ^ *prev;
     *prev = bits;
@@ -166,17 +139,15 @@ static unsigned char *put_value_alone(unsigned char *p, double v, uint64_t *prev
     return z < 8 ? dsq_varint_put(p, x >> (8 * z)) : p;
 }
 
-/* Whether v is m / 10^vm exactly (*m set). */
+/* Whether v is m / 10^vm exactly with |m| < 2^53 (*m set): the test of
+ * dsq_ev_decimal at vm alone (v being decimal at a smaller e is no matter). */
 static int fits_form(double v, int vm, int64_t *m)
 {
-    int e = decimal_of(v, m);
-    if (e < 0 || e > vm)
-        return 0;
-    if (e == vm)
-        return 1;
     double s = v * dsq_pow10_small[vm];
-    *m = mantissa_at(v, vm);
-    return fabs(s) < 9007199254740992.0 && (double)*m / dsq_pow10_small[vm] == v;
+    if (!(fabs(s) < 9007199254740992.0) || (v == 0 && signbit(v)))
+        return 0;
+    *m = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
+    return fabs(s - (double)*m) <= fabs(s) * 0x1p-50 && (double)*m / dsq_pow10_small[vm] == v;
 }
 
 /* Writes the open segment's pair count into its header. */
@@ -195,7 +166,7 @@ static void open_segment(dsq_chunk *c, int64_t t, double v)
     int64_t m;
     int vm = c->seg_n && c->vm < 7 ? c->vm : 0; /* E only grows within a chunk */
     close_segment(c);
-    int e = decimal_of(v, &m);
+    int e = dsq_ev_decimal(v, &m);
     if (e < 0)
         vm = 7;
     else if (e >= vm || !fits_form(v, vm, &m))

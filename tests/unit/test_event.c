@@ -8,6 +8,7 @@
 #include "event.h"
 #include "test.h"
 #include "timeconv.h"
+#include "varint.h"
 
 /* The stored value of a block: varint count + body, in an exact-size heap buffer. */
 static unsigned char *stored_value(const dsq_block *b, size_t *n)
@@ -281,5 +282,39 @@ static void test_kind_names(void)
     CHECK_STR(dsq_ev_kind_name(60000), "?");
 }
 
-TEST_MAIN(T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
+/* dsq_ev_decimal finds the e of dsq_num_put's loop (the block bytes stay the same),
+ * over decimals of every exponent, their neighbours one ulp away, and the rest. */
+static void test_decimal_matches_num_put(void)
+{
+    int wrong = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t r = rnd();
+        double v;
+        switch (i % 5) {
+        case 0: v = (double)(int64_t)(r % 20000001 - 10000000) / dsq_pow10_small[r % 7 + 0]; break;
+        case 1: v = (double)(int64_t)(r >> 10) / dsq_pow10_small[(r >> 3) % 7]; break;
+        case 2: v = nextafter((double)(int64_t)(r % 100000) / 100, (r & 1) ? INFINITY : -INFINITY); break;
+        case 3: memcpy(&v, &r, 8); break;
+        default: v = (double)(float)((double)(r % 1000000) / 7919); break;
+        }
+        unsigned char a[16], b[16];
+        size_t na = (size_t)(dsq_num_put(a, v) - a);
+        int64_t m;
+        int e = dsq_ev_decimal(v, &m);
+        size_t nb = e >= 0 ? (size_t)(dsq_varint_put(b, dsq_zigzag(m) << 3 | (uint64_t)e) - b) : 9;
+        if (e < 0)
+            memcpy(b, a, 9); /* the raw form: only the decision is compared */
+        wrong += (e < 0) != (a[0] == 7 && na == 9) || na != nb || memcmp(a, b, na) != 0;
+    }
+    static const double odd[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 9007199254740992.0,
+                                 9007199254740991.0, 1e-7, 0.1, 0.3, 1e300};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        unsigned char a[16];
+        int64_t m;
+        wrong += (dsq_ev_decimal(odd[i], &m) < 0) != (dsq_num_put(a, odd[i]) - a == 9);
+    }
+    CHECK_INT(wrong, 0);
+}
+
+TEST_MAIN(T(test_decimal_matches_num_put), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
           T(test_kind_names))
