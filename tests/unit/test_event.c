@@ -234,33 +234,40 @@ static void test_damaged(void)
     free(v);
     dsq_block_free_buf(&b);
 
-    /* hand-made (count, kind, dt, label, text, line, nf, ...): one event claiming 17 fields */
-    const unsigned char nine[] = {1, 1, 0, 0, 0, 0, 17};
+    /* hand-made (count, shape 0, kind, nf, names and units, dt, label, text, line,
+     * numbers): one event claiming 17 fields */
+    const unsigned char nine[] = {1, 0, 1, 17, 0, 0, 0, 0};
     CHECK_INT(decode_all(nine, sizeof nine, 0), DSQ_EFORMAT);
+    /* a shape the block has not spelled out (shape 1 of none; shape 2 of one) */
+    const unsigned char noshape[] = {1, 1, 0, 0, 0, 0};
+    CHECK_INT(decode_all(noshape, sizeof noshape, 0), DSQ_EFORMAT);
+    const unsigned char noshape2[] = {2, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0};
+    CHECK_INT(decode_all(noshape2, sizeof noshape2, 0), DSQ_EFORMAT);
     /* a count varint that never ends */
     const unsigned char endless[] = {0x80, 0x80, 0x80};
     CHECK_INT(decode_all(endless, sizeof endless, 0), DSQ_EFORMAT);
     /* a count above UINT32_MAX */
     const unsigned char huge[] = {0xff, 0xff, 0xff, 0xff, 0x7f};
     CHECK_INT(decode_all(huge, sizeof huge, 0), DSQ_EFORMAT);
-    /* a line delta that would overflow a signed add: decoded without undefined behaviour */
-    const unsigned char wide[] = {2, 1, 0, 0, 0, 0xc8, 0x01, 0,    /* line 100 */
+    /* a line delta that would overflow a signed add: decoded without undefined
+     * behaviour (the second event reuses the first one's shape) */
+    const unsigned char wide[] = {2, 0, 1, 0, 0, 0, 0, 0xc8, 0x01,     /* line 100 */
                                   1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                  0xff, 0x01, 0};                  /* + INT64_MAX */
+                                  0xff, 0x01};                         /* + INT64_MAX */
     CHECK_INT(decode_all(wide, sizeof wide, 0), 2);
     /* an empty block is fine */
     const unsigned char empty[] = {0};
     CHECK_INT(decode_all(empty, sizeof empty, 0), 0);
     /* one event with one field whose raw double (tag 7) is cut short */
-    const unsigned char shortf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 7, 0, 0, 0, 0, 0, 0};
+    const unsigned char shortf[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0};
     CHECK_INT(decode_all(shortf, sizeof shortf, 0), DSQ_EFORMAT);
     /* a packed number whose varint runs off the end */
-    const unsigned char shortv[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0x80};
+    const unsigned char shortv[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 0x80};
     CHECK_INT(decode_all(shortv, sizeof shortv, 0), DSQ_EFORMAT);
     /* a tag above 7 with exponent bits 7 is not a raw double */
-    const unsigned char badtag[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 15, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    const unsigned char badtag[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     CHECK_INT(decode_all(badtag, sizeof badtag, 0), DSQ_EFORMAT);
-    const unsigned char okf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    const unsigned char okf[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     dsq_block_iter it;
     dsq_event ev;
     CHECK_INT(dsq_block_iter_init(&it, okf, sizeof okf, 1000), 0);
@@ -271,6 +278,45 @@ static void test_damaged(void)
     CHECK_INT(ev.f[0].name, 5);
     CHECK_INT(ev.f[0].unit, 4);
     CHECK_DBL(ev.f[0].v, 1.0);
+}
+
+/* Events cycling through 100 shapes: the first 64 a block meets are kept and
+ * referred to, the others spelled out each time; all come back. */
+static void test_shapes(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    enum { N = 3000 };
+    for (int pass = 0; pass < 2; pass++) { /* the second time in a reset block */
+        dsq_block_reset(&b);
+        for (int i = 0; i < N; i++) {
+            dsq_event ev = {.kind = (uint16_t)(i % 100 % DSQ_EV_KIND_COUNT), .t_us = 1000 * i,
+                            .line = (uint32_t)i, .nf = (uint8_t)(i % 100 % 5 + 1)};
+            for (int f = 0; f < ev.nf; f++)
+                ev.f[f] = (dsq_field){.name = (uint32_t)(i % 100 * 7 + f), .unit = (uint8_t)f,
+                                      .v = i + f / 4.0};
+            CHECK_INT(dsq_block_add(&b, &ev), 0);
+        }
+        CHECK_INT(b.nshapes, DSQ_BLOCK_SHAPES);
+        size_t n;
+        unsigned char *v = stored_value(&b, &n);
+        dsq_block_iter it;
+        dsq_event ev;
+        CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+        int k = 0, bad = 0;
+        while (dsq_block_iter_next(&it, &ev) == 1) {
+            bad += ev.kind != k % 100 % DSQ_EV_KIND_COUNT || ev.nf != k % 100 % 5 + 1 ||
+                   ev.t_us != 1000 * k || ev.line != (uint32_t)k;
+            for (int f = 0; f < ev.nf; f++)
+                bad += ev.f[f].name != (uint32_t)(k % 100 * 7 + f) || ev.f[f].unit != f ||
+                       ev.f[f].v != k + f / 4.0;
+            k++;
+        }
+        CHECK_INT(k, N);
+        CHECK_INT(bad, 0);
+        free(v);
+    }
+    dsq_block_free_buf(&b);
 }
 
 static void test_kind_names(void)
@@ -317,4 +363,4 @@ static void test_decimal_matches_num_put(void)
 }
 
 TEST_MAIN(T(test_decimal_matches_num_put), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
-          T(test_kind_names))
+          T(test_shapes), T(test_kind_names))
