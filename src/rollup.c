@@ -533,5 +533,7 @@ int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
     }
     for (int i = 0; i < r->nattrs && !rc; i++)
         rc = dsq_store_attr_put(r->st, r->run, r->attrs[i].name, r->source, &r->attrs[i].rec, err);
+    if (!rc)
+        rc = dsq_store_rollups_put(r->st, r->source, err);
     return rc ? rc : update_run_rollups(r, err);
 }

@@ -56,6 +56,8 @@ struct dsq_store {
     ZSTD_DCtx *zd;
     unsigned char *raw, *packed, *unpacked; /* reused buffers */
     size_t raw_cap, packed_cap, unpacked_cap;
+    unsigned char *sr; /* the rollup keys of the source being written (srcroll_add) */
+    size_t sr_len, sr_cap;
     char dir[4096];
 };
 
@@ -598,6 +600,7 @@ void dsq_store_close(dsq_store *st)
     free(st->raw);
     free(st->packed);
     free(st->unpacked);
+    free(st->sr);
     free(st->dict_all);
     free(st->dict_len);
     if (st->lock_fd >= 0)
@@ -648,6 +651,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     if (st->readonly)
         return dsq_error_set(err, DSQ_EUSAGE, "index opened read-only");
     st->map_full = 0;
+    st->sr_len = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
     return rc ? lmdb_error(err, rc, "starting write") : 0;
 }
@@ -691,40 +695,33 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Drops a source's series (summaries and chunks) and attributes, then recomputes
- * the run rollups of the fields it had. */
+/* Drops a source's series (summaries and chunks) and attributes, listed in its
+ * srcroll record, then recomputes the run rollups of the fields it had. */
 static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
 {
     unsigned char pre[4], key[DSQ_SERIES_KEY_LEN];
-    MDB_cursor *c = NULL;
     uint32_t *fields = NULL, run = 0;
-    size_t nf = 0, capf = 0;
+    unsigned char *list = NULL;
+    size_t nf = 0;
+    int status = 0;
     put_be32(pre, source);
-    int rc = mdb_cursor_open(st->txn, st->srcroll, &c), status = 0;
+    MDB_val k = {4, pre}, v;
+    int rc = mdb_get(st->txn, st->srcroll, &k, &v);
     if (rc)
-        return put_failed(st, rc, err, "dropping rollups");
-    MDB_val k, v;
-    while (!status) { /* re-seek after each delete */
-        k.mv_size = 4;
-        k.mv_data = pre;
-        if ((rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)))
-            break;
-        const unsigned char *p = k.mv_data;
-        if (k.mv_size < 5 || memcmp(p, pre, 4) != 0)
-            break;
-        if (p[4] == 'S' && k.mv_size == 5 + 16) { /* field run host rank, then the source */
-            if (nf == capf) {
-                capf = capf ? capf * 2 : 64;
-                uint32_t *nfp = realloc(fields, capf * sizeof *fields);
-                if (!nfp) {
-                    status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups");
-                    break;
-                }
-                fields = nfp;
-            }
-            fields[nf++] = get_be32(p + 5);
-            run = get_be32(p + 9);
-            memcpy(key, p + 5, 16);
+        return rc == MDB_NOTFOUND ? 0 : put_failed(st, rc, err, "dropping rollups");
+    size_t n = v.mv_size;
+    /* copied: the deletes below may move the page it is on */
+    if (!(list = malloc(n ? n : 1)) || !(fields = malloc((n / 17 + 1) * sizeof *fields))) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups");
+        goto cleanup;
+    }
+    memcpy(list, v.mv_data, n);
+    for (size_t at = 0; at < n && !status;) {
+        const unsigned char *p = list + at;
+        if (p[0] == 'S' && n - at >= 17) { /* field run host rank */
+            fields[nf++] = get_be32(p + 1);
+            run = get_be32(p + 5);
+            memcpy(key, p + 1, 16);
             memcpy(key + 16, pre, 4);
             MDB_val sk = {sizeof key, key};
             int drc = mdb_del(st->txn, st->series, &sk, NULL);
@@ -732,26 +729,29 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
                 status = put_failed(st, drc, err, "dropping rollups");
             else
                 status = drop_prefix(st, st->chunks, key, sizeof key, err);
-        } else if (p[4] == 'A' && k.mv_size == 5 + 8) { /* run name, then the source */
-            memcpy(key, p + 5, 8);
+            at += 17;
+        } else if (p[0] == 'A' && n - at >= 9) { /* run name */
+            memcpy(key, p + 1, 8);
             memcpy(key + 8, pre, 4);
             MDB_val ak = {12, key};
             int drc = mdb_del(st->txn, st->attrs, &ak, NULL);
             if (drc && drc != MDB_NOTFOUND)
                 status = put_failed(st, drc, err, "dropping rollups");
+            at += 9;
+        } else {
+            break; /* damaged: what it lists so far is dropped */
         }
-        if (!status && (rc = mdb_cursor_del(c, 0)))
-            break;
     }
-    if (!status && rc && rc != MDB_NOTFOUND)
+    if (!status && (rc = mdb_del(st->txn, st->srcroll, &k, NULL)) && rc != MDB_NOTFOUND)
         status = put_failed(st, rc, err, "dropping rollups");
-    mdb_cursor_close(c);
     if (nf)
         qsort(fields, nf, sizeof *fields, cmp_u32);
     for (size_t i = 0; i < nf && !status; i++) /* fields repeat per host and rank */
         if (i == 0 || fields[i] != fields[i - 1])
             status = dsq_store_runroll_update(st, fields[i], run, err);
+cleanup:
     free(fields);
+    free(list);
     return status;
 }
 
@@ -917,17 +917,27 @@ static void series_key_unpack(const unsigned char *in, dsq_series_key *k)
     k->source = get_be32(in + 16);
 }
 
-/* Records a rollup key under its source: tag, then the key without the source. */
-static int srcroll_put(dsq_store *st, uint32_t source, char tag, const unsigned char *key,
-                       size_t n, dsq_error *err)
+/* Notes a rollup key of the source being written: tag, then the key without the
+ * source (its srcroll record is written by dsq_store_rollups_put). */
+static int srcroll_add(dsq_store *st, char tag, const unsigned char *key, size_t n,
+                       dsq_error *err)
 {
-    unsigned char rk[5 + 16];
-    put_be32(rk, source);
-    rk[4] = (unsigned char)tag;
-    memcpy(rk + 5, key, n);
-    MDB_val k = {5 + n, rk}, v = {0, ""};
-    int rc = mdb_put(st->txn, st->srcroll, &k, &v, 0);
-    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+    if (reserve(&st->sr, &st->sr_cap, st->sr_len + 1 + n))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    st->sr[st->sr_len] = (unsigned char)tag;
+    memcpy(st->sr + st->sr_len + 1, key, n);
+    st->sr_len += 1 + n;
+    return 0;
+}
+
+int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
+{
+    unsigned char key[4];
+    put_be32(key, source);
+    MDB_val k = {4, key}, v = {st->sr_len, st->sr};
+    int rc = st->sr_len ? mdb_put(st->txn, st->srcroll, &k, &v, 0) : mdb_del(st->txn, st->srcroll, &k, NULL);
+    st->sr_len = 0;
+    return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing rollups") : 0;
 }
 
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
@@ -939,7 +949,7 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     int rc = mdb_put(st->txn, st->series, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing rollups");
-    return srcroll_put(st, sk->source, 'S', key, 16, err);
+    return srcroll_add(st, 'S', key, 16, err);
 }
 
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, const void *data,
@@ -963,7 +973,7 @@ int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t sour
     int rc = mdb_put(st->txn, st->attrs, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing attributes");
-    return srcroll_put(st, source, 'A', key, 8, err);
+    return srcroll_add(st, 'A', key, 8, err);
 }
 
 static int save_dict(dsq_store *st, dsq_error *err)
