@@ -190,15 +190,16 @@ int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
         c->buf = n;
         c->cap = cap > need ? cap : need;
     }
-    int64_t m = 0;
-    if (!c->seg_n || c->seg_n == SEG_PAIRS || t % time_scale[c->k] != 0 ||
+    int64_t m = 0, q = time_scale[c->k], xt = q == 1 ? t : t / q; /* one division */
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || xt * q != t ||
         (c->vm < 7 && !fits_form(v, c->vm, &m))) {
         open_segment(c, t, v);
         if (c->vm < 7)
             fits_form(v, c->vm, &m); /* true: open_segment picked a form v fits */
+        xt = t / time_scale[c->k];
     }
     unsigned char *p = c->buf + c->len;
-    uint64_t x = (uint64_t)(t / time_scale[c->k]), dx = x - c->x;
+    uint64_t x = (uint64_t)xt, dx = x - c->x;
     p = dsq_varint_put(p, dsq_zigzag((int64_t)(dx - c->dx)));
     c->x = x;
     c->dx = dx;
