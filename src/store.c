@@ -27,6 +27,7 @@
 
 #include "error.h"
 #include "rollup.h"
+#include "varint.h"
 
 #define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
 #define DSQ_EMPTY_INDEX 1 /* read_txn: nothing to read (not an error) */
@@ -713,6 +714,55 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Series summaries (series and runroll values) are stored compactly: varint
+ * count, byte unit, varint nchunks, zigzag varints of first_t and of last_t -
+ * first_t, then sum, min, max, first_v and last_v as packed numbers (varint.h):
+ * about 30 bytes instead of the record's 72, bit for bit. */
+#define SERIES_VAL_MAX (3 * DSQ_VARINT_MAX + 1 + 2 * DSQ_VARINT_MAX + 5 * DSQ_NUM_MAX)
+
+static size_t series_val_put(unsigned char *out, const dsq_series_rec *r)
+{
+    unsigned char *p = dsq_varint_put(out, r->count);
+    *p++ = r->unit;
+    p = dsq_varint_put(p, r->nchunks);
+    p = dsq_varint_put(p, dsq_zigzag(r->first_t));
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)r->last_t - (uint64_t)r->first_t)));
+    const double v[5] = {r->sum, r->min, r->max, r->first_v, r->last_v};
+    for (int i = 0; i < 5; i++)
+        p = dsq_num_put(p, v[i]);
+    return (size_t)(p - out);
+}
+
+/* 0 with *r, or -1 when the value is damaged. */
+static int series_val_get(const MDB_val *val, dsq_series_rec *r)
+{
+    const unsigned char *p = val->mv_data, *end = p + val->mv_size;
+    uint64_t count, nchunks, t0, dt;
+    double v[5];
+    memset(r, 0, sizeof *r);
+    if (dsq_varint_get(&p, end, &count) || p == end)
+        return -1;
+    r->unit = *p++;
+    if (dsq_varint_get(&p, end, &nchunks) || nchunks > UINT32_MAX ||
+        dsq_varint_get(&p, end, &t0) || dsq_varint_get(&p, end, &dt))
+        return -1;
+    for (int i = 0; i < 5; i++)
+        if (dsq_num_get(&p, end, &v[i]))
+            return -1;
+    if (p != end)
+        return -1;
+    r->count = count;
+    r->nchunks = (uint32_t)nchunks;
+    r->first_t = dsq_unzigzag(t0);
+    r->last_t = (int64_t)((uint64_t)r->first_t + (uint64_t)dsq_unzigzag(dt));
+    r->sum = v[0];
+    r->min = v[1];
+    r->max = v[2];
+    r->first_v = v[3];
+    r->last_v = v[4];
+    return 0;
+}
+
 /* Drops a source's series (summaries and chunks) and attributes, listed in its
  * srcroll record, then recomputes the run rollups of the fields it had. */
 static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
@@ -789,15 +839,15 @@ int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_er
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
-        if (v.mv_size != sizeof rec)
+        if (series_val_get(&v, &rec))
             continue;
-        memcpy(&rec, v.mv_data, sizeof rec);
         dsq_series_merge(&acc, &rec, field >= DSQ_SERIES_KIND_BASE);
     }
     mdb_cursor_close(c);
     if (rc && rc != MDB_NOTFOUND)
         return put_failed(st, rc, err, "writing run rollups");
-    MDB_val rk = {8, pre}, rv = {sizeof acc, &acc};
+    unsigned char val[SERIES_VAL_MAX];
+    MDB_val rk = {8, pre}, rv = {series_val_put(val, &acc), val};
     rc = acc.count ? mdb_put(st->txn, st->runroll, &rk, &rv, 0) : mdb_del(st->txn, st->runroll, &rk, NULL);
     return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing run rollups") : 0;
 }
@@ -963,7 +1013,8 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
 {
     unsigned char key[DSQ_SERIES_KEY_LEN];
     series_key_pack(sk, key);
-    MDB_val k = {sizeof key, key}, v = {sizeof *rec, (void *)rec};
+    unsigned char val[SERIES_VAL_MAX];
+    MDB_val k = {sizeof key, key}, v = {series_val_put(val, rec), val};
     int rc = mdb_put(st->txn, st->series, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing rollups");
@@ -1223,7 +1274,8 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
 {
     series_scan *ss = ctx;
     (void)st;
-    if (k->mv_size != (ss->run_level ? 8 : DSQ_SERIES_KEY_LEN) || v->mv_size != sizeof(dsq_series_rec))
+    dsq_series_rec rec;
+    if (k->mv_size != (ss->run_level ? 8 : DSQ_SERIES_KEY_LEN) || series_val_get(v, &rec))
         return 0;
     dsq_series_key sk = {.rank = -1};
     if (ss->run_level) {
@@ -1234,8 +1286,6 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
     }
     if (sk.field > ss->field_hi || (ss->run && sk.run != ss->run))
         return SCAN_STOP;
-    dsq_series_rec rec;
-    memcpy(&rec, v->mv_data, sizeof rec);
     return ss->fn(ss->ctx, &sk, &rec);
 }
 

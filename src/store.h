@@ -7,9 +7,11 @@
  *   sources   absolute path -> dsq_source_rec        one per indexed input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
- *   series    field, run, host, rank, source (BE) -> dsq_series_rec   rollups (rollup.h)
+ *   series    field, run, host, rank, source (BE) -> dsq_series_rec (packed: store.c)
+ *             rollups (rollup.h)
  *   chunks    series key, chunk seq (BE) -> (time, value) pairs of that series
- *   runroll   field, run (BE) -> dsq_series_rec   the merge of the run's series of that field
+ *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
+ *             that field
  *   attrs     run, name, source (BE) -> dsq_attr_rec   latest run attribute per source
  *   srcroll   source id (BE) -> its rollup keys: 'S' field run host rank | 'A' run
  *             name, one after another (one record per source: for dropping)
