@@ -233,7 +233,7 @@ void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n)
 {
     memset(it, 0, sizeof *it);
     it->p = data;
-    it->end = it->p + n;
+    it->end = n ? it->p + n : it->p; /* data may be NULL when n is 0 */
     it->scale = 1;
 }
 
