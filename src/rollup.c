@@ -492,28 +492,15 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     return 0;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Recomputes the run rollup of every field this source has, once per field. */
+/* Has the run rollup of every field this source has recomputed (at commit). */
 static int update_run_rollups(dsq_rollup *r, dsq_error *err)
 {
-    uint32_t *f = malloc((r->n ? r->n : 1) * sizeof *f);
-    size_t n = 0;
     int rc = 0;
-    if (!f)
-        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
-    for (size_t i = 0; i < r->cap && n < r->n; i++)
-        if (r->tab[i].field)
-            f[n++] = r->tab[i].field;
-    qsort(f, n, sizeof *f, cmp_u32);
-    for (size_t i = 0; i < n && !rc; i++)
-        if (i == 0 || f[i] != f[i - 1])
-            rc = dsq_store_runroll_update(r->st, f[i], r->run, err);
-    free(f);
+    for (size_t i = 0, n = 0; i < r->cap && n < r->n && !rc; i++)
+        if (r->tab[i].field) {
+            n++;
+            rc = dsq_store_runroll_update(r->st, r->tab[i].field, r->run, err);
+        }
     return rc;
 }
 

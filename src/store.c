@@ -58,6 +58,8 @@ struct dsq_store {
     size_t raw_cap, packed_cap, unpacked_cap;
     unsigned char *sr; /* the rollup keys of the source being written (srcroll_add) */
     size_t sr_len, sr_cap;
+    uint64_t *due;     /* run rollups to recompute at commit: field << 32 | run */
+    size_t ndue, due_cap;
     char dir[4096];
 };
 
@@ -620,6 +622,7 @@ void dsq_store_close(dsq_store *st)
     free(st->packed);
     free(st->unpacked);
     free(st->sr);
+    free(st->due);
     free(st->dict_all);
     free(st->dict_len);
     if (st->lock_fd >= 0)
@@ -671,6 +674,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EUSAGE, "index opened read-only");
     st->map_full = 0;
     st->sr_len = 0;
+    st->ndue = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
     return rc ? lmdb_error(err, rc, "starting write") : 0;
 }
@@ -824,6 +828,28 @@ cleanup:
 }
 
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
+{
+    if (st->ndue == st->due_cap) {
+        size_t cap = st->due_cap ? st->due_cap * 2 : 256;
+        uint64_t *n = realloc(st->due, cap * sizeof *n);
+        if (!n)
+            return dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
+        st->due = n;
+        st->due_cap = cap;
+    }
+    st->due[st->ndue++] = (uint64_t)field << 32 | run;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Recomputes the run rollup of (field, run) from that run's series in the open
+ * write; removes it when no series is left. */
+static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
 {
     unsigned char pre[8];
     MDB_cursor *c = NULL;
@@ -1073,6 +1099,7 @@ static int grow_map(dsq_store *st, dsq_error *err)
     mdb_txn_abort(st->txn);
     st->txn = NULL;
     st->map_full = 0;
+    st->ndue = 0;
     mdb_env_info(st->env, &info);
     int rc = mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
     if (rc)
@@ -1103,7 +1130,15 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EUSAGE, "commit without a write");
     if (st->map_full)
         return grow_map(st, err);
-    int status = save_dict(st, err);
+    int status = 0;
+    if (st->ndue) /* each run rollup once, however many sources asked for it */
+        qsort(st->due, st->ndue, sizeof *st->due, cmp_u64);
+    for (size_t i = 0; i < st->ndue && !status; i++)
+        if (i == 0 || st->due[i] != st->due[i - 1])
+            status = runroll_recompute(st, (uint32_t)(st->due[i] >> 32), (uint32_t)st->due[i], err);
+    st->ndue = 0;
+    if (!status)
+        status = save_dict(st, err);
     if (status)
         return st->map_full ? grow_map(st, err) : (dsq_store_abort(st), status);
     int rc = mdb_txn_commit(st->txn);
@@ -1145,6 +1180,7 @@ void dsq_store_abort(dsq_store *st)
     if (st->txn)
         mdb_txn_abort(st->txn);
     st->txn = NULL;
+    st->ndue = 0;
     st->map_full = 0;
 }
 

@@ -173,8 +173,9 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, co
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
                        const dsq_attr_rec *rec, dsq_error *err);
 int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err);
-/* Recomputes the run rollup of (field, run) from that run's series (in the open
- * write); removes it when no series is left. */
+/* Has the run rollup of (field, run) recomputed from that run's series at the
+ * next commit, in the same write (once, however many sources of the run asked);
+ * it is removed when no series is left. 0 or DSQ_ENOMEM. */
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err);
 /* Commits, saving new dictionary strings first. When the map is full the write is
  * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */
