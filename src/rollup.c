@@ -322,6 +322,9 @@ struct dsq_rollup {
     open_attr attrs[MAX_ATTRS];
     int nattrs;
     uint32_t failure_name; /* dictionary id of "failure" */
+    /* the series of the last event: [0] its kind's, [1 + i] its field i's (NULL
+     * when unknown); the next event of the same form finds its series here */
+    open_series *memo[1 + DSQ_EV_MAXF];
 };
 
 int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
@@ -373,6 +376,7 @@ void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
     }
     r->n = 0;
     r->nattrs = 0;
+    memset(r->memo, 0, sizeof r->memo);
     r->run = run;
     r->source = source;
 }
@@ -387,6 +391,7 @@ static int grow(dsq_rollup *r)
         return DSQ_ENOMEM;
     }
     r->cap = old * 2;
+    memset(r->memo, 0, sizeof r->memo); /* they point into the old table */
     for (size_t i = 0; i < old; i++) {
         if (prev[i].field)
             r->tab[slot(r, prev[i].field, prev[i].host, prev[i].rank)] = prev[i];
@@ -424,6 +429,17 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
         s->rank = rank;
         r->n++;
     }
+    return s;
+}
+
+/* series_for through the memo of the last event's series (slot m). */
+static open_series *series_memo(dsq_rollup *r, int m, uint32_t field, uint32_t host, int32_t rank)
+{
+    open_series *s = r->memo[m];
+    if (s && s->field == field && s->host == host && s->rank == rank)
+        return s;
+    s = series_for(r, field, host, rank);
+    r->memo[m] = s;
     return s;
 }
 
@@ -465,7 +481,7 @@ static void count_event(dsq_series_rec *rec, int64_t t)
 
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
 {
-    open_series *s = series_for(r, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
+    open_series *s = series_memo(r, 0, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
     if (!s)
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
     count_event(&s->rec, ev->t_us);
@@ -477,7 +493,7 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     }
     for (int i = 0; i < ev->nf; i++) {
         const dsq_field *f = &ev->f[i];
-        if (!f->name || !(s = series_for(r, f->name, ev->host, ev->rank)))
+        if (!f->name || !(s = series_memo(r, 1 + i, f->name, ev->host, ev->rank)))
             return f->name ? dsq_error_set(err, DSQ_ENOMEM, "rollups") : 0;
         double v = s->rec.count ? dsq_unit_convert(f->v, f->unit, s->rec.unit) : f->v;
         dsq_series_add(&s->rec, ev->t_us, v, f->unit);
