@@ -38,7 +38,9 @@
 #include "dsq/dsq.h"
 #include "event.h"
 
-#define DSQ_STORE_SCHEMA 3 /* 3: rollup chunks encoded anew (rollup.c) */
+/* 3: rollup chunks encoded anew (rollup.c), block shapes (event.c), series values
+ * packed, one srcroll record per source */
+#define DSQ_STORE_SCHEMA 3
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
