@@ -1,13 +1,18 @@
-/* Block encoding of events.
+/* Block encoding of events (schema 3).
  *
- * Layout: varint count, then per event: varint kind, zigzag varint time delta,
- * varint label, varint text, varint line delta (zigzag), byte nf, then nf times (varint name,
- * byte unit, packed number: see varint.h). The first time delta is relative to the
- * block key's time. Decoding checks every length against the end of the value, so
- * a damaged block is reported, never overrun.
+ * Layout: varint count, then per event: varint shape, [when shape is 0: varint
+ * kind, byte nf, then nf times (varint name, byte unit)], zigzag varint time
+ * delta, varint label, varint text, zigzag varint line delta, then nf packed
+ * numbers (varint.h). Shape 0 spells the event's kind, names and units out and,
+ * while the block has fewer than DSQ_BLOCK_SHAPES, makes them its next shape; shape
+ * s > 0 reuses shape s - 1. Most events repeat a form (a timer line, a loss dict),
+ * so a block holds its names once and zstd has a third less to pack. The first
+ * time delta is relative to the block key's time. Decoding checks every length
+ * against the end of the value, so a damaged block is reported, never overrun.
  */
 #include "event.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,12 +70,49 @@ void dsq_block_reset(dsq_block *b)
     b->t_first = 0;
     b->t_prev = 0;
     b->line_prev = 0;
+    b->nshapes = 0;
+    memset(b->last_shape, 0, sizeof b->last_shape);
 }
 
 void dsq_block_free_buf(dsq_block *b)
 {
     free(b->buf);
     memset(b, 0, sizeof *b);
+}
+
+/* v * 10^e is within 2^-51 of m relatively when v == m / 10^e, so an e whose
+ * product is farther from its rounding is passed over without the division:
+ * the same e as dsq_num_put's loop, found with about one division, not up to 7. */
+int dsq_ev_decimal(double v, int64_t *m)
+{
+    if (v != v || (v == 0 && signbit(v)))
+        return -1;
+    for (int e = 0; e < 7; e++) {
+        double s = v * dsq_pow10_small[e];
+        if (!(fabs(s) < 9007199254740992.0))
+            return -1;
+        int64_t r = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
+        if (fabs(s - (double)r) <= fabs(s) * 0x1p-50 && (double)r / dsq_pow10_small[e] == v) {
+            *m = r;
+            return e;
+        }
+    }
+    return -1;
+}
+
+/* dsq_num_put's bytes, with dsq_ev_decimal. */
+static unsigned char *put_num(unsigned char *p, double v)
+{
+    int64_t m;
+    int e = dsq_ev_decimal(v, &m);
+    if (e >= 0)
+        return dsq_varint_put(p, dsq_zigzag(m) << 3 | (uint64_t)e);
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    *p++ = 7;
+    for (int i = 0; i < 8; i++)
+        *p++ = (unsigned char)(bits >> (8 * i));
+    return p;
 }
 
 static int reserve(dsq_block *b, size_t more)
@@ -93,27 +135,76 @@ static void put_varint(dsq_block *b, uint64_t v)
     b->len = (size_t)(dsq_varint_put(b->buf + b->len, v) - b->buf);
 }
 
+static int same_shape(const dsq_ev_shape *s, const dsq_event *ev)
+{
+    if (s->kind != ev->kind || s->nf != ev->nf)
+        return 0;
+    for (int i = 0; i < ev->nf; i++)
+        if (s->name[i] != ev->f[i].name || s->unit[i] != ev->f[i].unit)
+            return 0;
+    return 1;
+}
+
+/* The block's shape of ev: 1 + its index, or 0 when it has none (yet). */
+static uint32_t find_shape(dsq_block *b, const dsq_event *ev)
+{
+    uint32_t last = ev->kind < DSQ_EV_KIND_COUNT ? b->last_shape[ev->kind] : 0;
+    if (last && same_shape(&b->shapes[last - 1], ev))
+        return last;
+    for (uint32_t i = 0; i < b->nshapes; i++) {
+        if (same_shape(&b->shapes[i], ev)) {
+            if (ev->kind < DSQ_EV_KIND_COUNT)
+                b->last_shape[ev->kind] = (uint8_t)(i + 1);
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Writes ev's shape out (shape 0) and keeps it while there is room. */
+static void put_new_shape(dsq_block *b, const dsq_event *ev)
+{
+    b->buf[b->len++] = 0;
+    put_varint(b, ev->kind);
+    b->buf[b->len++] = ev->nf;
+    for (int i = 0; i < ev->nf; i++) {
+        put_varint(b, ev->f[i].name);
+        b->buf[b->len++] = ev->f[i].unit;
+    }
+    if (b->nshapes == DSQ_BLOCK_SHAPES)
+        return;
+    dsq_ev_shape *s = &b->shapes[b->nshapes++];
+    s->kind = ev->kind;
+    s->nf = ev->nf;
+    for (int i = 0; i < ev->nf; i++) {
+        s->name[i] = ev->f[i].name;
+        s->unit[i] = ev->f[i].unit;
+    }
+    if (ev->kind < DSQ_EV_KIND_COUNT)
+        b->last_shape[ev->kind] = (uint8_t)b->nshapes;
+}
+
 int dsq_block_add(dsq_block *b, const dsq_event *ev)
 {
-    /* worst case: 5 varints of 10 + 1 + nf * (5 + 1 + 9) */
-    if (reserve(b, 58 + (size_t)ev->nf * 15) != 0)
+    /* worst case: 7 varints of 10 + 2 + nf * (5 + 1 + 9) */
+    if (ev->nf > DSQ_EV_MAXF || reserve(b, 72 + (size_t)ev->nf * 15) != 0)
         return DSQ_ENOMEM;
     if (b->count == 0) {
         b->t_first = ev->t_us;
         b->t_prev = ev->t_us;
         b->line_prev = 0;
     }
-    put_varint(b, ev->kind);
+    uint32_t shape = find_shape(b, ev);
+    if (shape)
+        put_varint(b, shape);
+    else
+        put_new_shape(b, ev);
     put_varint(b, dsq_zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
     put_varint(b, ev->label);
     put_varint(b, ev->text);
     put_varint(b, dsq_zigzag((int64_t)ev->line - (int64_t)b->line_prev));
-    b->buf[b->len++] = ev->nf;
-    for (int i = 0; i < ev->nf; i++) {
-        put_varint(b, ev->f[i].name);
-        b->buf[b->len++] = ev->f[i].unit;
-        b->len = (size_t)(dsq_num_put(b->buf + b->len, ev->f[i].v) - b->buf);
-    }
+    for (int i = 0; i < ev->nf; i++)
+        b->len = (size_t)(put_num(b->buf + b->len, ev->f[i].v) - b->buf);
     b->t_prev = ev->t_us;
     b->line_prev = ev->line;
     b->count++;
@@ -131,6 +222,7 @@ int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t 
     it->end = it->p + n;
     it->t_prev = t_first;
     it->line_prev = 0;
+    it->nshapes = 0;
     uint64_t c;
     if (get_varint(it, &c) != 0 || c > UINT32_MAX)
         return DSQ_EFORMAT;
@@ -138,29 +230,52 @@ int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t 
     return 0;
 }
 
+/* Reads a shape spelled out (after its 0) into *s, keeping it while there is room. */
+static int get_new_shape(dsq_block_iter *it, dsq_ev_shape *s)
+{
+    uint64_t kind, name;
+    if (get_varint(it, &kind) || kind > UINT16_MAX || it->p >= it->end)
+        return DSQ_EFORMAT;
+    s->kind = (uint16_t)kind;
+    s->nf = *it->p++;
+    if (s->nf > DSQ_EV_MAXF)
+        return DSQ_EFORMAT;
+    for (int i = 0; i < s->nf; i++) {
+        if (get_varint(it, &name) || name > UINT32_MAX || it->p >= it->end)
+            return DSQ_EFORMAT;
+        s->name[i] = (uint32_t)name;
+        s->unit[i] = *it->p++;
+    }
+    if (it->nshapes < DSQ_BLOCK_SHAPES)
+        it->shapes[it->nshapes++] = *s;
+    return 0;
+}
+
 int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
 {
     if (it->left == 0)
         return 0;
-    uint64_t kind, dt, label, text, dl;
-    if (get_varint(it, &kind) || get_varint(it, &dt) || get_varint(it, &label) ||
-        get_varint(it, &text) ||
-        get_varint(it, &dl) || it->p >= it->end)
+    uint64_t shape, dt, label, text, dl;
+    dsq_ev_shape fresh;
+    const dsq_ev_shape *s = &fresh;
+    if (get_varint(it, &shape))
         return DSQ_EFORMAT;
-    ev->kind = (uint16_t)kind;
+    if (shape == 0 ? get_new_shape(it, &fresh) != 0 : shape > it->nshapes)
+        return DSQ_EFORMAT;
+    if (shape)
+        s = &it->shapes[shape - 1];
+    if (get_varint(it, &dt) || get_varint(it, &label) || get_varint(it, &text) ||
+        get_varint(it, &dl))
+        return DSQ_EFORMAT;
+    ev->kind = s->kind;
     ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)dsq_unzigzag(dt));
     ev->label = (uint32_t)label;
     ev->text = (uint32_t)text;
     ev->line = it->line_prev + (uint32_t)dsq_unzigzag(dl); /* mod 2^32: no signed overflow */
-    ev->nf = *it->p++;
-    if (ev->nf > DSQ_EV_MAXF)
-        return DSQ_EFORMAT;
+    ev->nf = s->nf;
     for (int i = 0; i < ev->nf; i++) {
-        uint64_t name;
-        if (get_varint(it, &name) || it->p >= it->end)
-            return DSQ_EFORMAT;
-        ev->f[i].name = (uint32_t)name;
-        ev->f[i].unit = *it->p++;
+        ev->f[i].name = s->name[i];
+        ev->f[i].unit = s->unit[i];
         if (dsq_num_get(&it->p, it->end, &ev->f[i].v))
             return DSQ_EFORMAT;
     }

@@ -7,7 +7,8 @@
  *
  * Events of one (run, host, rank) stream are stored many to a block: one LMDB value
  * per block, keyed by run/host/rank/time-of-first-event/source/sequence (see
- * store.h). Within a block events are delta-encoded in the order they were logged.
+ * store.h). Within a block events are delta-encoded in the order they were logged,
+ * and an event's shape (kind, field names and units) is written once per block.
  */
 #ifndef DSQ_EVENT_H
 #define DSQ_EVENT_H
@@ -82,8 +83,24 @@ typedef struct dsq_event {
     dsq_field f[DSQ_EV_MAXF];
 } dsq_event;
 
+/* The smallest e in 0..6 with v == m / 10^e exactly and |m| < 2^53 (*m set), or
+ * -1 (NaN, -0, infinities, other doubles): the decimal form of varint.h's packed
+ * numbers, which blocks and rollup chunks store. */
+int dsq_ev_decimal(double v, int64_t *m);
+
 /* Name of a kind ("memory"), or "?" */
 const char *dsq_ev_kind_name(int kind);
+
+/* A shape: what events of one form share (kind, field names and units). A block
+ * holds up to DSQ_BLOCK_SHAPES of them; events refer to them by number. */
+#define DSQ_BLOCK_SHAPES 64
+
+typedef struct dsq_ev_shape {
+    uint16_t kind;
+    uint8_t nf;
+    uint8_t unit[DSQ_EV_MAXF];
+    uint32_t name[DSQ_EV_MAXF];
+} dsq_ev_shape;
 
 /* A growable byte buffer that encodes one block; allocated once and reused. */
 typedef struct dsq_block {
@@ -93,6 +110,9 @@ typedef struct dsq_block {
     int64_t t_first;    /* time of the first event */
     int64_t t_prev;     /* for delta encoding */
     uint32_t line_prev;
+    uint32_t nshapes;
+    uint8_t last_shape[DSQ_EV_KIND_COUNT]; /* per kind: 1 + its last shape, 0 none */
+    dsq_ev_shape shapes[DSQ_BLOCK_SHAPES];
 } dsq_block;
 
 /* Empties a block for reuse (keeps its buffer). */
@@ -108,6 +128,8 @@ typedef struct dsq_block_iter {
     int64_t t_prev;
     uint32_t line_prev;
     uint32_t left;
+    uint32_t nshapes;
+    dsq_ev_shape shapes[DSQ_BLOCK_SHAPES];
 } dsq_block_iter;
 
 /* Starts iterating; t_first is the time stored in the block's key. 0 or DSQ_EFORMAT. */

@@ -37,7 +37,7 @@
 #include "walk.h"
 
 #define MAX_OPEN_BLOCKS 256
-#define BLOCK_EVENTS 1024
+#define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
 #define MAX_MAP_RETRIES 10

@@ -1,12 +1,33 @@
 /* Rollups (see rollup.h).
  *
- * Chunk encoding: per pair, the time as a zigzag varint of its difference from the
- * previous time (the first from 0, times taken as 64-bit two's complement so
- * DSQ_TIME_NONE encodes too), then the value as a packed number (varint.h).
+ * Chunk encoding (schema 3). A chunk is a run of segments, each
+ *   header       byte k << 4 | E, then the count of its pairs (1..65535) in two
+ *                bytes, little-endian
+ *   per pair     time: zigzag varint of the change of the time step, in units of
+ *                10^k (k is 6, 3 or 0: every time of the segment is a multiple of
+ *                10^k, as logs print seconds or milliseconds; DSQ_TIME_NONE is not).
+ *                Times are 64-bit two's complement, the step before the first is 0
+ *                and the time before it 0, so the first pair holds its whole time.
+ *                value, E < 7: every value of the segment is m / 10^E exactly, with
+ *                |m| < 2^53; the zigzag varint of m minus the previous m (0 first).
+ *                value, E = 7: each value on its own: a decimal m / 10^e (e < 7) as
+ *                the varint zigzag(m) << 3 | e (varint.h's packed number), else the
+ *                byte 7 | z << 3 and, when z < 8, the varint of x >> 8z, where x is
+ *                the value's bits XOR the previous value's bits and z the count of
+ *                x's low zero bytes (doubles printed from floats end in zero bytes).
+ * Pairs are encoded as they come: a segment's k and E are those of its first pair
+ * (E at least the previous segment's), and a pair whose time or value does not fit
+ * them starts a new segment. E only grows and ends at 7, so a chunk has few
+ * segments, and the builder holds encoded bytes only (no pairs waiting).
+ * Every segment starts afresh (times, steps and values from 0). Decoding computes
+ * m / 10^e as the encoder checked it, so every double comes back bit for bit; every
+ * byte is checked against the chunk's end. Steady step times and slowly moving
+ * values take one or two bytes each, so chunks are stored without zstd unless
+ * they are big (store.c).
  *
  * The builder keeps one source's series in an open-addressing table keyed by
- * (field, host, rank); each series has a summary and a chunk buffer that is written
- * out when it reaches CHUNK_BYTES. Buffers are kept for the next source.
+ * (field, host, rank); each series has a summary and a chunk that is written out
+ * when its bytes reach CHUNK_BYTES. Buffers are kept for the next source.
  */
 #include "rollup.h"
 
@@ -19,11 +40,14 @@
 #include "timeconv.h"
 #include "varint.h"
 
-/* A chunk holds up to 32 KiB of pairs before it is written (zstd-packed by the
- * store, typically to 8-12 KiB: whole LMDB overflow pages waste little); a pair
- * takes at most DSQ_VARINT_MAX + DSQ_NUM_MAX bytes. */
-#define CHUNK_BYTES (32768 - DSQ_VARINT_MAX - DSQ_NUM_MAX)
 #define MAX_ATTRS 256
+/* bytes one encoded pair takes at most: time varint, then a value's tag byte and varint */
+#define PAIR_MAX (2 * DSQ_VARINT_MAX + 1)
+#define SEG_HDR 3
+#define SEG_PAIRS 65535
+/* A chunk is written once its encoded bytes reach this: big values waste little of
+ * their last LMDB overflow page (zstd packs them further, store.c). */
+#define CHUNK_BYTES 32768
 
 double dsq_unit_convert(double v, uint8_t from, uint8_t to)
 {
@@ -97,30 +121,106 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 
 /* --- chunks ------------------------------------------------------------------ */
 
+static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+
+/* One value in form 7; *prev holds the previous value's bits. */
+static unsigned char *put_value_alone(unsigned char *p, double v, uint64_t *prev)
+{
+    int64_t m;
+    uint64_t bits;
+    int e = dsq_ev_decimal(v, &m);
+    memcpy(&bits, &v, 8);
+    uint64_t x = bits ^ *prev;
+    *prev = bits;
+    if (e >= 0)
+        return dsq_varint_put(p, dsq_zigzag(m) << 3 | (uint64_t)e);
+    unsigned z = x ? (unsigned)__builtin_ctzll(x) / 8 : 8;
+    *p++ = (unsigned char)(7 | z << 3);
+    return z < 8 ? dsq_varint_put(p, x >> (8 * z)) : p;
+}
+
+/* Whether v is m / 10^vm exactly with |m| < 2^53 (*m set): the test of
+ * dsq_ev_decimal at vm alone (v being decimal at a smaller e is no matter). */
+static int fits_form(double v, int vm, int64_t *m)
+{
+    double s = v * dsq_pow10_small[vm];
+    if (!(fabs(s) < 9007199254740992.0) || (v == 0 && signbit(v)))
+        return 0;
+    *m = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
+    return fabs(s - (double)*m) <= fabs(s) * 0x1p-50 && (double)*m / dsq_pow10_small[vm] == v;
+}
+
+/* Writes the open segment's pair count into its header. */
+static void close_segment(dsq_chunk *c)
+{
+    if (c->seg_n) {
+        c->buf[c->seg_at + 1] = (unsigned char)c->seg_n;
+        c->buf[c->seg_at + 2] = (unsigned char)(c->seg_n >> 8);
+    }
+    c->seg_n = 0;
+}
+
+/* Starts a segment for the pair (t, v): its k and E are those of the pair. */
+static void open_segment(dsq_chunk *c, int64_t t, double v)
+{
+    int64_t m;
+    int vm = c->seg_n && c->vm < 7 ? c->vm : 0; /* E only grows within a chunk */
+    close_segment(c);
+    int e = dsq_ev_decimal(v, &m);
+    if (e < 0)
+        vm = 7;
+    else if (e >= vm || !fits_form(v, vm, &m))
+        vm = e;
+    c->k = t % 1000000 == 0 ? 6 : t % 1000 == 0 ? 3 : 0;
+    c->vm = (uint8_t)vm;
+    c->x = c->dx = c->m = c->bits = 0;
+    c->seg_at = c->len;
+    c->buf[c->len] = (unsigned char)(c->k << 4 | c->vm);
+    c->len += SEG_HDR;
+}
+
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
 {
-    if (c->len + 32 > c->cap) {
+    size_t need = c->len + SEG_HDR + PAIR_MAX;
+    if (need > c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 256;
-        unsigned char *n = realloc(c->buf, cap);
+        unsigned char *n = realloc(c->buf, cap > need ? cap : need);
         if (!n)
             return DSQ_ENOMEM;
         c->buf = n;
-        c->cap = cap;
+        c->cap = cap > need ? cap : need;
+    }
+    int64_t m = 0, q = time_scale[c->k], xt = q == 1 ? t : t / q; /* one division */
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || xt * q != t ||
+        (c->vm < 7 && !fits_form(v, c->vm, &m))) {
+        open_segment(c, t, v);
+        if (c->vm < 7)
+            fits_form(v, c->vm, &m); /* true: open_segment picked a form v fits */
+        xt = t / time_scale[c->k];
     }
     unsigned char *p = c->buf + c->len;
-    p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)t - (uint64_t)c->t_prev)));
-    c->t_prev = t;
-    p = dsq_num_put(p, v);
+    uint64_t x = (uint64_t)xt, dx = x - c->x;
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)(dx - c->dx)));
+    c->x = x;
+    c->dx = dx;
+    if (c->vm == 7) {
+        p = put_value_alone(p, v, &c->bits);
+    } else {
+        p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)m - c->m)));
+        c->m = (uint64_t)m;
+    }
     c->len = (size_t)(p - c->buf);
+    c->seg_n++;
     c->count++;
     return 0;
 }
 
+void dsq_chunk_finish(dsq_chunk *c) { close_segment(c); }
+
 void dsq_chunk_reset(dsq_chunk *c)
 {
     c->len = 0;
-    c->count = 0;
-    c->t_prev = 0;
+    c->count = c->seg_n = 0;
 }
 
 void dsq_chunk_free(dsq_chunk *c)
@@ -131,20 +231,71 @@ void dsq_chunk_free(dsq_chunk *c)
 
 void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n)
 {
+    memset(it, 0, sizeof *it);
     it->p = data;
-    it->end = it->p + n;
-    it->t_prev = 0;
+    it->end = n ? it->p + n : it->p; /* data may be NULL when n is 0 */
+    it->scale = 1;
+}
+
+/* Reads the next segment's header. 0 or -1. */
+static int next_segment(dsq_chunk_iter *it)
+{
+    if (it->end - it->p < SEG_HDR)
+        return -1;
+    unsigned hdr = it->p[0], count = it->p[1] | (unsigned)it->p[2] << 8;
+    it->p += SEG_HDR;
+    if ((hdr >> 4) > 6 || (hdr & 15) > 7 || count == 0)
+        return -1;
+    it->scale = time_scale[hdr >> 4];
+    it->vmode = (uint8_t)(hdr & 15);
+    it->left = (uint32_t)count;
+    it->x = it->dx = it->m = it->bits = 0;
+    return 0;
+}
+
+/* A value of form 7 (see the top). 0 or -1. */
+static int get_value_alone(dsq_chunk_iter *it, double *v)
+{
+    uint64_t tag, y = 0;
+    if (dsq_varint_get(&it->p, it->end, &tag))
+        return -1;
+    if ((tag & 7) < 7) {
+        *v = (double)dsq_unzigzag(tag >> 3) / dsq_pow10_small[tag & 7];
+        memcpy(&it->bits, v, 8);
+        return 0;
+    }
+    unsigned z = (unsigned)(tag >> 3);
+    if (z > 8 || (z < 8 && (dsq_varint_get(&it->p, it->end, &y) || (z && y >> (64 - 8 * z)))))
+        return -1;
+    it->bits ^= z < 8 ? y << (8 * z) : 0;
+    memcpy(v, &it->bits, 8);
+    return 0;
 }
 
 int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v)
 {
-    uint64_t dt;
-    if (it->p == it->end)
-        return 0;
-    if (dsq_varint_get(&it->p, it->end, &dt) || dsq_num_get(&it->p, it->end, v))
+    uint64_t dd, dm;
+    if (it->left == 0) {
+        if (it->p == it->end)
+            return 0;
+        if (next_segment(it))
+            return DSQ_EFORMAT;
+    }
+    if (dsq_varint_get(&it->p, it->end, &dd))
         return DSQ_EFORMAT;
-    it->t_prev = (int64_t)((uint64_t)it->t_prev + (uint64_t)dsq_unzigzag(dt));
-    *t = it->t_prev;
+    it->dx += (uint64_t)dsq_unzigzag(dd);
+    it->x += it->dx;
+    *t = (int64_t)(it->x * (uint64_t)it->scale);
+    if (it->vmode == 7) {
+        if (get_value_alone(it, v))
+            return DSQ_EFORMAT;
+    } else {
+        if (dsq_varint_get(&it->p, it->end, &dm))
+            return DSQ_EFORMAT;
+        it->m += (uint64_t)dsq_unzigzag(dm);
+        *v = (double)(int64_t)it->m / dsq_pow10_small[it->vmode];
+    }
+    it->left--;
     return 1;
 }
 
@@ -171,6 +322,9 @@ struct dsq_rollup {
     open_attr attrs[MAX_ATTRS];
     int nattrs;
     uint32_t failure_name; /* dictionary id of "failure" */
+    /* the series of the last event: [0] its kind's, [1 + i] its field i's (NULL
+     * when unknown); the next event of the same form finds its series here */
+    open_series *memo[1 + DSQ_EV_MAXF];
 };
 
 int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
@@ -222,6 +376,7 @@ void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
     }
     r->n = 0;
     r->nattrs = 0;
+    memset(r->memo, 0, sizeof r->memo);
     r->run = run;
     r->source = source;
 }
@@ -236,6 +391,7 @@ static int grow(dsq_rollup *r)
         return DSQ_ENOMEM;
     }
     r->cap = old * 2;
+    memset(r->memo, 0, sizeof r->memo); /* they point into the old table */
     for (size_t i = 0; i < old; i++) {
         if (prev[i].field)
             r->tab[slot(r, prev[i].field, prev[i].host, prev[i].rank)] = prev[i];
@@ -256,6 +412,7 @@ static int write_chunk(dsq_rollup *r, open_series *s, dsq_error *err)
     if (!s->chunk.count)
         return 0;
     dsq_series_key k = key_of(r, s);
+    dsq_chunk_finish(&s->chunk);
     int rc = dsq_store_chunk_put(r->st, &k, s->nchunks++, s->chunk.buf, s->chunk.len, err);
     dsq_chunk_reset(&s->chunk);
     return rc;
@@ -272,6 +429,17 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
         s->rank = rank;
         r->n++;
     }
+    return s;
+}
+
+/* series_for through the memo of the last event's series (slot m). */
+static open_series *series_memo(dsq_rollup *r, int m, uint32_t field, uint32_t host, int32_t rank)
+{
+    open_series *s = r->memo[m];
+    if (s && s->field == field && s->host == host && s->rank == rank)
+        return s;
+    s = series_for(r, field, host, rank);
+    r->memo[m] = s;
     return s;
 }
 
@@ -313,7 +481,7 @@ static void count_event(dsq_series_rec *rec, int64_t t)
 
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
 {
-    open_series *s = series_for(r, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
+    open_series *s = series_memo(r, 0, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
     if (!s)
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
     count_event(&s->rec, ev->t_us);
@@ -325,7 +493,7 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     }
     for (int i = 0; i < ev->nf; i++) {
         const dsq_field *f = &ev->f[i];
-        if (!f->name || !(s = series_for(r, f->name, ev->host, ev->rank)))
+        if (!f->name || !(s = series_memo(r, 1 + i, f->name, ev->host, ev->rank)))
             return f->name ? dsq_error_set(err, DSQ_ENOMEM, "rollups") : 0;
         double v = s->rec.count ? dsq_unit_convert(f->v, f->unit, s->rec.unit) : f->v;
         dsq_series_add(&s->rec, ev->t_us, v, f->unit);
@@ -340,28 +508,15 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     return 0;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Recomputes the run rollup of every field this source has, once per field. */
+/* Has the run rollup of every field this source has recomputed (at commit). */
 static int update_run_rollups(dsq_rollup *r, dsq_error *err)
 {
-    uint32_t *f = malloc((r->n ? r->n : 1) * sizeof *f);
-    size_t n = 0;
     int rc = 0;
-    if (!f)
-        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
-    for (size_t i = 0; i < r->cap && n < r->n; i++)
-        if (r->tab[i].field)
-            f[n++] = r->tab[i].field;
-    qsort(f, n, sizeof *f, cmp_u32);
-    for (size_t i = 0; i < n && !rc; i++)
-        if (i == 0 || f[i] != f[i - 1])
-            rc = dsq_store_runroll_update(r->st, f[i], r->run, err);
-    free(f);
+    for (size_t i = 0, n = 0; i < r->cap && n < r->n && !rc; i++)
+        if (r->tab[i].field) {
+            n++;
+            rc = dsq_store_runroll_update(r->st, r->tab[i].field, r->run, err);
+        }
     return rc;
 }
 
@@ -382,5 +537,7 @@ int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
     }
     for (int i = 0; i < r->nattrs && !rc; i++)
         rc = dsq_store_attr_put(r->st, r->run, r->attrs[i].name, r->source, &r->attrs[i].rec, err);
+    if (!rc)
+        rc = dsq_store_rollups_put(r->st, r->source, err);
     return rc ? rc : update_run_rollups(r, err);
 }

@@ -49,21 +49,35 @@ double dsq_unit_convert(double v, uint8_t from, uint8_t to);
 
 /* --- chunks: (time, value) pairs -------------------------------------------- */
 
+/* A chunk is a run of segments encoded as pairs come (rollup.c): each segment has
+ * one time scale and one number form, and a pair that fits neither starts the next
+ * segment. The encoded bytes are buf[0..len) once dsq_chunk_finish was called. */
 typedef struct dsq_chunk {
     unsigned char *buf;
     size_t len, cap;
-    uint32_t count;
-    int64_t t_prev;
+    uint32_t count;     /* pairs in the chunk */
+    /* the open segment (seg_n == 0: none) */
+    size_t seg_at;      /* where its header is */
+    uint32_t seg_n;     /* its pairs */
+    uint8_t k, vm;      /* its time scale 10^k and value form */
+    uint64_t x, dx, m, bits; /* the previous pair's scaled time, step, mantissa, bits */
 } dsq_chunk;
 
-/* Appends one pair; 0 or DSQ_ENOMEM. The encoded bytes are buf[0..len). */
+/* Appends one pair; 0 or DSQ_ENOMEM. */
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v);
+/* Closes the open segment: the chunk's bytes are then buf[0..len). */
+void dsq_chunk_finish(dsq_chunk *c);
 void dsq_chunk_reset(dsq_chunk *c);
 void dsq_chunk_free(dsq_chunk *c);
 
 typedef struct dsq_chunk_iter {
     const unsigned char *p, *end;
-    int64_t t_prev;
+    uint32_t left;    /* pairs left in the segment */
+    uint8_t vmode;    /* 0..6: every value is m / 10^vmode, m delta-coded; 7: each its own */
+    int64_t scale;    /* times are x * scale */
+    uint64_t x, dx;   /* previous scaled time and its difference */
+    uint64_t m;       /* previous mantissa (vmode < 7) */
+    uint64_t bits;    /* previous value's bits (vmode 7) */
 } dsq_chunk_iter;
 
 void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n);

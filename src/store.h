@@ -7,11 +7,14 @@
  *   sources   absolute path -> dsq_source_rec        one per indexed input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
- *   series    field, run, host, rank, source (BE) -> dsq_series_rec   rollups (rollup.h)
+ *   series    field, run, host, rank, source (BE) -> dsq_series_rec (packed: store.c)
+ *             rollups (rollup.h)
  *   chunks    series key, chunk seq (BE) -> (time, value) pairs of that series
- *   runroll   field, run (BE) -> dsq_series_rec   the merge of the run's series of that field
+ *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
+ *             that field
  *   attrs     run, name, source (BE) -> dsq_attr_rec   latest run attribute per source
- *   srcroll   source id, 'S' field run host rank | 'A' run name -> ""   for dropping
+ *   srcroll   source id (BE) -> its rollup keys: 'S' field run host rank | 'A' run
+ *             name, one after another (one record per source: for dropping)
  * Block keys are run/host/rank/time/source/seq, big-endian, so one run (or one
  * run's host, or rank) is a contiguous key range and keys sort by time within it.
  *
@@ -35,7 +38,9 @@
 #include "dsq/dsq.h"
 #include "event.h"
 
-#define DSQ_STORE_SCHEMA 2
+/* 3: rollup chunks encoded anew (rollup.c), block shapes (event.c), series values
+ * packed, one srcroll record per source */
+#define DSQ_STORE_SCHEMA 3
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -160,15 +165,19 @@ int dsq_store_member_put(dsq_store *st, uint32_t source, uint32_t idx, const dsq
                          const char *name, dsq_error *err);
 int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *rec,
                          dsq_error *err);
-/* Rollups (see rollup.h); each is recorded under its source for dropping. */
+/* Rollups (see rollup.h). Series and attributes of one source are put, then
+ * dsq_store_rollups_put records all their keys under the source (for dropping);
+ * each call of it replaces the record with what was put since the last one. */
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
                          dsq_error *err);
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, const void *data,
                         size_t n, dsq_error *err);
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
                        const dsq_attr_rec *rec, dsq_error *err);
-/* Recomputes the run rollup of (field, run) from that run's series (in the open
- * write); removes it when no series is left. */
+int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err);
+/* Has the run rollup of (field, run) recomputed from that run's series at the
+ * next commit, in the same write (once, however many sources of the run asked);
+ * it is removed when no series is left. 0 or DSQ_ENOMEM. */
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err);
 /* Commits, saving new dictionary strings first. When the map is full the write is
  * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */

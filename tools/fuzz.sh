@@ -14,12 +14,12 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSQ_FUZZ=O
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(scan pdsh prefix deepspeed hf megatron mmengine glog torchrun
-                                     traceback pywarn nccl misc tqdm lines time query input)
+                                     traceback pywarn nccl misc tqdm lines time query input values)
 for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"
   case $t in
-    time|query|input) cp -n tests/fuzz/corpus-"$t"/* "$corpus/" 2>/dev/null || true ;;
+    time|query|input|values) cp -n tests/fuzz/corpus-"$t"/* "$corpus/" 2>/dev/null || true ;;
     *) cp -n tests/golden/*/*.log tests/fuzz/corpus/* "$corpus/" 2>/dev/null || true ;;
   esac
   echo "== fuzz_$t for ${secs}s"

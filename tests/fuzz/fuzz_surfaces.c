@@ -10,6 +10,9 @@
  *   query   bytes -> the query parser; an error must point inside the text
  *   input   bytes -> a file -> format detection and every decoder (zstd, gzip,
  *           xz, bzip2, tar, zip, nested members), every member read to the end
+ *   values  bytes -> the event block and rollup chunk decoders (an exact-size copy:
+ *           damage must be reported, never overrun); and bytes as (time, value)
+ *           pairs -> a chunk -> decoded back bit for bit
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,7 +24,9 @@
 #include "input.h"
 #include "linescan.h"
 #include "lines.h"
+#include "event.h"
 #include "query.h"
+#include "rollup.h"
 #include "timeconv.h"
 
 #define MAX_LINE 4096
@@ -193,6 +198,47 @@ static void fuzz_input(const uint8_t *data, size_t size)
     unlink(path);
 }
 
+static void fuzz_values(const uint8_t *data, size_t size)
+{
+    unsigned char *copy = malloc(size ? size : 1);
+    memcpy(copy, data, size);
+    dsq_block_iter bi;
+    dsq_event ev;
+    if (dsq_block_iter_init(&bi, copy, size, 0) == 0)
+        while (dsq_block_iter_next(&bi, &ev) == 1)
+            if (ev.nf > DSQ_EV_MAXF)
+                abort();
+    dsq_chunk_iter ci;
+    int64_t t;
+    double v;
+    dsq_chunk_iter_init(&ci, copy, size);
+    while (dsq_chunk_iter_next(&ci, &t, &v) == 1)
+        ;
+    free(copy);
+    /* the bytes as pairs, through a chunk and back */
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    size_t n = size / 16;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(&t, data + 16 * i, 8);
+        memcpy(&v, data + 16 * i + 8, 8);
+        if (dsq_chunk_add(&c, t, v))
+            abort();
+    }
+    dsq_chunk_finish(&c);
+    dsq_chunk_iter_init(&ci, c.buf, c.len);
+    size_t k = 0;
+    int r;
+    while ((r = dsq_chunk_iter_next(&ci, &t, &v)) == 1) {
+        if (k >= n || memcmp(&t, data + 16 * k, 8) != 0 || memcmp(&v, data + 16 * k + 8, 8) != 0)
+            abort();
+        k++;
+    }
+    if (r != 0 || k != n)
+        abort();
+    dsq_chunk_free(&c);
+}
+
 int fuzz_surface(const char *name, const uint8_t *data, size_t size)
 {
     if (strcmp(name, "lines") == 0)
@@ -203,6 +249,8 @@ int fuzz_surface(const char *name, const uint8_t *data, size_t size)
         fuzz_query(data, size);
     else if (strcmp(name, "input") == 0)
         fuzz_input(data, size);
+    else if (strcmp(name, "values") == 0)
+        fuzz_values(data, size);
     else
         return 0;
     return 1;

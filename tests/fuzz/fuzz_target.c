@@ -7,7 +7,7 @@
  *   <grammar>   bytes -> line splitter -> that one recognizer on every line
  *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
  *               traceback, pywarn, nccl, misc)
- *   lines time query input   see fuzz_surfaces.c
+ *   lines time query input values   see fuzz_surfaces.c
  *
  * The same file links with fuzz_replay.c into an ordinary program that runs the
  * checked-in seeds (the golden logs) as a ctest, so every target is exercised in

@@ -8,6 +8,7 @@
 #include "event.h"
 #include "test.h"
 #include "timeconv.h"
+#include "varint.h"
 
 /* The stored value of a block: varint count + body, in an exact-size heap buffer. */
 static unsigned char *stored_value(const dsq_block *b, size_t *n)
@@ -233,33 +234,40 @@ static void test_damaged(void)
     free(v);
     dsq_block_free_buf(&b);
 
-    /* hand-made (count, kind, dt, label, text, line, nf, ...): one event claiming 17 fields */
-    const unsigned char nine[] = {1, 1, 0, 0, 0, 0, 17};
+    /* hand-made (count, shape 0, kind, nf, names and units, dt, label, text, line,
+     * numbers): one event claiming 17 fields */
+    const unsigned char nine[] = {1, 0, 1, 17, 0, 0, 0, 0};
     CHECK_INT(decode_all(nine, sizeof nine, 0), DSQ_EFORMAT);
+    /* a shape the block has not spelled out (shape 1 of none; shape 2 of one) */
+    const unsigned char noshape[] = {1, 1, 0, 0, 0, 0};
+    CHECK_INT(decode_all(noshape, sizeof noshape, 0), DSQ_EFORMAT);
+    const unsigned char noshape2[] = {2, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0};
+    CHECK_INT(decode_all(noshape2, sizeof noshape2, 0), DSQ_EFORMAT);
     /* a count varint that never ends */
     const unsigned char endless[] = {0x80, 0x80, 0x80};
     CHECK_INT(decode_all(endless, sizeof endless, 0), DSQ_EFORMAT);
     /* a count above UINT32_MAX */
     const unsigned char huge[] = {0xff, 0xff, 0xff, 0xff, 0x7f};
     CHECK_INT(decode_all(huge, sizeof huge, 0), DSQ_EFORMAT);
-    /* a line delta that would overflow a signed add: decoded without undefined behaviour */
-    const unsigned char wide[] = {2, 1, 0, 0, 0, 0xc8, 0x01, 0,    /* line 100 */
+    /* a line delta that would overflow a signed add: decoded without undefined
+     * behaviour (the second event reuses the first one's shape) */
+    const unsigned char wide[] = {2, 0, 1, 0, 0, 0, 0, 0xc8, 0x01,     /* line 100 */
                                   1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                  0xff, 0x01, 0};                  /* + INT64_MAX */
+                                  0xff, 0x01};                         /* + INT64_MAX */
     CHECK_INT(decode_all(wide, sizeof wide, 0), 2);
     /* an empty block is fine */
     const unsigned char empty[] = {0};
     CHECK_INT(decode_all(empty, sizeof empty, 0), 0);
     /* one event with one field whose raw double (tag 7) is cut short */
-    const unsigned char shortf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 7, 0, 0, 0, 0, 0, 0};
+    const unsigned char shortf[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0};
     CHECK_INT(decode_all(shortf, sizeof shortf, 0), DSQ_EFORMAT);
     /* a packed number whose varint runs off the end */
-    const unsigned char shortv[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 0x80};
+    const unsigned char shortv[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 0x80};
     CHECK_INT(decode_all(shortv, sizeof shortv, 0), DSQ_EFORMAT);
     /* a tag above 7 with exponent bits 7 is not a raw double */
-    const unsigned char badtag[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 15, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    const unsigned char badtag[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     CHECK_INT(decode_all(badtag, sizeof badtag, 0), DSQ_EFORMAT);
-    const unsigned char okf[] = {1, 1, 0, 0, 0, 0, 1, 5, 4, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    const unsigned char okf[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     dsq_block_iter it;
     dsq_event ev;
     CHECK_INT(dsq_block_iter_init(&it, okf, sizeof okf, 1000), 0);
@@ -272,6 +280,45 @@ static void test_damaged(void)
     CHECK_DBL(ev.f[0].v, 1.0);
 }
 
+/* Events cycling through 100 shapes: the first 64 a block meets are kept and
+ * referred to, the others spelled out each time; all come back. */
+static void test_shapes(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    enum { N = 3000 };
+    for (int pass = 0; pass < 2; pass++) { /* the second time in a reset block */
+        dsq_block_reset(&b);
+        for (int i = 0; i < N; i++) {
+            dsq_event ev = {.kind = (uint16_t)(i % 100 % DSQ_EV_KIND_COUNT), .t_us = 1000 * i,
+                            .line = (uint32_t)i, .nf = (uint8_t)(i % 100 % 5 + 1)};
+            for (int f = 0; f < ev.nf; f++)
+                ev.f[f] = (dsq_field){.name = (uint32_t)(i % 100 * 7 + f), .unit = (uint8_t)f,
+                                      .v = i + f / 4.0};
+            CHECK_INT(dsq_block_add(&b, &ev), 0);
+        }
+        CHECK_INT(b.nshapes, DSQ_BLOCK_SHAPES);
+        size_t n;
+        unsigned char *v = stored_value(&b, &n);
+        dsq_block_iter it;
+        dsq_event ev;
+        CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+        int k = 0, bad = 0;
+        while (dsq_block_iter_next(&it, &ev) == 1) {
+            bad += ev.kind != k % 100 % DSQ_EV_KIND_COUNT || ev.nf != k % 100 % 5 + 1 ||
+                   ev.t_us != 1000 * k || ev.line != (uint32_t)k;
+            for (int f = 0; f < ev.nf; f++)
+                bad += ev.f[f].name != (uint32_t)(k % 100 * 7 + f) || ev.f[f].unit != f ||
+                       ev.f[f].v != k + f / 4.0;
+            k++;
+        }
+        CHECK_INT(k, N);
+        CHECK_INT(bad, 0);
+        free(v);
+    }
+    dsq_block_free_buf(&b);
+}
+
 static void test_kind_names(void)
 {
     CHECK_STR(dsq_ev_kind_name(DSQ_EV_MEMORY), "memory");
@@ -281,5 +328,39 @@ static void test_kind_names(void)
     CHECK_STR(dsq_ev_kind_name(60000), "?");
 }
 
-TEST_MAIN(T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
-          T(test_kind_names))
+/* dsq_ev_decimal finds the e of dsq_num_put's loop (the block bytes stay the same),
+ * over decimals of every exponent, their neighbours one ulp away, and the rest. */
+static void test_decimal_matches_num_put(void)
+{
+    int wrong = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t r = rnd();
+        double v;
+        switch (i % 5) {
+        case 0: v = (double)(int64_t)(r % 20000001 - 10000000) / dsq_pow10_small[r % 7 + 0]; break;
+        case 1: v = (double)(int64_t)(r >> 10) / dsq_pow10_small[(r >> 3) % 7]; break;
+        case 2: v = nextafter((double)(int64_t)(r % 100000) / 100, (r & 1) ? INFINITY : -INFINITY); break;
+        case 3: memcpy(&v, &r, 8); break;
+        default: v = (double)(float)((double)(r % 1000000) / 7919); break;
+        }
+        unsigned char a[16], b[16];
+        size_t na = (size_t)(dsq_num_put(a, v) - a);
+        int64_t m;
+        int e = dsq_ev_decimal(v, &m);
+        size_t nb = e >= 0 ? (size_t)(dsq_varint_put(b, dsq_zigzag(m) << 3 | (uint64_t)e) - b) : 9;
+        if (e < 0)
+            memcpy(b, a, 9); /* the raw form: only the decision is compared */
+        wrong += (e < 0) != (a[0] == 7 && na == 9) || na != nb || memcmp(a, b, na) != 0;
+    }
+    static const double odd[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 9007199254740992.0,
+                                 9007199254740991.0, 1e-7, 0.1, 0.3, 1e300};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        unsigned char a[16];
+        int64_t m;
+        wrong += (dsq_ev_decimal(odd[i], &m) < 0) != (dsq_num_put(a, odd[i]) - a == 9);
+    }
+    CHECK_INT(wrong, 0);
+}
+
+TEST_MAIN(T(test_decimal_matches_num_put), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
+          T(test_shapes), T(test_kind_names))

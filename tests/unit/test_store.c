@@ -314,6 +314,109 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+typedef struct series_seen {
+    int n;
+    dsq_series_key k[8];
+    dsq_series_rec r[8];
+} series_seen;
+
+static int on_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    series_seen *s = ctx;
+    if (s->n < 8) {
+        s->k[s->n] = *k;
+        s->r[s->n] = *rec;
+    }
+    s->n++;
+    return 0;
+}
+
+static int same_rec(const dsq_series_rec *a, const dsq_series_rec *b)
+{
+    return a->count == b->count && a->unit == b->unit && a->nchunks == b->nchunks &&
+           a->first_t == b->first_t && a->last_t == b->last_t &&
+           memcmp(&a->sum, &b->sum, 8) == 0 && memcmp(&a->min, &b->min, 8) == 0 &&
+           memcmp(&a->max, &b->max, 8) == 0 && memcmp(&a->first_v, &b->first_v, 8) == 0 &&
+           memcmp(&a->last_v, &b->last_v, 8) == 0;
+}
+
+/* Series summaries come back bit for bit (they are stored packed), the run rollup
+ * merges them, and dropping the source removes them with its attributes and
+ * chunks (all listed in its one srcroll record), rollups put twice listed once. */
+static void test_series_round_trip_and_drop(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss"), name = intern(st, "zero_stage");
+    dsq_series_rec a = {.count = 3, .sum = 0.1 + 0.2, .min = -0.0, .max = 1e300, .first_v = NAN,
+                        .last_v = 4e-7, .first_t = DSQ_TIME_NONE, .last_t = INT64_MAX,
+                        .nchunks = 2, .unit = 4};
+    dsq_series_rec b = {.count = 1ull << 40, .sum = 12.5, .min = 12.5, .max = 12.5,
+                        .first_v = 12.5, .last_v = 12.5, .first_t = -5, .last_t = -5};
+    dsq_series_key ka = {f, run, 7, 3, 1}, kb = {f, run, 7, -1, 1};
+    dsq_attr_rec at = {.t = 5, .num = 3, .is_num = 1};
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    uint32_t id = 0;
+    CHECK_INT(dsq_store_source_new_id(st, &id, &err), 0);
+    CHECK_INT(id, 1);
+    for (int pass = 0; pass < 2; pass++) { /* a checkpoint, then the finish */
+        CHECK_INT(dsq_store_series_put(st, &ka, &a, &err), 0);
+        CHECK_INT(dsq_store_series_put(st, &kb, &b, &err), 0);
+        CHECK_INT(dsq_store_chunk_put(st, &ka, 0, "\x00\x01\x00\x00\x00", 5, &err), 0);
+        CHECK_INT(dsq_store_attr_put(st, run, name, 1, &at, &err), 0);
+        CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+    }
+    CHECK_INT(dsq_store_runroll_update(st, f, run, &err), 0);
+    dsq_source_rec rec = {.version = 1, .id = 1, .run = run};
+    CHECK_INT(dsq_store_source_put(st, "/x/a.log", &rec, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    series_seen s = {0};
+    CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 2);
+    CHECK(same_rec(&s.r[0], &b)); /* rank -1 sorts first */
+    CHECK(same_rec(&s.r[1], &a));
+    CHECK_INT(s.k[1].rank, 3);
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_runroll(st, f, f, run, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 1);
+    CHECK_INT(s.r[0].count, (1ull << 40) + 3);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/a.log", &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_series(st, 0, UINT32_MAX, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 0);
+    CHECK_INT(dsq_store_scan_runroll(st, 0, UINT32_MAX, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 0);
+    dsq_store_close(st);
+    /* nothing else is left: every table but meta and the dictionary is empty */
+    MDB_env *env;
+    MDB_txn *txn;
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        const char *tabs[] = {"series", "chunks", "attrs", "srcroll", "runroll", "sources"};
+        for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
+            MDB_dbi dbi;
+            MDB_stat ms;
+            CHECK_INT(mdb_dbi_open(txn, tabs[i], 0, &dbi), 0);
+            CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
+            if (ms.ms_entries)
+                fprintf(stderr, "table %s: %zu entries left\n", tabs[i], ms.ms_entries);
+            CHECK_INT(ms.ms_entries, 0);
+        }
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_dict_persistence(void)
 {
     char tmp[64];
@@ -598,4 +701,4 @@ static void test_key_pack(void)
 
 TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
-          T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_key_pack))
+          T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop), T(test_key_pack))

@@ -1,0 +1,211 @@
+/* Rollup value chunks: every (time, value) pair comes back bit for bit whatever the
+ * mix of times (seconds, milliseconds, microseconds, DSQ_TIME_NONE) and values
+ * (decimals, doubles printed from floats, -0, NaN, infinities, 2^53 and beyond),
+ * segments start where the form changes, and a cut or damaged chunk is reported
+ * as DSQ_EFORMAT or read as a prefix, never overrun. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dsq/dsq.h"
+#include "rollup.h"
+#include "test.h"
+#include "timeconv.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* Pair i of a stream that changes form every few hundred pairs. */
+static void make_pair(int i, int64_t *t, double *v)
+{
+    static int64_t now = 1719847077000000;
+    int phase = (i / 300) % 6;
+    now += phase == 0 ? 1000000 : phase == 1 ? (int64_t)(rnd() % 40000) * 1000 : (int64_t)(rnd() % 9999999);
+    *t = phase == 5 && i % 7 == 0 ? DSQ_TIME_NONE : now;
+    switch ((i / 150) % 8) {
+    case 0: *v = (double)(rnd() % 100000) / 100; break;                 /* 15.74 */
+    case 1: *v = (double)(i % 50); break;                               /* small integers */
+    case 2: *v = (double)(float)((double)(rnd() % 1000000) / 7919); break; /* float printed in full */
+    case 3: *v = (double)(rnd() % 1000) / 1000000 - 0.0005; break;      /* 1e-6 steps, signs */
+    case 4: *v = (double)(rnd() >> 11) * 0x1p-20; break;                /* any double */
+    case 5: { /* corners */
+        static const double odd[] = {0.0, -0.0, 1e300, -1e-300, 9007199254740992.0,
+                                     9007199254740993.0 * 4, 123456789.123456, 4e-7};
+        *v = odd[i % 8];
+        if (i % 11 == 0)
+            *v = i % 2 ? INFINITY : NAN;
+        break;
+    }
+    case 6: *v = 1e6 + (double)(i % 3); break;
+    default: *v = (double)(rnd() % 2000000) / 1000 - 1000; break;    /* -1000.000 .. 999.999 */
+    }
+}
+
+/* Decodes a chunk: DSQ_EFORMAT, or the number of pairs, each checked against the
+ * pairs made (a prefix of them). */
+static int decode_check(const unsigned char *data, size_t n, const int64_t *ts, const double *vs,
+                        int max)
+{
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r, k = 0;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (k >= max || t != ts[k] || !same_bits(v, vs[k]))
+            return -1000 - k;
+        k++;
+    }
+    return r < 0 ? r : k;
+}
+
+static void test_round_trip_bit_for_bit(void)
+{
+    enum { N = 5000 };
+    static int64_t ts[N];
+    static double vs[N];
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < N; i++) {
+        make_pair(i, &ts[i], &vs[i]);
+        CHECK_INT(dsq_chunk_add(&c, ts[i], vs[i]), 0);
+    }
+    dsq_chunk_finish(&c);
+    CHECK_INT(c.count, N);
+    CHECK_INT(decode_check(c.buf, c.len, ts, vs, N), N);
+    /* finish twice changes nothing; reset empties and keeps the buffer */
+    size_t len = c.len;
+    dsq_chunk_finish(&c);
+    CHECK_INT(c.len, len);
+    dsq_chunk_reset(&c);
+    CHECK_INT(c.len, 0);
+    CHECK_INT(decode_check(c.buf, 0, ts, vs, N), 0);
+    CHECK_INT(dsq_chunk_add(&c, ts[7], vs[7]), 0);
+    dsq_chunk_finish(&c);
+    CHECK_INT(decode_check(c.buf, c.len, ts + 7, vs + 7, 1), 1);
+    dsq_chunk_free(&c);
+    dsq_chunk_free(&c); /* twice: a no-op */
+}
+
+/* Steady steps and decimals of one form take about two bytes a pair. */
+static void test_steady_series_is_small(void)
+{
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    int64_t t = 1719847077516000;
+    for (int i = 0; i < 1000; i++) {
+        t += 40000000 + (int64_t)(rnd() % 500) * 1000; /* 40 s, ms jitter */
+        CHECK_INT(dsq_chunk_add(&c, t, 15.0 + (double)(rnd() % 100) / 100), 0);
+    }
+    dsq_chunk_finish(&c);
+    CHECK(c.len < 4000);
+    /* 16 then 15.74: the second value needs E = 2, a new segment; back to 16 fits */
+    dsq_chunk_reset(&c);
+    int64_t ts[3] = {1000000, 2000000, 3000000};
+    double vs[3] = {16, 15.74, 16};
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(dsq_chunk_add(&c, ts[i], vs[i]), 0);
+    dsq_chunk_finish(&c);
+    CHECK_INT(c.buf[0], 6 << 4 | 0);
+    CHECK_INT(decode_check(c.buf, c.len, ts, vs, 3), 3);
+    dsq_chunk_free(&c);
+}
+
+/* A segment holds at most 65535 pairs (its count takes two bytes): more go on. */
+static void test_long_segment_splits(void)
+{
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < 70000; i++)
+        CHECK_INT(dsq_chunk_add(&c, (int64_t)i * 1000000, 2.5), 0);
+    dsq_chunk_finish(&c);
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r, k = 0, wrong = 0;
+    dsq_chunk_iter_init(&it, c.buf, c.len);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1)
+        wrong += t != (int64_t)k++ * 1000000 || v != 2.5;
+    CHECK_INT(r, 0);
+    CHECK_INT(k, 70000);
+    CHECK_INT(wrong, 0);
+    CHECK_INT(c.buf[1] | c.buf[2] << 8, 65535);
+    dsq_chunk_free(&c);
+}
+
+/* Times without one (DSQ_TIME_NONE) and values of every kind, one pair each. */
+static void test_single_pairs(void)
+{
+    static const double vals[] = {0, -0.0, 1, -1, 0.1, 2.5e-7, 1e22, NAN, -INFINITY, 65536};
+    static const int64_t times[] = {DSQ_TIME_NONE, 0, -1, 1719847077000000, INT64_MAX};
+    for (size_t a = 0; a < sizeof times / sizeof times[0]; a++)
+        for (size_t b = 0; b < sizeof vals / sizeof vals[0]; b++) {
+            dsq_chunk c;
+            memset(&c, 0, sizeof c);
+            CHECK_INT(dsq_chunk_add(&c, times[a], vals[b]), 0);
+            dsq_chunk_finish(&c);
+            CHECK_INT(decode_check(c.buf, c.len, &times[a], &vals[b], 1), 1);
+            dsq_chunk_free(&c);
+        }
+}
+
+static void test_cut_or_damaged_never_overruns(void)
+{
+    enum { N = 700 };
+    static int64_t ts[N];
+    static double vs[N];
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < N; i++) {
+        make_pair(i * 3, &ts[i], &vs[i]);
+        dsq_chunk_add(&c, ts[i], vs[i]);
+    }
+    dsq_chunk_finish(&c);
+    int wrong = 0;
+    for (size_t len = 0; len < c.len; len++) {
+        unsigned char *cut = malloc(len ? len : 1); /* exact size: ASan sees any overrun */
+        memcpy(cut, c.buf, len);
+        int r = decode_check(cut, len, ts, vs, N);
+        wrong += r != DSQ_EFORMAT && (r < 0 || r >= N); /* an error or a true prefix */
+        free(cut);
+    }
+    CHECK_INT(wrong, 0);
+    /* flipped bytes: any answer but a crash or an overrun (ASan, UBSan) */
+    for (int i = 0; i < 2000; i++) {
+        unsigned char *bad = malloc(c.len);
+        memcpy(bad, c.buf, c.len);
+        bad[rnd() % c.len] ^= (unsigned char)(1u << (rnd() % 8));
+        dsq_chunk_iter it;
+        int64_t t;
+        double v;
+        dsq_chunk_iter_init(&it, bad, c.len);
+        while (dsq_chunk_iter_next(&it, &t, &v) == 1)
+            ;
+        free(bad);
+    }
+    /* a bad header: time scale past 10^6, form past 7, no pairs */
+    static const unsigned char h1[] = {7 << 4, 1, 0, 0, 0}, h2[] = {8, 1, 0, 0, 0}, h3[] = {0, 0, 0};
+    int64_t t;
+    double v;
+    dsq_chunk_iter it;
+    dsq_chunk_iter_init(&it, h1, sizeof h1);
+    CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
+    dsq_chunk_iter_init(&it, h2, sizeof h2);
+    CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
+    dsq_chunk_iter_init(&it, h3, sizeof h3);
+    CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
+    dsq_chunk_free(&c);
+}
+
+TEST_MAIN(T(test_round_trip_bit_for_bit), T(test_steady_series_is_small), T(test_long_segment_splits),
+          T(test_single_pairs),
+          T(test_cut_or_damaged_never_overruns))
