@@ -174,9 +174,11 @@ static void put_new_shape(dsq_block *b, const dsq_event *ev)
     if (b->nshapes == DSQ_BLOCK_SHAPES)
         return;
     dsq_ev_shape *s = &b->shapes[b->nshapes++];
+    /* dsq_block_add refused more fields; the bound again for GCC's -O3 range checks */
+    unsigned nf = ev->nf <= DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
     s->kind = ev->kind;
-    s->nf = ev->nf;
-    for (int i = 0; i < ev->nf; i++) {
+    s->nf = (uint8_t)nf;
+    for (unsigned i = 0; i < nf; i++) {
         s->name[i] = ev->f[i].name;
         s->unit[i] = ev->f[i].unit;
     }
