@@ -677,7 +677,8 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
  * messages exactly as the single-threaded path writes a file: one transaction,
  * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
  * writer touches the store. When the map is full the file's remaining messages
- * are drained and the writer indexes the file again itself. */
+ * are drained and the writer indexes the file again itself. A worker decodes a
+ * big compressed file on a second thread when another worker is idle (w_ahead). */
 
 typedef struct job {
     int kind;
@@ -850,13 +851,21 @@ static int w_problem(worker *w, dsq_error *e, const char *member, int counts)
 enum { AHEAD_AUTO, AHEAD_ALWAYS, AHEAD_NEVER };
 
 /* Whether the rest of the open file goes to the read-ahead now (and if so, starts
- * it; a failure to start leaves the file read directly, which is fine). */
+ * it; a failure to start leaves the file read directly, which is fine). Another
+ * worker is idle when it has no file and no file waits in the job list for it
+ * (right after the start, a worker without a file is about to take one). */
 static int w_ahead(worker *w)
 {
     dsq_indexer *ix = w->ix;
     int idle = w->ahead_mode == AHEAD_ALWAYS;
     for (int i = 0; i < ix->nw && !idle; i++)
         idle = &ix->w[i] != w && !atomic_load_explicit(&ix->w[i].busy, memory_order_relaxed);
+    if (idle && w->ahead_mode == AHEAD_AUTO) {
+        pthread_mutex_lock(&ix->mu);
+        for (size_t k = ix->next_job; k < ix->njobs && idle; k++)
+            idle = ix->jobs[k].kind != JOB_INDEX;
+        pthread_mutex_unlock(&ix->mu);
+    }
     if (idle)
         dsq_readahead_start(w->ra);
     return idle;
