@@ -5,8 +5,8 @@
  * name, the damage take_damage reported, bytes_in), a data record per chunk (an
  * empty one for a member's end), an error record per failed read, and an end
  * record once the file is done or the caller said stop. A buffer is handed over
- * (full queue) when the next record does not fit, and at the end record; the
- * caller replays the records in order and gives each buffer back (free queue) once
+ * (full queue) when the next record does not fit, at the end record, and early
+ * (EARLY_BYTES) when the caller has read everything before it; the caller replays the records in order and gives each buffer back (free queue) once
  * it moves past it. All buffers are in the free queue whenever no file runs ahead.
  *
  * The dsq_input belongs to the caller's thread except between start (command
@@ -498,7 +498,8 @@ void dsq_readahead_close(dsq_readahead *ra)
         ra->rd = NULL;
         ra->started = 0;
     }
-    dsq_input_close(ra->in);
+    if (ra->in) /* NULL only when new failed */
+        dsq_input_close(ra->in);
     ra->phase = P_NONE;
     ra->damaged = 0;
     ra->bytes_in = 0;
