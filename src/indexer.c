@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "error.h"
 #include "input.h"
 #include "lines.h"
+#include "readahead.h"
 #include "rollup.h"
 #include "scan.h"
 #include "shard.h"
@@ -692,7 +694,8 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
  * messages exactly as the single-threaded path writes a file: one transaction,
  * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
  * writer touches the store. When the map is full the file's remaining messages
- * are drained and the writer indexes the file again itself. */
+ * are drained and the writer indexes the file again itself. A worker decodes a
+ * big compressed file on a second thread when another worker is idle (w_ahead). */
 
 typedef struct job {
     int kind;
@@ -739,7 +742,10 @@ typedef struct worker {
     pthread_t th;
     int started;
     dsq_dict *dict;
-    dsq_input *in;
+    dsq_readahead *ra;  /* the worker's input, decoded ahead on a thread when it pays */
+    int ahead_mode;     /* AHEAD_*: when to decode ahead (DSQ_READAHEAD, see w_ahead) */
+    int ahead_ok;       /* worker: the open file may still start decoding ahead */
+    atomic_int busy;    /* 1 while the worker has a file (read by the others) */
     dsq_lines *lines;
     dsq_scan *scan;
     dsq_bq *free_q, *full_q;
@@ -851,6 +857,37 @@ static int w_problem(worker *w, dsq_error *e, const char *member, int counts)
     return w_put(w, MSG_PROBLEM, &m, sizeof m, NULL, 0);
 }
 
+/* Read-ahead (readahead.h): a worker decodes a compressed file of at least
+ * AHEAD_MIN_BYTES on a second thread once another worker is idle, i.e. when there
+ * is a core to spare because fewer files than workers are left (one big file, the
+ * end of a walk). Then decoding chunk k+1 overlaps lexing chunk k. While every
+ * worker has a file the cores are busy already and the hand-off would only cost.
+ * Plain files are never decoded ahead: they are read from the map. DSQ_READAHEAD
+ * =always or =never overrides this (tests, benchmarks). */
+#define AHEAD_MIN_BYTES ((uint64_t)1 << 20)
+enum { AHEAD_AUTO, AHEAD_ALWAYS, AHEAD_NEVER };
+
+/* Whether the rest of the open file goes to the read-ahead now (and if so, starts
+ * it; a failure to start leaves the file read directly, which is fine). Another
+ * worker is idle when it has no file and no file waits in the job list for it
+ * (right after the start, a worker without a file is about to take one). */
+static int w_ahead(worker *w)
+{
+    dsq_indexer *ix = w->ix;
+    int idle = w->ahead_mode == AHEAD_ALWAYS;
+    for (int i = 0; i < ix->nw && !idle; i++)
+        idle = &ix->w[i] != w && !atomic_load_explicit(&ix->w[i].busy, memory_order_relaxed);
+    if (idle && w->ahead_mode == AHEAD_AUTO) {
+        pthread_mutex_lock(&ix->mu);
+        for (size_t k = ix->next_job; k < ix->njobs && idle; k++)
+            idle = ix->jobs[k].kind != JOB_INDEX;
+        pthread_mutex_unlock(&ix->mu);
+    }
+    if (idle)
+        dsq_readahead_start(w->ra);
+    return idle;
+}
+
 /* index_member, in a worker. */
 static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t idx)
 {
@@ -866,7 +903,9 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
     for (;;) {
         const char *data;
         size_t len;
-        if (dsq_input_read(w->in, &data, &len, &e) != 0) {
+        if (w->ahead_ok && w_ahead(w))
+            w->ahead_ok = 0;
+        if (dsq_readahead_read(w->ra, &data, &len, &e) != 0) {
             e.line = (long long)dsq_lines_stats_get(w->lines)->lines;
             e.offset = (long long)dsq_lines_stats_get(w->lines)->bytes;
             if ((rc = w_problem(w, &e, mi->name, 1)))
@@ -900,17 +939,20 @@ static int w_file(worker *w, const job *j)
     dsq_error_clear(&e);
     int rc = 0;
     w->path = j->path;
-    if (dsq_input_open(w->in, j->abs, &e) != 0) {
+    if (dsq_readahead_open(w->ra, j->abs, &e) != 0) {
         dsq_error_where(&e, j->path, NULL);
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
     } else {
         dsq_member_info mi;
+        w->ahead_ok = w->ahead_mode != AHEAD_NEVER &&
+                      strcmp(dsq_readahead_format(w->ra), "plain") != 0 &&
+                      (j->fi.size >= AHEAD_MIN_BYTES || w->ahead_mode == AHEAD_ALWAYS);
         for (uint32_t idx = 0; rc == 0; idx++) {
             dsq_error_clear(&e);
-            int r = dsq_input_next_member(w->in, &mi, &e);
+            int r = dsq_readahead_next_member(w->ra, &mi, &e);
             dsq_error d;
             dsq_error_clear(&d);
-            if (dsq_input_take_damage(w->in, &d) && (rc = w_problem(w, &d, NULL, 1)))
+            if (dsq_readahead_take_damage(w->ra, &d) && (rc = w_problem(w, &d, NULL, 1)))
                 break;
             if (r == 0)
                 break;
@@ -921,8 +963,8 @@ static int w_file(worker *w, const job *j)
             rc = w_member(w, j, &mi, idx);
         }
     }
-    msg_file_end fe = {.bytes_in = dsq_input_bytes_in(w->in), .status = rc};
-    dsq_input_close(w->in);
+    msg_file_end fe = {.bytes_in = dsq_readahead_bytes_in(w->ra), .status = rc};
+    dsq_readahead_close(w->ra);
     if (rc == WORKER_STOPPED)
         return rc;
     int rc2 = w_put(w, MSG_FILE_END, &fe, sizeof fe, NULL, 0);
@@ -955,16 +997,19 @@ static void *worker_main(void *arg)
         }
         job j = ix->jobs[ix->next_job];
         ix->jobs[ix->next_job++].worker = me;
+        atomic_store(&w->busy, 1);
         pthread_cond_broadcast(&ix->cv);
         pthread_mutex_unlock(&ix->mu);
-        if (w_file(w, &j))
+        int rc = w_file(w, &j);
+        atomic_store(&w->busy, 0);
+        if (rc)
             return NULL; /* stopped, or the writer learns why from the file's end */
     }
 }
 
 static void worker_free(worker *w)
 {
-    dsq_input_free(w->in);
+    dsq_readahead_free(w->ra);
     dsq_lines_free(w->lines);
     dsq_scan_free(w->scan);
     dsq_dict_free(w->dict);
@@ -979,8 +1024,13 @@ static int worker_init(dsq_indexer *ix, worker *w, size_t batch_bytes)
 {
     memset(w, 0, sizeof *w);
     w->ix = ix;
+    const char *ahead = getenv("DSQ_READAHEAD");
+    w->ahead_mode = !ahead ? AHEAD_AUTO
+                    : strcmp(ahead, "always") == 0 ? AHEAD_ALWAYS
+                    : strcmp(ahead, "never") == 0  ? AHEAD_NEVER
+                                                   : AHEAD_AUTO;
     dsq_scan_params sp = {.emit = w_on_event, .ctx = w};
-    if (dsq_dict_new(&w->dict) || dsq_input_new(&w->in))
+    if (dsq_dict_new(&w->dict) || dsq_readahead_new(NULL, &w->ra))
         return DSQ_ENOMEM;
     sp.dict = w->dict;
     if (dsq_scan_new(&sp, &w->scan))
