@@ -85,6 +85,10 @@ struct dsq_indexer {
     size_t feed_slice; /* FEED_SLICE, or commit_bytes when smaller */
     dsq_index_stats st;
     uint64_t progress_mark;
+    uint64_t progress_bytes;  /* p.progress_bytes or PROGRESS_BYTES */
+    uint64_t cur_in;          /* bytes read so far of the file under way */
+    int under_way;            /* a file's numbers are in pend, not yet in st or group_st */
+    int in_plain;             /* ... which is plain text: its bytes read are those fed */
     struct timespec t0;
     char db_real[PATH_MAX];
     /* the directory of the last file resolved, as given and resolved (see resolve) */
@@ -228,6 +232,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
         return dsq_error_set(err, DSQ_ENOMEM, "indexer");
     ix->p = *params;
     ix->walk_link = -1;
+    ix->progress_bytes = params->progress_bytes ? params->progress_bytes : PROGRESS_BYTES;
     pthread_mutex_init(&ix->mu, NULL);
     pthread_cond_init(&ix->cv, NULL);
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
@@ -283,14 +288,20 @@ static void add_stats(dsq_index_stats *to, const dsq_index_stats *from)
 /* The numbers so far (files written but not yet committed in a group included). */
 static void maybe_progress(dsq_indexer *ix, int force)
 {
-    uint64_t done = ix->st.bytes_decoded + ix->group_st.bytes_decoded + ix->pend.bytes_decoded;
-    if (!ix->p.progress || (!force && done - ix->progress_mark < PROGRESS_BYTES))
+    const dsq_index_stats *cur = ix->under_way ? &ix->pend : NULL;
+    uint64_t done = ix->st.bytes_decoded + ix->group_st.bytes_decoded +
+                    (cur ? cur->bytes_decoded : 0);
+    if (!ix->p.progress || (!force && done - ix->progress_mark < ix->progress_bytes))
         return;
     ix->progress_mark = done;
     dsq_index_stats now = ix->st;
     now.files_indexed += ix->group_st.files_indexed;
     add_stats(&now, &ix->group_st);
     now.bytes_decoded = done;
+    if (cur) { /* the file under way: what was read and found of it so far */
+        now.bytes_in += ix->cur_in;
+        now.events += cur->events;
+    }
     now.seconds = elapsed(&ix->t0);
     ix->p.progress(ix->p.ctx, &now, ix->cur_path);
 }
@@ -432,6 +443,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
             if ((rc = dsq_lines_feed(ix->lines, data + off, n)))
                 return rc;
             ix->pend.bytes_decoded += n;
+            ix->cur_in = ix->in_plain ? ix->pend.bytes_decoded : dsq_input_bytes_in(ix->in);
             maybe_progress(ix, 0);
             if ((ix->since_commit += n) >= ix->commit_bytes && (rc = checkpoint(ix)))
                 return rc;
@@ -499,6 +511,7 @@ static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 {
     for (int i = 0; i < MAX_OPEN_BLOCKS; i++)
         ix->ob[i].used = 0;
+    ix->under_way = 0;
     if (status == DSQ_ELIMIT)
         return dsq_store_writing(ix->p.store) ? dsq_store_commit(ix->p.store, err) : DSQ_ELIMIT;
     dsq_store_abort(ix->p.store);
@@ -526,6 +539,8 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
     *rec = (dsq_source_rec){.version = 1, .run = ix->cur_run, .size = fi->size,
                             .mtime_ns = fi->mtime_ns, .fingerprint = fi->fingerprint};
     memset(&ix->pend, 0, sizeof ix->pend);
+    ix->cur_in = 0;
+    ix->under_way = 1;
     ix->cur_err = err;
     ix->cur_seq = 0;
     ix->cur_abs = abs;
@@ -551,7 +566,9 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     int status = file_begin(ix, abs, &rec, fi, err);
     if (status)
         return status;
-    if (dsq_input_open(ix->in, abs, &e) != 0) {
+    int opened = dsq_input_open(ix->in, abs, &e) == 0;
+    ix->in_plain = opened && strcmp(dsq_input_format(ix->in), "plain") == 0;
+    if (!opened) {
         problem(ix, &e, NULL);
         dsq_store_abort(ix->p.store);
         ix->st.files_failed++;
@@ -607,6 +624,7 @@ static int index_file_now(dsq_indexer *ix, const char *abs, const dsq_file_info 
         ix->st.files_indexed++;
         add_stats(&ix->st, &ix->pend);
     }
+    ix->under_way = 0;
     maybe_progress(ix, 1);
     return status;
 }
@@ -708,7 +726,8 @@ typedef struct job {
 
 enum msg_type {
     MSG_EVENT = DSQ_BATCH_STR + 1,
-    MSG_BYTES,       /* uint64_t: decoded bytes fed to the splitter */
+    MSG_BYTES,       /* uint64_t[2]: decoded bytes fed to the splitter, and the bytes of
+                        the file read so far (compressed; for a plain file those fed) */
     MSG_PROBLEM,     /* msg_problem */
     MSG_MEMBER_END,  /* msg_member, then the member's name */
     MSG_OPEN_FAILED, /* dsq_error */
@@ -753,6 +772,8 @@ typedef struct worker {
     dsq_batch *cur;     /* worker: the batch being filled */
     uint32_t sent;      /* worker: local ids whose strings were put */
     const char *path;   /* worker: the file being read, as walked */
+    int plain;          /* worker: ... is plain text (read = fed), and how much was fed */
+    uint64_t fed;
     /* writer side */
     dsq_remap remap;
     dsq_batch *rd;      /* the batch being read, NULL when none */
@@ -920,9 +941,10 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
         m.mr.size += len;
         for (size_t off = 0, n; off < len; off += n) {
             n = len - off < w->ix->feed_slice ? len - off : w->ix->feed_slice;
-            uint64_t n64 = n;
+            w->fed += n;
+            uint64_t b[2] = {n, w->plain ? w->fed : dsq_readahead_read_in(w->ra)};
             if ((rc = dsq_lines_feed(w->lines, data + off, n)) ||
-                (rc = w_put(w, MSG_BYTES, &n64, sizeof n64, NULL, 0)))
+                (rc = w_put(w, MSG_BYTES, b, sizeof b, NULL, 0)))
                 return rc;
         }
     }
@@ -944,8 +966,9 @@ static int w_file(worker *w, const job *j)
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
     } else {
         dsq_member_info mi;
-        w->ahead_ok = w->ahead_mode != AHEAD_NEVER &&
-                      strcmp(dsq_readahead_format(w->ra), "plain") != 0 &&
+        w->plain = strcmp(dsq_readahead_format(w->ra), "plain") == 0;
+        w->fed = 0;
+        w->ahead_ok = w->ahead_mode != AHEAD_NEVER && !w->plain &&
                       (j->fi.size >= AHEAD_MIN_BYTES || w->ahead_mode == AHEAD_ALWAYS);
         for (uint32_t idx = 0; rc == 0; idx++) {
             dsq_error_clear(&e);
@@ -1117,6 +1140,8 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
             ix->p.problem(ix->p.ctx, &e);
         ix->st.files_failed++;
         memset(&ix->pend, 0, sizeof ix->pend);
+    ix->cur_in = 0;
+    ix->under_way = 1;
         if ((status = drain_file(ix, w, err)))
             return status;
         *drained = 1;
@@ -1136,11 +1161,12 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
             if ((status = write_event(ix, &ev)))
                 return file_failed(ix, status, err);
         } else if (type == MSG_BYTES) {
-            uint64_t len;
-            memcpy(&len, data, sizeof len);
-            ix->pend.bytes_decoded += len;
+            uint64_t len[2]; /* decoded bytes fed, bytes of the file read so far */
+            memcpy(len, data, sizeof len);
+            ix->pend.bytes_decoded += len[0];
+            ix->cur_in = len[1];
             maybe_progress(ix, 0);
-            if ((ix->since_commit += len) >= ix->commit_bytes && (status = checkpoint(ix)))
+            if ((ix->since_commit += len[0]) >= ix->commit_bytes && (status = checkpoint(ix)))
                 return file_failed(ix, status, err);
         } else if (type == MSG_PROBLEM) {
             msg_problem m;
@@ -1254,6 +1280,7 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
         ix->group_st.files_indexed++;
         add_stats(&ix->group_st, &ix->pend);
     }
+    ix->under_way = 0;
     if (dsq_store_writing(ix->p.store)) {
         ix->group[ix->ngroup++] = i;
         if (ix->ngroup >= GROUP_FILES || ix->group_st.bytes_decoded >= ix->commit_bytes)

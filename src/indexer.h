@@ -54,8 +54,12 @@ typedef struct dsq_indexer_params {
     unsigned jobs;
     /* a file or member could not be (fully) read; err names it. May be NULL. */
     void (*problem)(void *ctx, const dsq_error *err);
-    /* called after each file and during long ones. May be NULL. */
+    /* called after each file and during long ones (every progress_bytes decoded; 0:
+     * 32 MiB); bytes_in then includes what was read so far of the file under way
+     * (compressed bytes, or for a plain file the bytes scanned), so a time left can
+     * be estimated inside one big file too. May be NULL. */
     void (*progress)(void *ctx, const dsq_index_stats *st, const char *path);
+    uint64_t progress_bytes;
     void *ctx;
 } dsq_indexer_params;
 

@@ -30,6 +30,7 @@ typedef struct rec_hdr {
     uint32_t kind;
     uint32_t pad;
     uint64_t len; /* payload bytes */
+    uint64_t in;  /* dsq_input_bytes_in when the record was made (progress only) */
 } rec_hdr;
 
 typedef struct rec_err {
@@ -85,6 +86,7 @@ struct dsq_readahead {
     slot *rd;
     size_t rd_pos;
     uint64_t bytes_in;
+    uint64_t read_in;   /* the `in` of the data record read last */
     int damaged;
     rec_err damage;
     char *name;
@@ -189,7 +191,7 @@ static int put(dsq_readahead *ra, uint32_t kind, const void *a, size_t na, const
             return -1;
         ra->wr->used = 0;
     }
-    rec_hdr h = {kind, 0, na + nb};
+    rec_hdr h = {kind, 0, na + nb, dsq_input_bytes_in(ra->in)};
     unsigned char *p = ra->wr->p + ra->wr->used;
     memcpy(p, &h, sizeof h);
     if (na)
@@ -429,6 +431,7 @@ static int ahead_read(dsq_readahead *ra, const char **data, size_t *len, dsq_err
     if (h.kind == R_DATA && h.len > 0) {
         *data = (const char *)p;
         *len = (size_t)h.len;
+        ra->read_in = h.in;
         return 0;
     }
     ra->phase = P_BEFORE; /* the member ended, was damaged, or the file ended */
@@ -484,6 +487,11 @@ uint64_t dsq_readahead_bytes_in(const dsq_readahead *ra)
     return ra->started ? ra->bytes_in : dsq_input_bytes_in(ra->in);
 }
 
+uint64_t dsq_readahead_read_in(const dsq_readahead *ra)
+{
+    return ra->started ? ra->read_in : dsq_input_bytes_in(ra->in);
+}
+
 void dsq_readahead_close(dsq_readahead *ra)
 {
     if (ra->started) {
@@ -502,5 +510,5 @@ void dsq_readahead_close(dsq_readahead *ra)
         dsq_input_close(ra->in);
     ra->phase = P_NONE;
     ra->damaged = 0;
-    ra->bytes_in = 0;
+    ra->bytes_in = ra->read_in = 0;
 }

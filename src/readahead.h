@@ -75,6 +75,10 @@ int dsq_readahead_read(dsq_readahead *ra, const char **data, size_t *len, dsq_er
  * next_member returned 0 or < 0: the file's total, as in input.h). */
 uint64_t dsq_readahead_bytes_in(const dsq_readahead *ra);
 
+/* For progress: the bytes of the file read by the time the chunk last returned was
+ * decoded (compressed side; for a progress line, not exact at member ends). */
+uint64_t dsq_readahead_read_in(const dsq_readahead *ra);
+
 /* Closes the file. A running decoder is told to stop and its buffers are taken
  * back (it may be waiting for one); returns once it no longer touches the file. */
 void dsq_readahead_close(dsq_readahead *ra);

@@ -373,6 +373,79 @@ static void test_jobs_same_index(void)
     dsq_store_close(st[1]);
 }
 
+typedef struct prog {
+    uint64_t size;    /* the file's size on disk */
+    uint64_t last_in; /* bytes_in of the call before */
+    int inside;       /* calls while the file was under way with 0 < bytes_in < size */
+    int backwards;    /* calls whose bytes_in was below the one before */
+} prog;
+
+static void on_progress(void *arg, const dsq_index_stats *st, const char *path)
+{
+    prog *p = arg;
+    (void)path;
+    if (st->files_indexed == 0 && st->bytes_in > 0 && st->bytes_in < p->size)
+        p->inside++;
+    if (st->bytes_in < p->last_in)
+        p->backwards++;
+    p->last_in = st->bytes_in;
+}
+
+/* Inside one big compressed file the progress says how much of it was read (the
+ * compressed bytes), so a time left can be given before it ends: with one thread,
+ * with workers, and with the decoder thread reading ahead. */
+static void test_progress_inside_one_file(void)
+{
+    size_t cap = 6 << 20, len = 0;
+    char *text = malloc(cap), *z = malloc(cap);
+    uint32_t r = 12345;
+    for (int i = 0; len + 200 < cap - (1 << 20); i++) {
+        r = r * 1103515245u + 12345u;
+        len += (size_t)snprintf(text + len, cap - len,
+                                "[2024-07-20 21:%02d:%02d,%03u] [INFO] [logging.py:96:log_dist] "
+                                "[Rank %u] step=%d, skipped=0, lr=[%u.%ue-05], mom=[(0.9, 0.999)]\n",
+                                i / 60 % 60, i % 60, r % 1000, r >> 28, i, (r >> 8) % 10, r >> 12);
+    }
+    size_t zn = ZSTD_compress(z, cap, text, len, 1);
+    CHECK(!ZSTD_isError(zn));
+    CHECK_INT(test_write_file(tmp, "big.log.zst", z, zn), 0);
+    static const struct { unsigned jobs; const char *ahead; } ways[] = {
+        {1, "never"}, {2, "never"}, {2, "always"}};
+    for (size_t k = 0; k < sizeof ways / sizeof ways[0]; k++) {
+        char db[32], dir[256];
+        snprintf(db, sizeof db, "db-progress-%zu", k);
+        snprintf(dir, sizeof dir, "%s/%s", tmp, db);
+        setenv("DSQ_READAHEAD", ways[k].ahead, 1);
+        dsq_store *st = NULL;
+        dsq_indexer *ix = NULL;
+        dsq_store_params sp = {dir, 0};
+        dsq_error err;
+        dsq_error_clear(&err);
+        prog p = {.size = zn};
+        dsq_indexer_params ip = {.db_dir = dir, .progress = on_progress, .ctx = &p,
+                                 .jobs = ways[k].jobs, .progress_bytes = 64 << 10};
+        CHECK_INT(dsq_store_open(&sp, &st, &err), 0);
+        ip.store = st;
+        CHECK_INT(dsq_indexer_new(&ip, &ix, &err), 0);
+        char path[256];
+        snprintf(path, sizeof path, "%s/big.log.zst", tmp);
+        CHECK_INT(dsq_indexer_add(ix, path, &err), 0);
+        CHECK_INT(dsq_indexer_stats(ix)->bytes_in, zn);
+        CHECK_INT(dsq_indexer_stats(ix)->bytes_decoded, len);
+        if (p.inside < 3)
+            fprintf(stderr, "jobs %u, read-ahead %s: %d calls inside the file\n", ways[k].jobs,
+                    ways[k].ahead, p.inside);
+        CHECK(p.inside >= 3); /* one per decoded chunk (about 1 MiB) at least */
+        CHECK_INT(p.backwards, 0);
+        CHECK_INT(p.last_in, zn);
+        dsq_indexer_free(ix);
+        dsq_store_close(st);
+    }
+    unsetenv("DSQ_READAHEAD");
+    free(text);
+    free(z);
+}
+
 static void test_strip_ext(void)
 {
     static const char *const tab[][2] = {
@@ -394,4 +467,4 @@ static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
-          T(test_damaged_file), T(test_jobs_same_index), T(test_strip_ext), T(test_teardown))
+          T(test_damaged_file), T(test_jobs_same_index), T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))
