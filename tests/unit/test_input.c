@@ -12,9 +12,12 @@
 #include "dict.h"
 #include "input.h"
 #include "test.h"
+#include "testbuf.h"
 #include "tmpdir.h"
 
 static char tmp[64];
+
+typedef test_buf buf;
 
 typedef struct member {
     const char *name;
@@ -22,22 +25,6 @@ typedef struct member {
     size_t len;
     int is_dir;
 } member;
-
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-} buf;
-
-static void buf_add(buf *b, const void *p, size_t n)
-{
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-    }
-    if (n)
-        memcpy(b->p + b->n, p, n);
-    b->n += n;
-}
 
 static const char *path_of(const char *name)
 {
@@ -53,7 +40,7 @@ static void zstd_frame(buf *out, const void *data, size_t n, int level)
     void *z = malloc(cap);
     size_t zn = ZSTD_compress(z, cap, data, n, level);
     CHECK(!ZSTD_isError(zn));
-    buf_add(out, z, zn);
+    test_buf_add(out, z, zn);
     free(z);
 }
 
@@ -106,7 +93,7 @@ static int read_member(dsq_input *in, buf *out, dsq_error *err)
             return rc;
         if (len == 0)
             return 0;
-        buf_add(out, data, len);
+        test_buf_add(out, data, len);
     }
     return -1;
 }
@@ -159,21 +146,6 @@ static void expect_file(const char *name, const char *format, const member *want
     dsq_input_free(in);
 }
 
-/* ~ n bytes of log-like text that compresses but is not trivially repetitive. */
-static char *log_text(size_t n, unsigned seed)
-{
-    char *t = malloc(n + 200);
-    size_t at = 0;
-    for (unsigned i = 0; at < n; i++) {
-        unsigned x = (i + seed) * 2654435761u;
-        at += (size_t)sprintf(t + at,
-                              "[2024-07-20 21:30:%02u,%03u] [INFO] [utils.py:781:see_memory_usage] "
-                              "MA %u.%02u GB Max_MA %u GB step=%u\n",
-                              i % 60, x % 1000, x % 80, (x >> 8) % 100, (x >> 16) % 80, i);
-    }
-    return t;
-}
-
 static void test_plain(void)
 {
     const char text[] = "hello\nworld\r\nlast";
@@ -198,7 +170,7 @@ static void test_zstd(void)
 {
     /* single frame, named as if it were plain */
     size_t n1 = 3u << 20; /* several output buffers' worth */
-    char *t1 = log_text(n1, 1);
+    char *t1 = test_log_text(n1, 1);
     buf z = {0};
     zstd_frame(&z, t1, n1, 3);
     CHECK_INT(test_write_file(tmp, "rank0.log", z.p, z.n), 0);
@@ -210,8 +182,8 @@ static void test_zstd(void)
     zstd_frame(&z, t2, strlen(t2), 19);
     CHECK_INT(test_write_file(tmp, "multi.zst", z.p, z.n), 0);
     buf both = {0};
-    buf_add(&both, t1, n1);
-    buf_add(&both, t2, strlen(t2));
+    test_buf_add(&both, t1, n1);
+    test_buf_add(&both, t2, strlen(t2));
     member m2 = {"", both.p, both.n, 0};
     expect_file("multi.zst", "zstd", &m2, 1);
 
@@ -219,7 +191,7 @@ static void test_zstd(void)
     buf s = {0};
     zstd_frame(&s, "a\n", 2, 1);
     const unsigned char skip[] = {0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 'x', 'y', 'z'};
-    buf_add(&s, skip, sizeof skip);
+    test_buf_add(&s, skip, sizeof skip);
     zstd_frame(&s, "b\n", 2, 1);
     CHECK_INT(test_write_file(tmp, "skip.zst", s.p, s.n), 0);
     member m3 = {"", "a\nb\n", 4, 0};
@@ -233,7 +205,7 @@ static void test_zstd(void)
 static void test_truncated_zstd(void)
 {
     size_t n = 1u << 20;
-    char *t = log_text(n, 7);
+    char *t = test_log_text(n, 7);
     buf z = {0};
     zstd_frame(&z, t, n, 1);
     for (int cut = 0; cut < 3; cut++) {
@@ -280,7 +252,7 @@ static void test_truncated_zstd(void)
 static void test_single_compressed(void)
 {
     size_t n = 200000;
-    char *t = log_text(n, 3);
+    char *t = test_log_text(n, 3);
     member m = {"payload", t, n, 0};
     member want = {"", t, n, 0};
     static const struct {
@@ -296,7 +268,7 @@ static void test_single_compressed(void)
 static void test_archives(void)
 {
     size_t nb = 300000;
-    char *big = log_text(nb, 11);
+    char *big = test_log_text(nb, 11);
     const char *a = "[Rank 0] first member\n";
     const char *b = "gpu010: second member\r\n";
     member in[] = {{"run7/", NULL, 0, 1},
@@ -321,7 +293,7 @@ static void test_archives(void)
 static void test_zstd_member_in_archive(void)
 {
     size_t n = 2u << 20; /* decodes to more than one output buffer */
-    char *t = log_text(n, 5);
+    char *t = test_log_text(n, 5);
     buf z1 = {0}, z2 = {0};
     zstd_frame(&z1, t, n, 3);
     zstd_frame(&z2, "frame one\n", 10, 1);
@@ -370,7 +342,7 @@ static void test_damaged_archives(void)
 {
     /* a tar.gz cut in half: whatever is read, it ends in an error, not a crash */
     size_t n = 400000;
-    char *t = log_text(n, 9);
+    char *t = test_log_text(n, 9);
     member in[] = {{"r/a.log", t, n, 0}, {"r/b.log", t, n / 2, 0}};
     write_archive("whole.tgz", "pax", "gzip", in, 2);
     FILE *f = fopen(path_of("whole.tgz"), "rb");
@@ -454,7 +426,7 @@ static void test_stat(void)
     dsq_error err;
     dsq_error_clear(&err);
     size_t n = 300000;
-    char *t = log_text(n, 2);
+    char *t = test_log_text(n, 2);
     CHECK_INT(test_write_file(tmp, "s.log", t, n), 0);
     CHECK_INT(dsq_input_stat(path_of("s.log"), &a, &err), 0);
     CHECK_INT(a.size, n);
@@ -483,7 +455,7 @@ static void test_stat(void)
 static void test_stat_fingerprint_definition(void)
 {
     static const size_t sizes[] = {0, 1, 4095, 4096, 4097, 6000, 8191, 8192, 8193, 20000};
-    char *t = log_text(20000, 3);
+    char *t = test_log_text(20000, 3);
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         size_t n = sizes[i];
         uint64_t size = n;
@@ -512,15 +484,7 @@ static void test_stat_fingerprint_definition(void)
 /* The bytes of a file in tmp, appended to out. */
 static void slurp(const char *name, buf *out)
 {
-    FILE *f = fopen(path_of(name), "rb");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_add(out, chunk, n);
-    fclose(f);
+    CHECK_INT(test_read_file(path_of(name), out), 0);
 }
 
 /* Reads every member of name: some step must fail with a message containing
@@ -562,7 +526,7 @@ static int expect_failure(const char *name, const char *why, size_t *read_out)
 static void test_compressed_members(void)
 {
     size_t n = 300000;
-    char *t = log_text(n, 13);
+    char *t = test_log_text(n, 13);
     member m = {"payload", t, n, 0};
     const char *filters[] = {"gzip", "xz", "bzip2"};
     const char *names[] = {"node1.log.gz", "node2.log.xz", "node3.log.bz2"};
@@ -593,13 +557,13 @@ static void test_compressed_members(void)
 static void test_compressed_edges(void)
 {
     size_t n = 100000, got;
-    char *t = log_text(n, 17);
+    char *t = test_log_text(n, 17);
     member m = {"payload", t, n, 0};
     write_archive("t.gz", "raw", "gzip", &m, 1);
     buf g = {0};
     slurp("t.gz", &g);
     size_t gz_len = g.n;
-    buf_add(&g, "GARBAGE", 7);
+    test_buf_add(&g, "GARBAGE", 7);
     CHECK_INT(test_write_file(tmp, "trail.gz", g.p, g.n), 0);
     CHECK_INT(expect_failure("trail.gz", "7 bytes of trailing garbage after the gzip data", &got),
               1);
@@ -608,7 +572,7 @@ static void test_compressed_edges(void)
     snprintf(at, sizeof at, "(at byte %zu)", gz_len);
     expect_failure("trail.gz", at, NULL); /* says where the garbage starts */
     g.n = gz_len;
-    buf_add(&g, "\0\0\0\0\0\0\0\0", 8); /* zero padding is fine */
+    test_buf_add(&g, "\0\0\0\0\0\0\0\0", 8); /* zero padding is fine */
     CHECK_INT(test_write_file(tmp, "pad.gz", g.p, g.n), 0);
     member want = {"", t, n, 0};
     expect_file("pad.gz", "gzip", &want, 1);
@@ -693,17 +657,17 @@ static void test_binary_and_nul(void)
     CHECK_INT(test_write_file(tmp, "zeros.log", zeros, n), 0);
     expect_failure("zeros.log", "only NUL bytes (20000 of them)", NULL);
     /* text, then NULs; NULs, then text; text with a few bad bytes */
-    char *text = log_text(5000, 3);
+    char *text = test_log_text(5000, 3);
     size_t tn = strlen(text);
     buf m = {0};
-    buf_add(&m, text, tn);
-    buf_add(&m, zeros, n);
+    test_buf_add(&m, text, tn);
+    test_buf_add(&m, zeros, n);
     CHECK_INT(test_write_file(tmp, "tail.log", m.p, m.n), 0);
     member w1 = {"", m.p, m.n, 0};
     expect_file("tail.log", "plain", &w1, 1);
     buf m2 = {0};
-    buf_add(&m2, zeros, n);
-    buf_add(&m2, text, tn);
+    test_buf_add(&m2, zeros, n);
+    test_buf_add(&m2, text, tn);
     CHECK_INT(test_write_file(tmp, "hole.log", m2.p, m2.n), 0);
     member w2 = {"", m2.p, m2.n, 0};
     expect_file("hole.log", "plain", &w2, 1);
@@ -716,7 +680,7 @@ static void test_binary_and_nul(void)
     /* a log in GBK: mostly bytes that are not UTF-8, still text */
     buf gbk = {0};
     for (int i = 0; i < 200; i++)
-        buf_add(&gbk, "[INFO] \xd1\xb5\xc1\xb7\xbf\xaa\xca\xbc \xb2\xbd\xd6\xe8 \xcb\xf0\xca\xa7\n", 26);
+        test_buf_add(&gbk, "[INFO] \xd1\xb5\xc1\xb7\xbf\xaa\xca\xbc \xb2\xbd\xd6\xe8 \xcb\xf0\xca\xa7\n", 26);
     CHECK_INT(test_write_file(tmp, "gbk.log", gbk.p, gbk.n), 0);
     member w4 = {"", gbk.p, gbk.n, 0};
     expect_file("gbk.log", "plain", &w4, 1);

@@ -17,26 +17,12 @@
 #include "input.h"
 #include "readahead.h"
 #include "test.h"
+#include "testbuf.h"
 #include "tmpdir.h"
 
 static char tmp[64];
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-} buf;
-
-static void buf_add(buf *b, const void *p, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-    }
-    if (n)
-        memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+typedef test_buf buf;
 
 static void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void buf_printf(buf *b, const char *fmt, ...)
@@ -46,7 +32,7 @@ static void buf_printf(buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    buf_add(b, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1);
+    test_buf_add(b, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 static const char *path_of(const char *name)
@@ -68,30 +54,8 @@ static void write_file(const char *name, const void *p, size_t n)
 
 static void slurp(const char *name, buf *out)
 {
-    FILE *f = fopen(path_of(name), "rb");
-    char b[65536];
-    size_t n;
     out->n = 0;
-    while (f && (n = fread(b, 1, sizeof b, f)) > 0)
-        buf_add(out, b, n);
-    if (f)
-        fclose(f);
-}
-
-/* ~ n bytes of log-like text that compresses but is not trivially repetitive. */
-static char *log_text(size_t n, unsigned seed)
-{
-    char *t = malloc(n + 200);
-    size_t at = 0;
-    for (unsigned i = 0; at < n; i++) {
-        unsigned x = (i + seed) * 2654435761u;
-        at += (size_t)sprintf(t + at,
-                              "[2024-07-20 21:30:%02u,%03u] [INFO] [utils.py:781:see_memory_usage] "
-                              "MA %u.%02u GB Max_MA %u GB step=%u\n",
-                              i % 60, x % 1000, x % 80, (x >> 8) % 100, (x >> 16) % 80, i);
-    }
-    t[n] = 0;
-    return t;
+    test_read_file(path_of(name), out);
 }
 
 static void zstd_file(const char *name, const void *data, size_t n)
@@ -162,7 +126,7 @@ static void trace_file(reader *r, const char *name, buf *t)
     dsq_error e;
     dsq_error_clear(&e);
     t->n = 0;
-    buf_add(t, "", 0);
+    test_buf_add(t, "", 0);
     int rc = r->ra ? dsq_readahead_open(r->ra, path_of(name), &e)
                    : dsq_input_open(r->in, path_of(name), &e);
     buf_printf(t, "open rc=%d %s\n", rc, rc ? e.msg : "");
@@ -226,7 +190,7 @@ static const char *const files[] = {"plain.log", "big.log.zst", "big.log.gz",   
 static void make_inputs(void)
 {
     size_t n = 3u << 20;
-    char *t = log_text(n, 1), *u = log_text(300000, 2);
+    char *t = test_log_text(n, 1), *u = test_log_text(300000, 2);
     write_file("plain.log", u, strlen(u));
     zstd_file("big.log.zst", t, n);
     member raw = {"", t, n, 0};
