@@ -199,6 +199,35 @@ dump_index() {
     for q in "$@"; do "$DSQ" --db "$db" --csv "$q"; done
 }
 
+# index_quiet DB ARGS...: `dsq --db DB -q index ARGS...`; sets STATUS, SUMMARY (the
+# summary without its timing and index path) and PROBLEMS (stderr), to compare runs.
+index_quiet() {
+    local db=$1
+    shift
+    run_dsq --db "$db" -q index "$@"
+    STATUS=$RC
+    SUMMARY=$(printf '%s\n' "$OUT" | sed 's/ in [0-9.]* s (.*)$//; s/ into .*$//')
+    PROBLEMS=$ERR
+}
+
+# expect_same_index NAME DB DUMP_FN REF_DUMP REF_NAME: the last index_quiet gave the
+# exit status, summary and problems (same order) in REF_STATUS, REF_SUMMARY and
+# REF_PROBLEMS, and `DUMP_FN DB` prints exactly the file REF_DUMP (the reference
+# index's dump); REF_NAME names the reference in the messages ("-j 1").
+expect_same_index() {
+    local name=$1 db=$2 dump_fn=$3 ref=$4 ref_name=$5
+    expect_eq "$name: exit status as $ref_name" "$REF_STATUS" "$STATUS"
+    expect_eq "$name: summary as $ref_name" "$REF_SUMMARY" "$SUMMARY"
+    expect_eq "$name: problems as $ref_name, in the same order" "$REF_PROBLEMS" "$PROBLEMS"
+    "$dump_fn" "$db" >"$DSQ_TMP/dump.txt" 2>&1
+    if cmp -s "$ref" "$DSQ_TMP/dump.txt"; then
+        pass "$name: every event and answer as $ref_name"
+    else
+        fail "$name: the index answers differently from $ref_name"
+        diff "$ref" "$DSQ_TMP/dump.txt" | head -10
+    fi
+}
+
 # query DB QUERY [OPTIONS...]: prints stdout of the query; the status goes to RC.
 query() {
     local db=$1 q=$2

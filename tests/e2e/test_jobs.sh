@@ -69,14 +69,12 @@ dump() { # DB: everything the index answers, as text
 index() {
     local db=$1
     shift
-    run_dsq --db "$db" -q index "$@" "$A"
-    STATUS=$RC
-    SUMMARY=$(printf '%s\n' "$OUT" | sed 's/ in [0-9.]* s (.*)$//; s/ into .*$//')
-    PROBLEMS=$ERR
+    index_quiet "$db" "$@" "$A"
 }
 
 index "$DSQ_TMP/j1" -j 1
 s1=$STATUS sum1=$SUMMARY err1=$PROBLEMS
+REF_STATUS=$s1 REF_SUMMARY=$sum1 REF_PROBLEMS=$err1
 expect_eq "-j 1: damaged files make exit status 1" 1 "$s1"
 expect_problem "-j 1: the truncated .zst is named" "small-05/gpu009.log.zst" "truncated"
 dump "$DSQ_TMP/j1" >"$DSQ_TMP/dump1.txt" 2>&1
@@ -86,16 +84,7 @@ for jobs in "-j 4" "-j2" "--jobs=3"; do
     db="$DSQ_TMP/j-${jobs//[^0-9]/}"
     # shellcheck disable=SC2086
     index "$db" $jobs
-    expect_eq "$jobs: exit status as -j 1" "$s1" "$STATUS"
-    expect_eq "$jobs: summary as -j 1" "$sum1" "$SUMMARY"
-    expect_eq "$jobs: problems as -j 1, in the same order" "$err1" "$PROBLEMS"
-    dump "$db" >"$DSQ_TMP/dump.txt" 2>&1
-    if cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"; then
-        pass "$jobs: every event and answer as -j 1"
-    else
-        fail "$jobs: the index answers differently from -j 1"
-        diff "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt" | head -10
-    fi
+    expect_same_index "$jobs" "$db" dump "$DSQ_TMP/dump1.txt" "-j 1"
 done
 
 # a map that fills and grows many times (DSQ_MAP_BYTES: a 64 KiB first map): files
