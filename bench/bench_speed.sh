@@ -45,6 +45,18 @@ for b in "${builds[@]}"; do
   elif [ -x "$b" ] && [ -f "$b" ]; then bins+=("$(cd "$(dirname "$b")" && pwd)/$(basename "$b")")
   else echo "no dsq binary in $b (build first)" >&2; exit 2; fi
 done
+# each build's name in the table: its directory's name, with the parent's when two
+# builds share it (/tmp/old/build-rel and ./build-rel -> old/build-rel, main/build-rel)
+names=()
+for bin in "${bins[@]}"; do
+  d=$(dirname "$bin") n=$(basename "$(dirname "$bin")") same=0
+  for other in "${bins[@]}"; do
+    [ "$other" != "$bin" ] && [ "$(basename "$(dirname "$other")")" = "$n" ] && same=1
+  done
+  [ $same = 1 ] && n="$(basename "$(dirname "$d")")/$n"
+  names+=("$n")
+done
+build_name() { local i; for i in "${!bins[@]}"; do [ "${bins[$i]}" = "$1" ] && echo "${names[$i]}"; done; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 have_ugrep=0; command -v ugrep >/dev/null && have_ugrep=1
 
@@ -123,7 +135,7 @@ bench_input() {
     events=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\2/p' <<<"$out")
     t=$(printf '%s\n' "${times[@]}" | median)
     rss=$(printf '%s\n' "${rsss[@]}" | median)
-    rows+=("$label|$(basename "$(dirname "$bin")")|$comp|$text|$bname|$base|$ug|$t|${lines:-0}|${events:-0}|$rss|$(du -s --block-size=1 "$db" | cut -f1)")
+    rows+=("$label|$(build_name "$bin")|$comp|$text|$bname|$base|$ug|$t|${lines:-0}|${events:-0}|$rss|$(du -s --block-size=1 "$db" | cut -f1)")
     if [ "$label" = "archive" ]; then # the unchanged re-run, into this index
       note "archive again: $bin index (unchanged)"
       local rt rr=()
@@ -133,10 +145,10 @@ bench_input() {
         /usr/bin/time -f %M -o "$dir/rss" "$bin" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input" >/dev/null || true
         rt=$(echo "scale=4; ($(now) - $t) / 1000000" | bc); rr+=("$rt")
       done
-      rows+=("archive, unchanged|$(basename "$(dirname "$bin")")|$comp|$text|stat all files|$st|-|$(printf '%s\n' "${rr[@]}" | median)|0|0|$(tail -n 1 "$dir/rss")|$(du -s --block-size=1 "$db" | cut -f1)")
+      rows+=("archive, unchanged|$(build_name "$bin")|$comp|$text|stat all files|$st|-|$(printf '%s\n' "${rr[@]}" | median)|0|0|$(tail -n 1 "$dir/rss")|$(du -s --block-size=1 "$db" | cut -f1)")
     fi
-    if [ $keep = 1 ]; then rm -rf "$dir/index-$label-$(basename "$(dirname "$bin")")"
-      mv "$db" "$dir/index-$label-$(basename "$(dirname "$bin")")"; else rm -rf "$db"; fi
+    if [ $keep = 1 ]; then rm -rf "$dir/index-$label-$(build_name "$bin" | tr / -)"
+      mv "$db" "$dir/index-$label-$(build_name "$bin" | tr / -)"; else rm -rf "$db"; fi
   done
 }
 
