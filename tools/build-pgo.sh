@@ -18,6 +18,9 @@ prof="$out/pgo-profile"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dsq-pgo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 jobs=$(nproc)
+for tool in cmake zstd python3; do
+  command -v "$tool" >/dev/null || { echo "build-pgo.sh needs $tool: run tools/deps.sh --test first" >&2; exit 2; }
+done
 
 echo "== instrumented build in $out"
 rm -rf "$prof"
