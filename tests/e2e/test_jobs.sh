@@ -123,4 +123,18 @@ run_dsq --db "$DSQ_TMP/x" index -j "$A"
 expect_code "-j without a number is refused" 2 "$RC"
 run_dsq index --help
 expect_contains "--help documents -j" "-j N" "$OUT$ERR"
+
+# the default on one CPU (a one-CPU Slurm task): two workers, not one thread; and
+# DSQ_JOBS=1 is one thread. Counted with strace where it and taskset exist.
+if command -v strace >/dev/null && command -v taskset >/dev/null &&
+    taskset -c 0 true 2>/dev/null; then
+    threads() { # ENV... : threads dsq index starts on one CPU
+        rm -rf "$DSQ_TMP/t-db"
+        env "$@" taskset -c 0 strace -f -qq -e trace=clone,clone3 -o "$DSQ_TMP/clone.txt" \
+            "$DSQ" --db "$DSQ_TMP/t-db" -q index "$A" >/dev/null 2>&1
+        grep -c clone "$DSQ_TMP/clone.txt"
+    }
+    expect_eq "default on one CPU: 2 worker threads" 2 "$(threads -u DSQ_JOBS)"
+    expect_eq "DSQ_JOBS=1: no thread" 0 "$(threads DSQ_JOBS=1)"
+fi
 e2e_finish
