@@ -3,8 +3,6 @@
  * exact bytes read back. Inputs are made in a temp dir with libzstd and
  * libarchive's write API. Damaged inputs must give an error after what could be
  * read, never a crash. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <stdlib.h>
 #include <zstd.h>
 
@@ -12,6 +10,7 @@
 #include "dict.h"
 #include "input.h"
 #include "test.h"
+#include "testarchive.h"
 #include "testbuf.h"
 #include "tmpdir.h"
 
@@ -19,18 +18,20 @@ static char tmp[64];
 
 typedef test_buf buf;
 
-typedef struct member {
-    const char *name;
-    const void *data;
-    size_t len;
-    int is_dir;
-} member;
+typedef test_member member;
 
 static const char *path_of(const char *name)
 {
     static char path[256];
     snprintf(path, sizeof path, "%s/%s", tmp, name);
     return path;
+}
+
+/* An archive in tmp (testarchive.h). */
+static void write_archive(const char *name, const char *format, const char *filter,
+                          const member *m, int n)
+{
+    test_write_archive(path_of(name), format, filter, m, n, 0);
 }
 
 /* zstd frame(s) of data, appended to out. */
@@ -42,43 +43,6 @@ static void zstd_frame(buf *out, const void *data, size_t n, int level)
     CHECK(!ZSTD_isError(zn));
     test_buf_add(out, z, zn);
     free(z);
-}
-
-/* Writes an archive with libarchive: format "pax", "zip" or "raw"; filter as named. */
-static void write_archive(const char *name, const char *format, const char *filter,
-                          const member *m, int n)
-{
-    struct archive *a = archive_write_new();
-    if (strcmp(format, "zip") == 0)
-        archive_write_set_format_zip(a);
-    else if (strcmp(format, "raw") == 0)
-        archive_write_set_format_raw(a);
-    else
-        archive_write_set_format_pax_restricted(a);
-    if (strcmp(filter, "gzip") == 0)
-        archive_write_add_filter_gzip(a);
-    else if (strcmp(filter, "zstd") == 0)
-        archive_write_add_filter_zstd(a);
-    else if (strcmp(filter, "xz") == 0)
-        archive_write_add_filter_xz(a);
-    else if (strcmp(filter, "bzip2") == 0)
-        archive_write_add_filter_bzip2(a);
-    CHECK_INT(archive_write_open_filename(a, path_of(name)), ARCHIVE_OK);
-    for (int i = 0; i < n; i++) {
-        struct archive_entry *e = archive_entry_new();
-        archive_entry_set_pathname(e, m[i].name);
-        archive_entry_set_filetype(e, m[i].is_dir ? AE_IFDIR : AE_IFREG);
-        archive_entry_set_perm(e, 0644);
-        archive_entry_set_mtime(e, 1721511005, 5);
-        if (!m[i].is_dir)
-            archive_entry_set_size(e, (la_int64_t)m[i].len);
-        CHECK_INT(archive_write_header(a, e), ARCHIVE_OK);
-        if (!m[i].is_dir && m[i].len)
-            CHECK_INT(archive_write_data(a, m[i].data, m[i].len), (la_ssize_t)m[i].len);
-        archive_entry_free(e);
-    }
-    CHECK_INT(archive_write_close(a), ARCHIVE_OK);
-    archive_write_free(a);
 }
 
 /* Reads the current member to its end into out; returns the last status. */

@@ -6,8 +6,6 @@
  * same bytes_in. A file closed early, while the decoder waits for a free buffer,
  * gives every buffer back, and the handle reads the next file correctly; a handle
  * freed while its decoder runs stops it. Inputs are made in a temp dir. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,12 +15,14 @@
 #include "input.h"
 #include "readahead.h"
 #include "test.h"
+#include "testarchive.h"
 #include "testbuf.h"
 #include "tmpdir.h"
 
 static char tmp[64];
 
 typedef test_buf buf;
+typedef test_member member;
 
 static void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void buf_printf(buf *b, const char *fmt, ...)
@@ -42,14 +42,16 @@ static const char *path_of(const char *name)
     return path;
 }
 
+/* An archive in tmp (testarchive.h). */
+static void write_archive(const char *name, const char *format, const char *filter,
+                          const member *m, int n)
+{
+    test_write_archive(path_of(name), format, filter, m, n, 1);
+}
+
 static void write_file(const char *name, const void *p, size_t n)
 {
-    FILE *f = fopen(path_of(name), "wb");
-    CHECK(f != NULL);
-    if (f) {
-        CHECK_INT(fwrite(p, 1, n, f), n);
-        fclose(f);
-    }
+    CHECK_INT(test_write_file(tmp, name, p, n), 0);
 }
 
 static void slurp(const char *name, buf *out)
@@ -66,44 +68,6 @@ static void zstd_file(const char *name, const void *data, size_t n)
     CHECK(!ZSTD_isError(zn));
     write_file(name, z, zn);
     free(z);
-}
-
-typedef struct member {
-    const char *name;
-    const void *data;
-    size_t len;
-    int is_dir;
-} member;
-
-/* An archive written with libarchive: format "pax" or "raw", filter "gzip" or "none". */
-static void write_archive(const char *name, const char *format, const char *filter,
-                          const member *m, int n)
-{
-    struct archive *a = archive_write_new();
-    if (strcmp(format, "raw") == 0)
-        archive_write_set_format_raw(a);
-    else
-        archive_write_set_format_pax_restricted(a);
-    if (strcmp(filter, "gzip") == 0) {
-        archive_write_add_filter_gzip(a);
-        archive_write_set_filter_option(a, "gzip", "compression-level", "1");
-    }
-    CHECK_INT(archive_write_open_filename(a, path_of(name)), ARCHIVE_OK);
-    for (int i = 0; i < n; i++) {
-        struct archive_entry *e = archive_entry_new();
-        archive_entry_set_pathname(e, m[i].name);
-        archive_entry_set_filetype(e, m[i].is_dir ? AE_IFDIR : AE_IFREG);
-        archive_entry_set_perm(e, 0644);
-        archive_entry_set_mtime(e, 1721511005 + i, 5);
-        if (!m[i].is_dir)
-            archive_entry_set_size(e, (la_int64_t)m[i].len);
-        CHECK_INT(archive_write_header(a, e), ARCHIVE_OK);
-        if (!m[i].is_dir && m[i].len)
-            CHECK_INT(archive_write_data(a, m[i].data, m[i].len), (la_ssize_t)m[i].len);
-        archive_entry_free(e);
-    }
-    CHECK_INT(archive_write_close(a), ARCHIVE_OK);
-    archive_write_free(a);
 }
 
 /* --- traces: what a reader sees of a file, as text ------------------------------ */
@@ -194,7 +158,7 @@ static void make_inputs(void)
     write_file("plain.log", u, strlen(u));
     zstd_file("big.log.zst", t, n);
     member raw = {"", t, n, 0};
-    write_archive("big.log.gz", "raw", "gzip", &raw, 1);
+    write_archive("big.log.gz", "raw", "gzip-1", &raw, 1);
     char junk[20000];
     unsigned x = 7;
     for (size_t i = 0; i < sizeof junk; i++) {
@@ -206,12 +170,12 @@ static void make_inputs(void)
                   {"run/empty.log", "", 0, 0},
                   {"run/rank1.log", u, 250000, 0},
                   {"run/rank2.log", t + 1000, 70000, 0}};
-    write_archive("run.tar.gz", "pax", "gzip", m, 5);
+    write_archive("run.tar.gz", "pax", "gzip-1", m, 5);
     write_archive("run.tar", "pax", "none", m, 5);
     member b[] = {{"run/rank0.log", u, 100000, 0},
                   {"run/core.bin", junk, sizeof junk, 0},
                   {"run/rank1.log", u, 5000, 0}};
-    write_archive("bin.tar.gz", "pax", "gzip", b, 3);
+    write_archive("bin.tar.gz", "pax", "gzip-1", b, 3);
     buf z = {0};
     const char *cuts[][2] = {{"big.log.zst", "cut.log.zst"},
                              {"big.log.gz", "cut.log.gz"},
