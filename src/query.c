@@ -690,7 +690,7 @@ static int roll_series(void *ctx, const dsq_series_key *sk, const dsq_series_rec
         return 0;
     int counting = !q->aggs[rc->agg].field[0];
     if (x->need_values && !counting)
-        return dsq_store_scan_chunks(x->st, sk, roll_values, rc, x->err);
+        return dsq_store_scan_chunks(x->st, sk, rec, roll_values, rc, x->err);
     uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
     for (int i = 0; i < q->nby; i++)
         key[i] = key_part(x, i, &rc->k, &rc->ev);

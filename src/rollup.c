@@ -48,6 +48,9 @@
 /* A chunk is written once its encoded bytes reach this: big values waste little of
  * their last LMDB overflow page (zstd packs them further, store.c). */
 #define CHUNK_BYTES 32768
+/* A series with no chunk written keeps up to this many bytes of pairs in its own
+ * record (most series of a per-rank file are a few values). */
+#define OWN_PAIRS_BYTES 512
 
 double dsq_unit_convert(double v, uint8_t from, uint8_t to)
 {
@@ -227,6 +230,16 @@ void dsq_chunk_free(dsq_chunk *c)
 {
     free(c->buf);
     memset(c, 0, sizeof *c);
+}
+
+_Static_assert(DSQ_CHUNK_ONE_MAX >= SEG_HDR + PAIR_MAX, "room for one pair");
+
+size_t dsq_chunk_one(unsigned char *out, int64_t t, double v)
+{
+    dsq_chunk c = {.buf = out, .cap = DSQ_CHUNK_ONE_MAX}; /* room enough: never grown */
+    dsq_chunk_add(&c, t, v);
+    dsq_chunk_finish(&c);
+    return c.len;
 }
 
 void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n)
@@ -520,19 +533,32 @@ static int update_run_rollups(dsq_rollup *r, dsq_error *err)
     return rc;
 }
 
-int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err) { return dsq_rollup_finish(r, err); }
-
-int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
+/* Writes the summaries (see dsq_rollup_finish). At the end of a source, a series
+ * without chunks so far keeps its pairs in its own record when they are few
+ * (store.h): none for one value, else its chunk up to OWN_PAIRS_BYTES. Before an
+ * intermediate commit its chunk is written out, as more values may follow. */
+static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 {
     int rc = 0;
     for (size_t i = 0; i < r->cap && !rc; i++) {
         open_series *s = &r->tab[i];
         if (!s->field)
             continue;
+        const void *pairs = NULL;
+        size_t n = 0;
+        if (at_end && s->nchunks == 0 && s->chunk.count) {
+            dsq_chunk_finish(&s->chunk);
+            if (s->chunk.count > 1 && s->chunk.len <= OWN_PAIRS_BYTES) {
+                pairs = s->chunk.buf;
+                n = s->chunk.len;
+            }
+            if (s->chunk.count == 1 || n)
+                dsq_chunk_reset(&s->chunk);
+        }
         if (!(rc = write_chunk(r, s, err))) {
             s->rec.nchunks = s->nchunks;
             dsq_series_key k = key_of(r, s);
-            rc = dsq_store_series_put(r->st, &k, &s->rec, err);
+            rc = dsq_store_series_put(r->st, &k, &s->rec, pairs, n, err);
         }
     }
     for (int i = 0; i < r->nattrs && !rc; i++)
@@ -541,3 +567,7 @@ int dsq_rollup_finish(dsq_rollup *r, dsq_error *err)
         rc = dsq_store_rollups_put(r->st, r->source, err);
     return rc ? rc : update_run_rollups(r, err);
 }
+
+int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err) { return put_summaries(r, 0, err); }
+
+int dsq_rollup_finish(dsq_rollup *r, dsq_error *err) { return put_summaries(r, 1, err); }

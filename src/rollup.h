@@ -69,6 +69,9 @@ int dsq_chunk_add(dsq_chunk *c, int64_t t, double v);
 void dsq_chunk_finish(dsq_chunk *c);
 void dsq_chunk_reset(dsq_chunk *c);
 void dsq_chunk_free(dsq_chunk *c);
+/* The chunk of the one pair (t, v) into out; its length (at most DSQ_CHUNK_ONE_MAX). */
+#define DSQ_CHUNK_ONE_MAX 32
+size_t dsq_chunk_one(unsigned char *out, int64_t t, double v);
 
 typedef struct dsq_chunk_iter {
     const unsigned char *p, *end;

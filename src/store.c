@@ -58,6 +58,11 @@ struct dsq_store {
     size_t raw_cap, packed_cap, unpacked_cap;
     unsigned char *sr; /* the rollup keys of the source being written (srcroll_add) */
     size_t sr_len, sr_cap;
+    /* reading: the series being visited (its key and the pairs in its record), so
+     * dsq_store_scan_chunks called from the visit needs no lookup; vis_n -1: none */
+    unsigned char vis_key[DSQ_SERIES_KEY_LEN];
+    const unsigned char *vis_pairs;
+    ptrdiff_t vis_n;
     uint64_t *due;     /* run rollups to recompute at commit: field << 32 | run */
     size_t ndue, due_cap;
     char dir[4096];
@@ -128,6 +133,9 @@ typedef struct packing {
 
 static const packing pack_blocks = {2, 512, "writing events"};
 static const packing pack_chunks = {1, 1024, "writing rollups"};
+/* a source's rollup keys repeat its run, hosts and ranks: a few kB that zstd
+ * shrinks several times (most then fit in a leaf page) */
+static const packing pack_srcroll = {3, 256, "writing rollups"};
 #define SYNC_SECONDS 1
 
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
@@ -539,6 +547,7 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     if (!st)
         return dsq_error_set(err, DSQ_ENOMEM, "opening index");
     st->lock_fd = -1;
+    st->vis_n = -1;
     st->readonly = params->readonly;
     snprintf(st->dir, sizeof st->dir, "%s", params->dir);
     struct stat sb;
@@ -739,8 +748,10 @@ static size_t series_val_put(unsigned char *out, const dsq_series_rec *r)
     return (size_t)(p - out);
 }
 
-/* 0 with *r, or -1 when the value is damaged. */
-static int series_val_get(const MDB_val *val, dsq_series_rec *r)
+/* 0 with *r, or -1 when the value is damaged. What follows the summary are the
+ * series' pairs (only without chunks): *pairs and *npairs when pairs is not NULL. */
+static int series_val_get(const MDB_val *val, dsq_series_rec *r, const unsigned char **pairs,
+                          size_t *npairs)
 {
     const unsigned char *p = val->mv_data, *end = p + val->mv_size;
     uint64_t count, nchunks, t0, dt;
@@ -755,8 +766,12 @@ static int series_val_get(const MDB_val *val, dsq_series_rec *r)
     for (int i = 0; i < 5; i++)
         if (dsq_num_get(&p, end, &v[i]))
             return -1;
-    if (p != end)
+    if (p != end && nchunks)
         return -1;
+    if (pairs) {
+        *pairs = p;
+        *npairs = (size_t)(end - p);
+    }
     r->count = count;
     r->nchunks = (uint32_t)nchunks;
     r->first_t = dsq_unzigzag(t0);
@@ -783,13 +798,16 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
     int rc = mdb_get(st->txn, st->srcroll, &k, &v);
     if (rc)
         return rc == MDB_NOTFOUND ? 0 : put_failed(st, rc, err, "dropping rollups");
-    size_t n = v.mv_size;
+    const void *data;
+    size_t n;
+    if (unpack(st, &v, &data, &n))
+        return dsq_error_set(err, DSQ_EINDEX, "damaged list of rollups (source %u)", source);
     /* copied: the deletes below may move the page it is on */
     if (!(list = malloc(n ? n : 1)) || !(fields = malloc((n / 17 + 1) * sizeof *fields))) {
         status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups");
         goto cleanup;
     }
-    memcpy(list, v.mv_data, n);
+    memcpy(list, data, n);
     for (size_t at = 0; at < n && !status;) {
         const unsigned char *p = list + at;
         if (p[0] == 'S' && n - at >= 17) { /* field run host rank */
@@ -867,7 +885,7 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_er
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
-        if (series_val_get(&v, &rec))
+        if (series_val_get(&v, &rec, NULL, NULL))
             continue;
         dsq_series_merge(&acc, &rec, field >= DSQ_SERIES_KIND_BASE);
     }
@@ -1030,19 +1048,28 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
 {
     unsigned char key[4];
     put_be32(key, source);
-    MDB_val k = {4, key}, v = {st->sr_len, st->sr};
-    int rc = st->sr_len ? mdb_put(st->txn, st->srcroll, &k, &v, 0) : mdb_del(st->txn, st->srcroll, &k, NULL);
+    MDB_val k = {4, key};
+    size_t n = st->sr_len;
     st->sr_len = 0;
+    if (n)
+        return put_packed(st, st->srcroll, &k, st->sr, n, &pack_srcroll, err);
+    int rc = mdb_del(st->txn, st->srcroll, &k, NULL);
     return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing rollups") : 0;
 }
 
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
-                         dsq_error *err)
+                         const void *pairs, size_t n, dsq_error *err)
 {
     unsigned char key[DSQ_SERIES_KEY_LEN];
     series_key_pack(sk, key);
-    unsigned char val[SERIES_VAL_MAX];
-    MDB_val k = {sizeof key, key}, v = {series_val_put(val, rec), val};
+    if (rec->nchunks)
+        n = 0;
+    if (reserve(&st->raw, &st->raw_cap, SERIES_VAL_MAX + n))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    size_t len = series_val_put(st->raw, rec);
+    if (n)
+        memcpy(st->raw + len, pairs, n);
+    MDB_val k = {sizeof key, key}, v = {len + n, st->raw};
     int rc = mdb_put(st->txn, st->series, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing rollups");
@@ -1311,9 +1338,10 @@ typedef struct series_scan {
 static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
 {
     series_scan *ss = ctx;
-    (void)st;
     dsq_series_rec rec;
-    if (k->mv_size != (ss->run_level ? 8 : DSQ_SERIES_KEY_LEN) || series_val_get(v, &rec))
+    const unsigned char *pairs;
+    size_t n;
+    if (k->mv_size != (ss->run_level ? 8 : DSQ_SERIES_KEY_LEN) || series_val_get(v, &rec, &pairs, &n))
         return 0;
     dsq_series_key sk = {.rank = -1};
     if (ss->run_level) {
@@ -1324,7 +1352,14 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
     }
     if (sk.field > ss->field_hi || (ss->run && sk.run != ss->run))
         return SCAN_STOP;
-    return ss->fn(ss->ctx, &sk, &rec);
+    if (ss->run_level)
+        return ss->fn(ss->ctx, &sk, &rec);
+    memcpy(st->vis_key, k->mv_data, DSQ_SERIES_KEY_LEN);
+    st->vis_pairs = pairs;
+    st->vis_n = (ptrdiff_t)n;
+    int status = ss->fn(ss->ctx, &sk, &rec);
+    st->vis_n = -1;
+    return status;
 }
 
 /* Scans series summaries (keys of 20 bytes) or run rollups (8 bytes: field, run). */
@@ -1358,13 +1393,44 @@ static int visit_chunk(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val
     return cs->fn(cs->ctx, data, n);
 }
 
-int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, dsq_store_chunk_fn fn, void *ctx,
-                          dsq_error *err)
+static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned char *p, size_t n)
+{
+    if (n)
+        return cs->fn(cs->ctx, p, n);
+    if (rec->count != 1)
+        return 0;
+    unsigned char one[DSQ_CHUNK_ONE_MAX]; /* one value: its pair is the summary's first */
+    return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
+}
+
+/* The pairs kept in a series' own record, looked up (the series is not being visited). */
+static int visit_own_pairs(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    chunk_scan *cs = ctx;
+    dsq_series_rec rec;
+    const unsigned char *p;
+    size_t n;
+    (void)st;
+    if (k->mv_size != DSQ_SERIES_KEY_LEN || memcmp(k->mv_data, cs->pre, DSQ_SERIES_KEY_LEN) != 0)
+        return SCAN_STOP;
+    if (series_val_get(v, &rec, &p, &n))
+        return dsq_error_set(cs->err, DSQ_EINDEX, "damaged rollup (source %u)", cs->source);
+    int status = own_pairs(cs, &rec, p, n);
+    return status ? status : SCAN_STOP;
+}
+
+int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
+                          dsq_store_chunk_fn fn, void *ctx, dsq_error *err)
 {
     chunk_scan cs = {fn, ctx, err, sk->source, {0}};
     series_key_pack(sk, cs.pre);
-    return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs, "reading rollups",
-                      err);
+    if (rec->nchunks)
+        return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
+                          "reading rollups", err);
+    if (st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
+        return own_pairs(&cs, rec, st->vis_pairs, (size_t)st->vis_n);
+    return scan_table(st, st->series, cs.pre, sizeof cs.pre, visit_own_pairs, &cs,
+                      "reading rollups", err);
 }
 
 typedef struct attr_scan {

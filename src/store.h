@@ -7,14 +7,14 @@
  *   sources   absolute path -> dsq_source_rec        one per indexed input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
- *   series    field, run, host, rank, source (BE) -> dsq_series_rec (packed: store.c)
- *             rollups (rollup.h)
+ *   series    field, run, host, rank, source (BE) -> dsq_series_rec (packed: store.c),
+ *             then a small series' pairs (a chunk, rollup.h) when it has no chunks
  *   chunks    series key, chunk seq (BE) -> (time, value) pairs of that series
  *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
  *             that field
  *   attrs     run, name, source (BE) -> dsq_attr_rec   latest run attribute per source
  *   srcroll   source id (BE) -> its rollup keys: 'S' field run host rank | 'A' run
- *             name, one after another (one record per source: for dropping)
+ *             name, one after another, packed (one record per source: for dropping)
  * Block keys are run/host/rank/time/source/seq, big-endian, so one run (or one
  * run's host, or rank) is a contiguous key range and keys sort by time within it.
  *
@@ -39,8 +39,9 @@
 #include "event.h"
 
 /* 3: rollup chunks encoded anew (rollup.c), block shapes (event.c), series values
- * packed, one srcroll record per source */
-#define DSQ_STORE_SCHEMA 3
+ * packed, one srcroll record per source; 4: a small series' pairs in its record,
+ * srcroll records packed */
+#define DSQ_STORE_SCHEMA 4
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -168,8 +169,11 @@ int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *
 /* Rollups (see rollup.h). Series and attributes of one source are put, then
  * dsq_store_rollups_put records all their keys under the source (for dropping);
  * each call of it replaces the record with what was put since the last one. */
+/* A field series' pairs are either in nchunks chunk records (dsq_store_chunk_put),
+ * or, with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when
+ * it has one value (its pair is (first_t, first_v)). */
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
-                         dsq_error *err);
+                         const void *pairs, size_t n, dsq_error *err);
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, const void *data,
                         size_t n, dsq_error *err);
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
@@ -204,10 +208,11 @@ int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, u
  * needs field_lo == field_hi); the key's host is 0, rank -1, source 0. */
 int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
                            dsq_store_series_fn fn, void *ctx, dsq_error *err);
-/* The chunks of one series, in order. */
+/* The pairs of one field series (rec: its summary, as scanned), chunk by chunk in
+ * order; a series kept in its record gives one chunk. */
 typedef int (*dsq_store_chunk_fn)(void *ctx, const void *data, size_t n);
-int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, dsq_store_chunk_fn fn, void *ctx,
-                          dsq_error *err);
+int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
+                          dsq_store_chunk_fn fn, void *ctx, dsq_error *err);
 typedef int (*dsq_store_attr_fn)(void *ctx, uint32_t run, uint32_t name, uint32_t source,
                                  const dsq_attr_rec *rec);
 int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_error *err);

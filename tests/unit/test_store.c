@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "dsq/dsq.h"
+#include "rollup.h"
 #include "store.h"
 #include "test.h"
 #include "timeconv.h"
@@ -365,8 +366,8 @@ static void test_series_round_trip_and_drop(void)
     CHECK_INT(dsq_store_source_new_id(st, &id, &err), 0);
     CHECK_INT(id, 1);
     for (int pass = 0; pass < 2; pass++) { /* a checkpoint, then the finish */
-        CHECK_INT(dsq_store_series_put(st, &ka, &a, &err), 0);
-        CHECK_INT(dsq_store_series_put(st, &kb, &b, &err), 0);
+        CHECK_INT(dsq_store_series_put(st, &ka, &a, "ignored: a has chunks", 21, &err), 0);
+        CHECK_INT(dsq_store_series_put(st, &kb, &b, NULL, 0, &err), 0);
         CHECK_INT(dsq_store_chunk_put(st, &ka, 0, "\x00\x01\x00\x00\x00", 5, &err), 0);
         CHECK_INT(dsq_store_attr_put(st, run, name, 1, &at, &err), 0);
         CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
@@ -414,6 +415,118 @@ static void test_series_round_trip_and_drop(void)
     }
     mdb_env_close(env);
 done:
+    test_tmpdir_remove(tmp);
+}
+
+/* The pairs a series gets back, chunk by chunk, decoded. */
+typedef struct pairs_seen {
+    dsq_store *st;
+    int n, chunks;
+    int64_t t[8];
+    double v[8];
+    int inner; /* pairs read from inside the series visit (without a lookup) */
+} pairs_seen;
+
+static int on_chunk(void *ctx, const void *data, size_t n)
+{
+    pairs_seen *ps = ctx;
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r;
+    ps->chunks++;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (ps->n < 8) {
+            ps->t[ps->n] = t;
+            ps->v[ps->n] = v;
+        }
+        ps->n++;
+    }
+    return r;
+}
+
+static int on_series_pairs(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    pairs_seen *ps = ctx;
+    ps->inner++;
+    dsq_error err;
+    dsq_error_clear(&err);
+    return dsq_store_scan_chunks(ps->st, k, rec, on_chunk, ps, &err);
+}
+
+/* Reads the pairs of field k's one series from inside a scan of the field (in) and
+ * by key after the scan (out). */
+static void series_pairs(dsq_store *st, const dsq_series_key *k, pairs_seen *in, pairs_seen *out)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    *in = (pairs_seen){.st = st};
+    *out = (pairs_seen){.st = st};
+    CHECK_INT(dsq_store_scan_series(st, k->field, k->field, 0, on_series_pairs, in, &err), 0);
+    series_seen s = {0};
+    CHECK_INT(dsq_store_scan_series(st, k->field, k->field, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 1);
+    if (s.n == 1)
+        CHECK_INT(dsq_store_scan_chunks(st, &s.k[0], &s.r[0], on_chunk, out, &err), 0);
+}
+
+/* A field series keeps its pairs in its own record when it has no chunks: the
+ * chunk bytes given (several values), or nothing for one value, whose pair is its
+ * summary's first; a series with chunks reads them. Read during a scan of the
+ * series or looked up by key, the pairs are the same. */
+static void test_series_own_pairs(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    dsq_chunk c = {0};
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss"), g = intern(st, "lr"),
+             h = intern(st, "grad");
+    CHECK_INT(dsq_chunk_add(&c, 1000000, 2.5), 0);
+    CHECK_INT(dsq_chunk_add(&c, 2000000, 2.25), 0);
+    dsq_chunk_finish(&c);
+    dsq_series_rec two = {.count = 2, .sum = 4.75, .min = 2.25, .max = 2.5, .first_v = 2.5,
+                          .last_v = 2.25, .first_t = 1000000, .last_t = 2000000};
+    dsq_series_rec one = {.count = 1, .sum = 0.125, .min = 0.125, .max = 0.125, .first_v = 0.125,
+                          .last_v = 0.125, .first_t = -7, .last_t = -7};
+    dsq_series_rec chunked = two;
+    chunked.nchunks = 1;
+    dsq_series_key k2 = {f, run, 1, 0, 1}, k1 = {g, run, 1, 0, 1}, kc = {h, run, 1, 0, 1};
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_series_put(st, &k2, &two, c.buf, c.len, &err), 0);
+    CHECK_INT(dsq_store_series_put(st, &k1, &one, NULL, 0, &err), 0);
+    CHECK_INT(dsq_store_series_put(st, &kc, &chunked, c.buf, c.len, &err), 0); /* has chunks */
+    CHECK_INT(dsq_store_chunk_put(st, &kc, 0, c.buf, c.len, &err), 0);
+    CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+    if (!(st = open_store(tmp, 1)))
+        goto done;
+    pairs_seen in, out;
+    series_pairs(st, &k2, &in, &out);
+    CHECK_INT(in.inner, 1);
+    CHECK_INT(in.chunks, 1);
+    CHECK_INT(out.chunks, 1);
+    CHECK_INT(in.n, 2);
+    CHECK_INT(out.n, 2);
+    CHECK(in.t[0] == 1000000 && in.v[0] == 2.5 && in.t[1] == 2000000 && in.v[1] == 2.25);
+    CHECK(out.t[0] == 1000000 && out.v[0] == 2.5 && out.t[1] == 2000000 && out.v[1] == 2.25);
+    series_pairs(st, &k1, &in, &out);
+    CHECK_INT(in.n, 1);
+    CHECK_INT(out.n, 1);
+    CHECK(in.t[0] == -7 && in.v[0] == 0.125 && out.t[0] == -7 && out.v[0] == 0.125);
+    series_pairs(st, &kc, &in, &out);
+    CHECK_INT(in.n, 2);
+    CHECK_INT(out.n, 2);
+    CHECK(out.t[1] == 2000000 && out.v[1] == 2.25);
+    dsq_store_close(st);
+done:
+    dsq_chunk_free(&c);
     test_tmpdir_remove(tmp);
 }
 
@@ -701,4 +814,5 @@ static void test_key_pack(void)
 
 TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
-          T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop), T(test_key_pack))
+          T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
+          T(test_series_own_pairs), T(test_key_pack))
