@@ -332,6 +332,8 @@ struct dsq_rollup {
     uint32_t run, source;
     open_series *tab;
     size_t n, cap; /* cap: a power of two */
+    uint32_t *used; /* the n slots in use, in the order they were taken: a source
+                       of few series is not charged for the table a big one grew */
     open_attr attrs[MAX_ATTRS];
     int nattrs;
     uint32_t failure_name; /* dictionary id of "failure" */
@@ -348,7 +350,8 @@ int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
     r->st = st;
     r->cap = 64;
     r->failure_name = dsq_dict_intern(dsq_store_dict(st), "failure", 7);
-    if (!(r->tab = calloc(r->cap, sizeof *r->tab))) {
+    if (!(r->tab = calloc(r->cap, sizeof *r->tab)) || !(r->used = malloc(r->cap * sizeof *r->used))) {
+        free(r->tab);
         free(r);
         return DSQ_ENOMEM;
     }
@@ -363,6 +366,7 @@ void dsq_rollup_free(dsq_rollup *r)
     for (size_t i = 0; i < r->cap; i++)
         dsq_chunk_free(&r->tab[i].chunk);
     free(r->tab);
+    free(r->used);
     free(r);
 }
 
@@ -379,13 +383,12 @@ static size_t slot(const dsq_rollup *r, uint32_t field, uint32_t host, int32_t r
 
 void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
 {
-    for (size_t i = 0; i < r->cap; i++) {
-        if (!r->tab[i].field)
-            continue;
-        dsq_chunk c = r->tab[i].chunk; /* keep the buffer */
+    for (size_t k = 0; k < r->n; k++) {
+        open_series *s = &r->tab[r->used[k]];
+        dsq_chunk c = s->chunk; /* keep the buffer */
         dsq_chunk_reset(&c);
-        memset(&r->tab[i], 0, sizeof r->tab[i]);
-        r->tab[i].chunk = c;
+        memset(s, 0, sizeof *s);
+        s->chunk = c;
     }
     r->n = 0;
     r->nattrs = 0;
@@ -399,18 +402,26 @@ static int grow(dsq_rollup *r)
 {
     size_t old = r->cap;
     open_series *prev = r->tab;
+    uint32_t *used = realloc(r->used, old * 2 * sizeof *used);
+    if (!used)
+        return DSQ_ENOMEM;
+    r->used = used;
     if (!(r->tab = calloc(old * 2, sizeof *r->tab))) {
         r->tab = prev;
         return DSQ_ENOMEM;
     }
     r->cap = old * 2;
     memset(r->memo, 0, sizeof r->memo); /* they point into the old table */
-    for (size_t i = 0; i < old; i++) {
-        if (prev[i].field)
-            r->tab[slot(r, prev[i].field, prev[i].host, prev[i].rank)] = prev[i];
-        else
-            dsq_chunk_free(&prev[i].chunk);
+    for (size_t k = 0; k < r->n; k++) { /* in use: to their new slots, in the same order */
+        open_series *s = &prev[r->used[k]];
+        size_t i = slot(r, s->field, s->host, s->rank);
+        r->tab[i] = *s;
+        s->field = 0;
+        s->chunk.buf = NULL;
+        r->used[k] = (uint32_t)i;
     }
+    for (size_t i = 0; i < old; i++)
+        dsq_chunk_free(&prev[i].chunk); /* the free slots' buffers */
     free(prev);
     return 0;
 }
@@ -440,7 +451,7 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
         s->field = field;
         s->host = host;
         s->rank = rank;
-        r->n++;
+        r->used[r->n++] = (uint32_t)(s - r->tab);
     }
     return s;
 }
@@ -525,11 +536,8 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
 static int update_run_rollups(dsq_rollup *r, dsq_error *err)
 {
     int rc = 0;
-    for (size_t i = 0, n = 0; i < r->cap && n < r->n && !rc; i++)
-        if (r->tab[i].field) {
-            n++;
-            rc = dsq_store_runroll_update(r->st, r->tab[i].field, r->run, err);
-        }
+    for (size_t k = 0; k < r->n && !rc; k++)
+        rc = dsq_store_runroll_update(r->st, r->tab[r->used[k]].field, r->run, err);
     return rc;
 }
 
@@ -540,10 +548,8 @@ static int update_run_rollups(dsq_rollup *r, dsq_error *err)
 static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 {
     int rc = 0;
-    for (size_t i = 0; i < r->cap && !rc; i++) {
-        open_series *s = &r->tab[i];
-        if (!s->field)
-            continue;
+    for (size_t u = 0; u < r->n && !rc; u++) {
+        open_series *s = &r->tab[r->used[u]];
         const void *pairs = NULL;
         size_t n = 0;
         if (at_end && s->nchunks == 0 && s->chunk.count) {

@@ -2,15 +2,19 @@
  * mix of times (seconds, milliseconds, microseconds, DSQ_TIME_NONE) and values
  * (decimals, doubles printed from floats, -0, NaN, infinities, 2^53 and beyond),
  * segments start where the form changes, and a cut or damaged chunk is reported
- * as DSQ_EFORMAT or read as a prefix, never overrun. */
+ * as DSQ_EFORMAT or read as a prefix, never overrun. The builder writes each
+ * source's series whole, its table grown or not. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "dsq/dsq.h"
+#include "num.h"
 #include "rollup.h"
+#include "store.h"
 #include "test.h"
 #include "timeconv.h"
+#include "tmpdir.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
@@ -206,6 +210,102 @@ static void test_cut_or_damaged_never_overruns(void)
     dsq_chunk_free(&c);
 }
 
+#define NFIELDS 300
+#define T0 1719847077000000LL
+
+typedef struct seen {
+    dsq_store *st;
+    int series[3];      /* field series per source */
+    int bad;            /* a count or pair not as written */
+} seen;
+
+typedef struct want {
+    seen *s;
+    int k;              /* field f<k> of source 1; -1: source 2's */
+    int n;
+} want;
+
+static int check_pairs(void *ctx, const void *data, size_t n)
+{
+    want *w = ctx;
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        int i = w->k < 0 ? 1000 + w->n : w->k + NFIELDS * w->n; /* the event that made it */
+        w->s->bad += t != T0 + (int64_t)i * 1000000 || v != i * 0.5;
+        w->n++;
+    }
+    return r;
+}
+
+static int on_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    seen *s = ctx;
+    if (k->field >= DSQ_SERIES_KIND_BASE || k->source < 1 || k->source > 2)
+        return 0;
+    s->series[k->source]++;
+    const char *name = dsq_dict_str(dsq_store_dict(s->st), k->field, NULL);
+    want w = {s, k->source == 2 ? -1 : atoi(name + 1), 0};
+    s->bad += (int)rec->count != (k->source == 2 ? 3 : 2);
+    dsq_error err;
+    dsq_error_clear(&err);
+    int rc = dsq_store_scan_chunks(s->st, k, rec, check_pairs, &w, &err);
+    s->bad += w.n != (int)rec->count;
+    return rc;
+}
+
+/* A source of 300 series grows the builder's table several times while they are
+ * open; the next source, of one series, writes only its own; every series comes
+ * back with its count and its pairs. */
+static void test_builder_grows_then_writes_only_its_own(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_store_params p = {tmp, 0};
+    dsq_store *st = NULL;
+    dsq_rollup *r = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
+    if (!st)
+        goto done;
+    CHECK_INT(dsq_rollup_new(st, &r), 0);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    dsq_dict *d = dsq_store_dict(st);
+    uint32_t run = dsq_dict_intern(d, "run", 3), host = dsq_dict_intern(d, "gpu1", 4);
+    for (int src = 1; src <= 2; src++) {
+        dsq_rollup_begin(r, run, (uint32_t)src);
+        for (int i = src == 1 ? 0 : 1000; i < (src == 1 ? 2 * NFIELDS : 1003); i++) {
+            char name[16];
+            int n = snprintf(name, sizeof name, "f%d", src == 1 ? i % NFIELDS : 0);
+            dsq_event ev = {.kind = DSQ_EV_METRIC_LOGGER, .t_us = T0 + (int64_t)i * 1000000,
+                            .host = host, .rank = 0, .nf = 1};
+            ev.f[0] = (dsq_field){dsq_dict_intern(d, name, (size_t)n), DSQ_U_NONE, i * 0.5};
+            CHECK_INT(dsq_rollup_add(r, &ev, &err), 0);
+        }
+        CHECK_INT(dsq_rollup_finish(r, &err), 0);
+    }
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_rollup_free(r);
+    dsq_store_close(st);
+    p.readonly = 1;
+    st = NULL;
+    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
+    if (!st)
+        goto done;
+    seen s = {.st = st};
+    CHECK_INT(dsq_store_scan_series(st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.series[1], NFIELDS);
+    CHECK_INT(s.series[2], 1);
+    CHECK_INT(s.bad, 0);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 TEST_MAIN(T(test_round_trip_bit_for_bit), T(test_steady_series_is_small), T(test_long_segment_splits),
           T(test_single_pairs),
-          T(test_cut_or_damaged_never_overruns))
+          T(test_cut_or_damaged_never_overruns), T(test_builder_grows_then_writes_only_its_own))
