@@ -58,6 +58,12 @@ struct dsq_store {
     size_t raw_cap, packed_cap, unpacked_cap;
     unsigned char *sr; /* the rollup keys of the source being written (srcroll_add) */
     size_t sr_len, sr_cap;
+    /* series summaries put in the open write, not yet in LMDB (see flush_series):
+     * entries of key, value length (u32) and value, and where each starts */
+    unsigned char *ser;
+    size_t ser_len, ser_cap;
+    size_t *ser_at;
+    size_t ser_n, ser_at_cap;
     /* reading: the series being visited (its key and the pairs in its record), so
      * dsq_store_scan_chunks called from the visit needs no lookup; vis_n -1: none */
     unsigned char vis_key[DSQ_SERIES_KEY_LEN];
@@ -633,6 +639,8 @@ void dsq_store_close(dsq_store *st)
     free(st->packed);
     free(st->unpacked);
     free(st->sr);
+    free(st->ser);
+    free(st->ser_at);
     free(st->due);
     free(st->dict_all);
     free(st->dict_len);
@@ -686,6 +694,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     st->map_full = 0;
     st->sr_len = 0;
     st->ndue = 0;
+    st->ser_len = st->ser_n = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
     return rc ? lmdb_error(err, rc, "starting write") : 0;
 }
@@ -784,6 +793,41 @@ static int series_val_get(const MDB_val *val, dsq_series_rec *r, const unsigned 
     return 0;
 }
 
+/* Series summaries wait in st->ser until the write needs them in LMDB (its commit,
+ * or a drop): then they go in key order through one cursor, which finds the next
+ * key on the page it is on instead of searching from the root (most keys of a group
+ * of files share pages: field, run, host, rank, source). A key put twice (a
+ * checkpoint, then the end of the source) keeps the last value. */
+static int cmp_ser(const void *a, const void *b, void *base)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = memcmp((unsigned char *)base + x, (unsigned char *)base + y, DSQ_SERIES_KEY_LEN);
+    return c ? c : (x > y) - (x < y); /* the same key: in the order put */
+}
+
+static int flush_series(dsq_store *st, dsq_error *err)
+{
+    if (!st->ser_n)
+        return 0;
+    qsort_r(st->ser_at, st->ser_n, sizeof *st->ser_at, cmp_ser, st->ser);
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(st->txn, st->series, &c);
+    for (size_t i = 0; i < st->ser_n && !rc; i++) {
+        const unsigned char *e = st->ser + st->ser_at[i];
+        if (i + 1 < st->ser_n && memcmp(e, st->ser + st->ser_at[i + 1], DSQ_SERIES_KEY_LEN) == 0)
+            continue; /* put again later */
+        MDB_val k = {DSQ_SERIES_KEY_LEN, (void *)e};
+        uint32_t len;
+        memcpy(&len, e + DSQ_SERIES_KEY_LEN, 4);
+        MDB_val v = {len, (void *)(e + DSQ_SERIES_KEY_LEN + 4)};
+        rc = mdb_cursor_put(c, &k, &v, 0);
+    }
+    if (c)
+        mdb_cursor_close(c);
+    st->ser_len = st->ser_n = 0;
+    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+}
+
 /* Drops a source's series (summaries and chunks) and attributes, listed in its
  * srcroll record, then recomputes the run rollups of the fields it had. */
 static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
@@ -792,7 +836,9 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
     uint32_t *fields = NULL, run = 0;
     unsigned char *list = NULL;
     size_t nf = 0;
-    int status = 0;
+    int status = flush_series(st, err);
+    if (status)
+        return status;
     put_be32(pre, source);
     MDB_val k = {4, pre}, v;
     int rc = mdb_get(st->txn, st->srcroll, &k, &v);
@@ -1064,15 +1110,27 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     series_key_pack(sk, key);
     if (rec->nchunks)
         n = 0;
-    if (reserve(&st->raw, &st->raw_cap, SERIES_VAL_MAX + n))
+    size_t at = st->ser_len;
+    if (st->ser_n == st->ser_at_cap) {
+        size_t cap = st->ser_at_cap ? st->ser_at_cap * 2 : 1024;
+        size_t *a = realloc(st->ser_at, cap * sizeof *a);
+        if (!a)
+            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+        st->ser_at = a;
+        st->ser_at_cap = cap;
+    }
+    if (n > UINT32_MAX - SERIES_VAL_MAX ||
+        reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    size_t len = series_val_put(st->raw, rec);
+    unsigned char *e = st->ser + at;
+    memcpy(e, key, sizeof key);
+    uint32_t len = (uint32_t)series_val_put(e + sizeof key + 4, rec);
     if (n)
-        memcpy(st->raw + len, pairs, n);
-    MDB_val k = {sizeof key, key}, v = {len + n, st->raw};
-    int rc = mdb_put(st->txn, st->series, &k, &v, 0);
-    if (rc)
-        return put_failed(st, rc, err, "writing rollups");
+        memcpy(e + sizeof key + 4 + len, pairs, n);
+    len += (uint32_t)n;
+    memcpy(e + sizeof key, &len, 4);
+    st->ser_len = at + sizeof key + 4 + len;
+    st->ser_at[st->ser_n++] = at;
     return srcroll_add(st, 'S', key, 16, err);
 }
 
@@ -1159,7 +1217,7 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EUSAGE, "commit without a write");
     if (st->map_full)
         return grow_map(st, err);
-    int status = 0;
+    int status = flush_series(st, err);
     if (st->ndue) /* each run rollup once, however many sources asked for it */
         qsort(st->due, st->ndue, sizeof *st->due, cmp_u64);
     for (size_t i = 0; i < st->ndue && !status; i++)
@@ -1210,6 +1268,7 @@ void dsq_store_abort(dsq_store *st)
         mdb_txn_abort(st->txn);
     st->txn = NULL;
     st->ndue = 0;
+    st->ser_len = st->ser_n = 0;
     st->map_full = 0;
 }
 

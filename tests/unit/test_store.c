@@ -530,6 +530,42 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* Series summaries reach LMDB at the commit, in key order: a key put twice in one
+ * write keeps the last value, and a source dropped in the write that put its
+ * series (a file read again) leaves none of them. */
+static void test_series_last_put_wins_and_drop_sees_pending(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    dsq_series_rec one = {.count = 1, .sum = 1, .min = 1, .max = 1, .first_v = 1, .last_v = 1};
+    dsq_series_rec two = {.count = 2, .sum = 3, .min = 1, .max = 2, .first_v = 1, .last_v = 2};
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (uint32_t src = 1; src <= 2; src++) {
+        dsq_series_key k = {f, run, 0, (int32_t)src, src};
+        CHECK_INT(dsq_store_series_put(st, &k, &one, NULL, 0, &err), 0);
+        CHECK_INT(dsq_store_series_put(st, &k, &two, "\x20\x02\x00\x00\x00\x00\x02", 7, &err), 0);
+        CHECK_INT(dsq_store_rollups_put(st, src, &err), 0);
+        dsq_source_rec rec = {.version = 1, .id = src, .run = run};
+        CHECK_INT(dsq_store_source_put(st, src == 1 ? "/x/1.log" : "/x/2.log", &rec, &err), 0);
+    }
+    CHECK_INT(dsq_store_source_drop(st, "/x/1.log", &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    series_seen s = {0};
+    CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 1);
+    CHECK_INT(s.k[0].source, 2);
+    CHECK(same_rec(&s.r[0], &two));
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_dict_persistence(void)
 {
     char tmp[64];
@@ -815,4 +851,5 @@ static void test_key_pack(void)
 TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
-          T(test_series_own_pairs), T(test_key_pack))
+          T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
+          T(test_key_pack))
