@@ -798,11 +798,23 @@ static int series_val_get(const MDB_val *val, dsq_series_rec *r, const unsigned 
  * key on the page it is on instead of searching from the root (most keys of a group
  * of files share pages: field, run, host, rank, source). A key put twice (a
  * checkpoint, then the end of the source) keeps the last value. */
+static uint64_t be64_at(const unsigned char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return __builtin_bswap64(x);
+}
+
 static int cmp_ser(const void *a, const void *b, void *base)
 {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    int c = memcmp((unsigned char *)base + x, (unsigned char *)base + y, DSQ_SERIES_KEY_LEN);
-    return c ? c : (x > y) - (x < y); /* the same key: in the order put */
+    const unsigned char *p = (unsigned char *)base + x, *q = (unsigned char *)base + y;
+    uint64_t u = be64_at(p), v = be64_at(q);
+    if (u == v && (u = be64_at(p + 8)) == (v = be64_at(q + 8)))
+        u = get_be32(p + 16), v = get_be32(q + 16);
+    if (u == v) /* the same key: in the order put */
+        u = x, v = y;
+    return (u > v) - (u < v);
 }
 
 static int flush_series(dsq_store *st, dsq_error *err)
