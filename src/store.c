@@ -56,8 +56,14 @@ struct dsq_store {
     ZSTD_DCtx *zd;
     unsigned char *raw, *packed, *unpacked; /* reused buffers */
     size_t raw_cap, packed_cap, unpacked_cap;
-    unsigned char *sr; /* the rollup keys of the source being written (srcroll_add) */
-    size_t sr_len, sr_cap;
+    /* the rollup keys of the source being written (srcroll_add): run << 32 | field
+     * of its series, run << 32 | name of its attributes, and (host, rank + 1, run)
+     * of its series; sr_len counts entries of each, sr_bytes the encoded record */
+    uint64_t *sr_f, *sr_a;
+    uint32_t (*sr_h)[3];
+    size_t sr_nf, sr_na, sr_nh, sr_fcap, sr_acap, sr_hcap;
+    unsigned char *sr_bytes;
+    size_t sr_bytes_cap;
     /* series summaries put in the open write, not yet in LMDB (see flush_series):
      * entries of key, value length (u32) and value, and where each starts */
     unsigned char *ser;
@@ -139,9 +145,8 @@ typedef struct packing {
 
 static const packing pack_blocks = {2, 512, "writing events"};
 static const packing pack_chunks = {1, 1024, "writing rollups"};
-/* a source's rollup keys repeat its run, hosts and ranks: a few kB that zstd
- * shrinks several times (most then fit in a leaf page) */
-static const packing pack_srcroll = {3, 256, "writing rollups"};
+/* a source's rollup keys (srcroll_put): zstd only for big ones */
+static const packing pack_srcroll = {3, 4096, "writing rollups"};
 #define SYNC_SECONDS 1
 
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
@@ -638,7 +643,10 @@ void dsq_store_close(dsq_store *st)
     free(st->raw);
     free(st->packed);
     free(st->unpacked);
-    free(st->sr);
+    free(st->sr_f);
+    free(st->sr_a);
+    free(st->sr_h);
+    free(st->sr_bytes);
     free(st->ser);
     free(st->ser_at);
     free(st->due);
@@ -692,7 +700,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     if (st->readonly)
         return dsq_error_set(err, DSQ_EUSAGE, "index opened read-only");
     st->map_full = 0;
-    st->sr_len = 0;
+    st->sr_nf = st->sr_na = st->sr_nh = 0;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
@@ -730,12 +738,6 @@ static int drop_prefix(dsq_store *st, MDB_dbi dbi, const unsigned char *pre, siz
         status = put_failed(st, rc, err, "dropping rollups");
     mdb_cursor_close(c);
     return status;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
 }
 
 /* Series summaries (series and runroll values) are stored compactly: varint
@@ -845,9 +847,7 @@ static int flush_series(dsq_store *st, dsq_error *err)
 static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
 {
     unsigned char pre[4], key[DSQ_SERIES_KEY_LEN];
-    uint32_t *fields = NULL, run = 0;
     unsigned char *list = NULL;
-    size_t nf = 0;
     int status = flush_series(st, err);
     if (status)
         return status;
@@ -858,49 +858,58 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
         return rc == MDB_NOTFOUND ? 0 : put_failed(st, rc, err, "dropping rollups");
     const void *data;
     size_t n;
-    if (unpack(st, &v, &data, &n))
+    if (unpack(st, &v, &data, &n) || !(list = malloc(n ? n : 1)))
         return dsq_error_set(err, DSQ_EINDEX, "damaged list of rollups (source %u)", source);
-    /* copied: the deletes below may move the page it is on */
-    if (!(list = malloc(n ? n : 1)) || !(fields = malloc((n / 17 + 1) * sizeof *fields))) {
-        status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups");
-        goto cleanup;
-    }
-    memcpy(list, data, n);
-    for (size_t at = 0; at < n && !status;) {
-        const unsigned char *p = list + at;
-        if (p[0] == 'S' && n - at >= 17) { /* field run host rank */
-            fields[nf++] = get_be32(p + 1);
-            run = get_be32(p + 5);
-            memcpy(key, p + 1, 16);
-            memcpy(key + 16, pre, 4);
-            MDB_val sk = {sizeof key, key};
-            int drc = mdb_del(st->txn, st->series, &sk, NULL);
-            if (drc && drc != MDB_NOTFOUND)
-                status = put_failed(st, drc, err, "dropping rollups");
-            else
-                status = drop_prefix(st, st->chunks, key, sizeof key, err);
-            at += 17;
-        } else if (p[0] == 'A' && n - at >= 9) { /* run name */
-            memcpy(key, p + 1, 8);
+    memcpy(list, data, n); /* copied: the deletes below may move the page it is on */
+    const unsigned char *p = list, *end = list + n;
+    while (p < end && !status) { /* per run: fields, (host, rank + 1) pairs, names */
+        uint64_t run, nf, nh, na, x, y;
+        const unsigned char *fields, *pairs;
+        if (dsq_varint_get(&p, end, &run) || dsq_varint_get(&p, end, &nf))
+            break;
+        fields = p;
+        for (uint64_t i = 0; i < nf && !dsq_varint_get(&p, end, &x); i++)
+            ;
+        if (dsq_varint_get(&p, end, &nh))
+            break;
+        pairs = p;
+        for (uint64_t i = 0; i < nh && !dsq_varint_get(&p, end, &x) && !dsq_varint_get(&p, end, &y); i++)
+            ;
+        put_be32(key + 4, (uint32_t)run);
+        memcpy(key + 16, pre, 4);
+        const unsigned char *fp = fields;
+        for (uint64_t i = 0; i < nf && !status && !dsq_varint_get(&fp, end, &x); i++) {
+            put_be32(key, (uint32_t)x);
+            const unsigned char *hp = pairs;
+            for (uint64_t j = 0; j < nh && !status && !dsq_varint_get(&hp, end, &x) &&
+                                 !dsq_varint_get(&hp, end, &y);
+                 j++) {
+                put_be32(key + 8, (uint32_t)x);
+                put_be32(key + 12, (uint32_t)y);
+                MDB_val sk = {sizeof key, key};
+                int drc = mdb_del(st->txn, st->series, &sk, NULL);
+                if (drc == 0)
+                    status = drop_prefix(st, st->chunks, key, sizeof key, err);
+                else if (drc != MDB_NOTFOUND)
+                    status = put_failed(st, drc, err, "dropping rollups");
+            }
+            if (!status) /* recomputed at commit: removed when no series is left */
+                status = dsq_store_runroll_update(st, get_be32(key), (uint32_t)run, err);
+        }
+        if (dsq_varint_get(&p, end, &na))
+            break;
+        for (uint64_t i = 0; i < na && !status && !dsq_varint_get(&p, end, &x); i++) {
+            put_be32(key, (uint32_t)run);
+            put_be32(key + 4, (uint32_t)x);
             memcpy(key + 8, pre, 4);
             MDB_val ak = {12, key};
             int drc = mdb_del(st->txn, st->attrs, &ak, NULL);
             if (drc && drc != MDB_NOTFOUND)
                 status = put_failed(st, drc, err, "dropping rollups");
-            at += 9;
-        } else {
-            break; /* damaged: what it lists so far is dropped */
         }
-    }
+    } /* a damaged list: what it lists so far is dropped */
     if (!status && (rc = mdb_del(st->txn, st->srcroll, &k, NULL)) && rc != MDB_NOTFOUND)
         status = put_failed(st, rc, err, "dropping rollups");
-    if (nf)
-        qsort(fields, nf, sizeof *fields, cmp_u32);
-    for (size_t i = 0; i < nf && !status; i++) /* fields repeat per host and rank */
-        if (i == 0 || fields[i] != fields[i - 1])
-            status = dsq_store_runroll_update(st, fields[i], run, err);
-cleanup:
-    free(fields);
     free(list);
     return status;
 }
@@ -1089,17 +1098,73 @@ static void series_key_unpack(const unsigned char *in, dsq_series_key *k)
     k->source = get_be32(in + 16);
 }
 
-/* Notes a rollup key of the source being written: tag, then the key without the
- * source (its srcroll record is written by dsq_store_rollups_put). */
-static int srcroll_add(dsq_store *st, char tag, const unsigned char *key, size_t n,
-                       dsq_error *err)
+/* --- srcroll: the rollup keys of a source, for dropping it ---------------------
+ * A source's series are the fields it has times the hosts and ranks it has, nearly
+ * (counting series make most fields appear on every host and rank), all of one run:
+ * so its record lists, per run, the fields, the (host, rank) pairs and the
+ * attribute names, each once, as varints (a few hundred bytes instead of 17 per
+ * series). Dropping tries every field on every pair. */
+
+static int grow_arr(void **a, size_t *cap, size_t n, size_t size)
 {
-    if (reserve(&st->sr, &st->sr_cap, st->sr_len + 1 + n))
-        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    st->sr[st->sr_len] = (unsigned char)tag;
-    memcpy(st->sr + st->sr_len + 1, key, n);
-    st->sr_len += 1 + n;
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 256;
+    void *b = realloc(*a, c * size);
+    if (!b)
+        return -1;
+    *a = b;
+    *cap = c;
     return 0;
+}
+
+/* Notes series key (field, run, host, rank) or, with attr, attribute (run, name). */
+static int srcroll_add(dsq_store *st, uint32_t run, uint32_t field_or_name, uint32_t host,
+                       int32_t rank, int attr, dsq_error *err)
+{
+    uint64_t fr = (uint64_t)run << 32 | field_or_name;
+    if (attr) {
+        if (grow_arr((void **)&st->sr_a, &st->sr_acap, st->sr_na, sizeof *st->sr_a))
+            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+        st->sr_a[st->sr_na++] = fr;
+        return 0;
+    }
+    if (grow_arr((void **)&st->sr_f, &st->sr_fcap, st->sr_nf, sizeof *st->sr_f) ||
+        grow_arr((void **)&st->sr_h, &st->sr_hcap, st->sr_nh, sizeof *st->sr_h))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    /* consecutive series repeat a field or a (host, rank): only changes are kept */
+    if (!st->sr_nf || st->sr_f[st->sr_nf - 1] != fr)
+        st->sr_f[st->sr_nf++] = fr;
+    uint32_t *h = st->sr_h[st->sr_nh];
+    if (!st->sr_nh || memcmp(h - 3, (uint32_t[3]){host, (uint32_t)(rank + 1), run}, 12) != 0) {
+        h[0] = host;
+        h[1] = (uint32_t)(rank + 1);
+        h[2] = run;
+        st->sr_nh++;
+    }
+    return 0;
+}
+
+/* (host, rank + 1, run) by run, host, rank */
+static int cmp_h(const void *a, const void *b)
+{
+    const uint32_t *x = a, *y = b;
+    int i = x[2] != y[2] ? 2 : x[0] != y[0] ? 0 : 1;
+    return (x[i] > y[i]) - (x[i] < y[i]);
+}
+
+/* Sorts and dedupes n entries of size bytes; returns how many are left. */
+static size_t sort_unique(void *a, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n < 2)
+        return n;
+    qsort(a, n, size, cmp);
+    unsigned char *p = a;
+    size_t k = 1;
+    for (size_t i = 1; i < n; i++)
+        if (memcmp(p + (k - 1) * size, p + i * size, size) != 0)
+            memmove(p + k++ * size, p + i * size, size);
+    return k;
 }
 
 int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
@@ -1107,12 +1172,46 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
     unsigned char key[4];
     put_be32(key, source);
     MDB_val k = {4, key};
-    size_t n = st->sr_len;
-    st->sr_len = 0;
-    if (n)
-        return put_packed(st, st->srcroll, &k, st->sr, n, &pack_srcroll, err);
-    int rc = mdb_del(st->txn, st->srcroll, &k, NULL);
-    return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing rollups") : 0;
+    size_t nf = sort_unique(st->sr_f, st->sr_nf, sizeof *st->sr_f, cmp_u64);
+    size_t na = sort_unique(st->sr_a, st->sr_na, sizeof *st->sr_a, cmp_u64);
+    size_t nh = sort_unique(st->sr_h, st->sr_nh, sizeof *st->sr_h, cmp_h);
+    st->sr_nf = st->sr_na = st->sr_nh = 0;
+    if (!nf && !na) {
+        int rc = mdb_del(st->txn, st->srcroll, &k, NULL);
+        return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing rollups") : 0;
+    }
+    if (reserve(&st->sr_bytes, &st->sr_bytes_cap, (nf + na + 2 * nh + 4) * 2 * DSQ_VARINT_MAX))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    unsigned char *p = st->sr_bytes;
+    size_t f = 0, a = 0, h = 0;
+    while (f < nf || a < na) { /* one group per run, runs ascending */
+        uint32_t run = f < nf ? (uint32_t)(st->sr_f[f] >> 32) : UINT32_MAX;
+        if (a < na && (uint32_t)(st->sr_a[a] >> 32) < run)
+            run = (uint32_t)(st->sr_a[a] >> 32);
+        size_t f1 = f, a1 = a, h1;
+        while (f1 < nf && (uint32_t)(st->sr_f[f1] >> 32) == run)
+            f1++;
+        while (a1 < na && (uint32_t)(st->sr_a[a1] >> 32) == run)
+            a1++;
+        while (h < nh && st->sr_h[h][2] < run)
+            h++;
+        for (h1 = h; h1 < nh && st->sr_h[h1][2] == run;)
+            h1++;
+        p = dsq_varint_put(p, run);
+        p = dsq_varint_put(p, f1 - f);
+        for (; f < f1; f++)
+            p = dsq_varint_put(p, (uint32_t)st->sr_f[f]);
+        p = dsq_varint_put(p, h1 - h);
+        for (; h < h1; h++) {
+            p = dsq_varint_put(p, st->sr_h[h][0]);
+            p = dsq_varint_put(p, st->sr_h[h][1]);
+        }
+        p = dsq_varint_put(p, a1 - a);
+        for (; a < a1; a++)
+            p = dsq_varint_put(p, (uint32_t)st->sr_a[a]);
+    }
+    return put_packed(st, st->srcroll, &k, st->sr_bytes, (size_t)(p - st->sr_bytes), &pack_srcroll,
+                      err);
 }
 
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
@@ -1143,7 +1242,7 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     memcpy(e + sizeof key, &len, 4);
     st->ser_len = at + sizeof key + 4 + len;
     st->ser_at[st->ser_n++] = at;
-    return srcroll_add(st, 'S', key, 16, err);
+    return srcroll_add(st, sk->run, sk->field, sk->host, sk->rank, 0, err);
 }
 
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, const void *data,
@@ -1167,7 +1266,7 @@ int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t sour
     int rc = mdb_put(st->txn, st->attrs, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing attributes");
-    return srcroll_add(st, 'A', key, 8, err);
+    return srcroll_add(st, run, name, 0, 0, 1, err);
 }
 
 static int save_dict(dsq_store *st, dsq_error *err)

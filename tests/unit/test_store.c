@@ -566,6 +566,96 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+typedef struct attrs_seen {
+    int n;
+    uint32_t source[8];
+} attrs_seen;
+
+static int on_attr(void *ctx, uint32_t run, uint32_t name, uint32_t source, const dsq_attr_rec *rec)
+{
+    attrs_seen *a = ctx;
+    (void)run, (void)name, (void)rec;
+    if (a->n < 8)
+        a->source[a->n] = source;
+    a->n++;
+    return 0;
+}
+
+/* Dropping a source removes exactly its series (listed per run as fields times
+ * (host, rank) pairs, so the drop also tries pairs it never had), their chunks and
+ * its attributes, in two runs, and the run rollups then merge the other source's
+ * series only. */
+static void test_drop_lists_fields_times_pairs(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    uint32_t runs[2] = {intern(st, "run-a"), intern(st, "run-b")};
+    uint32_t fields[3] = {intern(st, "loss"), intern(st, "lr"), DSQ_SERIES_KIND_BASE + 1};
+    uint32_t name = intern(st, "zero_stage");
+    dsq_attr_rec at = {.t = 5, .num = 3, .is_num = 1};
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (uint32_t src = 1; src <= 2; src++) {
+        for (int i = 0; i < 12; i++) { /* sparse: not every field on every pair */
+            if (src == 1 && i % 4 == 3)
+                continue;
+            dsq_series_key k = {fields[i % 3], runs[i / 6], 10 + (uint32_t)(i % 2), i % 5 - 1, src};
+            dsq_series_rec r = {.count = src, .sum = 1, .min = 1, .max = 1, .first_v = 1,
+                                .last_v = 1, .nchunks = i == 0};
+            CHECK_INT(dsq_store_series_put(st, &k, &r, NULL, 0, &err), 0);
+            if (i == 0)
+                CHECK_INT(dsq_store_chunk_put(st, &k, 0, "\x00\x00\x00", 3, &err), 0);
+            CHECK_INT(dsq_store_runroll_update(st, k.field, k.run, &err), 0);
+        }
+        for (int r = 0; r < 2; r++)
+            CHECK_INT(dsq_store_attr_put(st, runs[r], name, src, &at, &err), 0);
+        CHECK_INT(dsq_store_rollups_put(st, src, &err), 0);
+        dsq_source_rec rec = {.version = 1, .id = src, .run = runs[0]};
+        CHECK_INT(dsq_store_source_put(st, src == 1 ? "/x/1.log" : "/x/2.log", &rec, &err), 0);
+    }
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/1.log", &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    series_seen s = {0};
+    CHECK_INT(dsq_store_scan_series(st, 0, UINT32_MAX, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 12);
+    int others = 0;
+    for (int i = 0; i < s.n && i < 8; i++)
+        others += s.k[i].source != 2;
+    CHECK_INT(others, 0);
+    memset(&s, 0, sizeof s);
+    CHECK_INT(dsq_store_scan_runroll(st, 0, UINT32_MAX, 0, on_series, &s, &err), 0);
+    CHECK_INT(s.n, 6); /* 3 fields x 2 runs, each of source 2's series alone */
+    for (int i = 0; i < s.n && i < 8; i++)
+        CHECK_INT(s.r[i].count, 2 * 2);
+    attrs_seen a = {0};
+    CHECK_INT(dsq_store_scan_attrs(st, on_attr, &a, &err), 0);
+    CHECK_INT(a.n, 2);
+    CHECK(a.source[0] == 2 && a.source[1] == 2);
+    dsq_store_close(st);
+    /* the chunk of source 1's first series went with it: one chunk left */
+    MDB_env *env;
+    MDB_txn *txn;
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        MDB_dbi dbi;
+        MDB_stat ms;
+        CHECK_INT(mdb_dbi_open(txn, "chunks", 0, &dbi), 0);
+        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
+        CHECK_INT(ms.ms_entries, 1);
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_dict_persistence(void)
 {
     char tmp[64];
@@ -852,4 +942,5 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
+          T(test_drop_lists_fields_times_pairs),
           T(test_key_pack))
