@@ -1695,7 +1695,7 @@ static int copy_tables(MDB_env *src, MDB_env *dst, const char *dir, const char *
                        dsq_error *err)
 {
     MDB_txn *rt = NULL, *wt = NULL;
-    MDB_cursor *c = NULL;
+    MDB_cursor *c = NULL, *wc = NULL; /* wc: kept at the table's end, appends need no search */
     int rc = mdb_txn_begin(src, NULL, MDB_RDONLY, &rt);
     size_t batch = 0, src_len = 0;
     void *src_map = NULL;
@@ -1712,24 +1712,23 @@ static int copy_tables(MDB_env *src, MDB_env *dst, const char *dir, const char *
         }
         if (rc || (!wt && (rc = mdb_txn_begin(dst, NULL, 0, &wt))) ||
             (rc = mdb_dbi_open(wt, compact_order[i], MDB_CREATE, &to)) ||
-            (rc = mdb_cursor_open(rt, from, &c)))
+            (rc = mdb_cursor_open(rt, from, &c)) || (rc = mdb_cursor_open(wt, to, &wc)))
             break;
         for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
              rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
             if (i == 0 && k.mv_size == strlen(GROWN_KEY) && memcmp(k.mv_data, GROWN_KEY, k.mv_size) == 0)
                 continue; /* the copy starts with nothing grown since compaction */
-            if ((rc = mdb_put(wt, to, &k, &v, MDB_APPEND)))
+            if ((rc = mdb_cursor_put(wc, &k, &v, MDB_APPEND)))
                 break;
             batch += k.mv_size + v.mv_size;
             if (src_len && batch % ((size_t)512 << 10) < k.mv_size + v.mv_size)
                 madvise(src_map, src_len, MADV_DONTNEED);
             if (batch >= ((size_t)32 << 20)) {
                 batch = 0;
-                if ((rc = mdb_txn_commit(wt))) {
-                    wt = NULL;
-                    break;
-                }
-                if ((rc = mdb_txn_begin(dst, NULL, 0, &wt)))
+                wc = NULL; /* a write cursor ends with its transaction */
+                rc = mdb_txn_commit(wt);
+                wt = NULL;
+                if (rc || (rc = mdb_txn_begin(dst, NULL, 0, &wt)) || (rc = mdb_cursor_open(wt, to, &wc)))
                     break;
                 release_map(tmpdir, "data.mdb");
             }
@@ -1738,6 +1737,9 @@ static int copy_tables(MDB_env *src, MDB_env *dst, const char *dir, const char *
             rc = 0;
         mdb_cursor_close(c);
         c = NULL;
+        if (wc)
+            mdb_cursor_close(wc);
+        wc = NULL;
     }
     if (!rc && wt) {
         rc = mdb_txn_commit(wt);
