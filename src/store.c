@@ -32,6 +32,15 @@
 #define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
 #define DSQ_EMPTY_INDEX 1 /* read_txn: nothing to read (not an error) */
 
+/* A series summary waiting for the commit (flush_series): its key as integers, and
+ * where its entry starts in ser (later entries start later). */
+typedef struct ser_ref {
+    uint64_t a, b; /* field << 32 | run, host << 32 | rank + 1 */
+    uint32_t source;
+    uint32_t pad;
+    size_t at;
+} ser_ref;
+
 struct dsq_store {
     MDB_env *env;
     MDB_txn *txn;     /* the open write transaction, if any */
@@ -68,7 +77,7 @@ struct dsq_store {
      * entries of key, value length (u32) and value, and where each starts */
     unsigned char *ser;
     size_t ser_len, ser_cap;
-    size_t *ser_at;
+    struct ser_ref *ser_at, *ser_tmp;
     size_t ser_n, ser_at_cap;
     /* reading: the series being visited (its key and the pairs in its record), so
      * dsq_store_scan_chunks called from the visit needs no lookup; vis_n -1: none */
@@ -649,6 +658,7 @@ void dsq_store_close(dsq_store *st)
     free(st->sr_bytes);
     free(st->ser);
     free(st->ser_at);
+    free(st->ser_tmp);
     free(st->due);
     free(st->dict_all);
     free(st->dict_len);
@@ -800,35 +810,61 @@ static int series_val_get(const MDB_val *val, dsq_series_rec *r, const unsigned 
  * key on the page it is on instead of searching from the root (most keys of a group
  * of files share pages: field, run, host, rank, source). A key put twice (a
  * checkpoint, then the end of the source) keeps the last value. */
-static uint64_t be64_at(const unsigned char *p)
+static int ser_before(const ser_ref *x, const ser_ref *y)
 {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return __builtin_bswap64(x);
+    if (x->a != y->a)
+        return x->a < y->a;
+    if (x->b != y->b)
+        return x->b < y->b;
+    if (x->source != y->source)
+        return x->source < y->source;
+    return x->at < y->at; /* the same key: in the order put */
 }
 
-static int cmp_ser(const void *a, const void *b, void *base)
+/* Sorts r[0..n) with the comparison inline (tmp: room for n): a bottom-up merge
+ * sort, after insertion sorts of runs of 16. Returns r or tmp, whichever holds the
+ * sorted entries (the passes alternate between them). */
+static const ser_ref *sort_ser(ser_ref *r, ser_ref *tmp, size_t n)
 {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    const unsigned char *p = (unsigned char *)base + x, *q = (unsigned char *)base + y;
-    uint64_t u = be64_at(p), v = be64_at(q);
-    if (u == v && (u = be64_at(p + 8)) == (v = be64_at(q + 8)))
-        u = get_be32(p + 16), v = get_be32(q + 16);
-    if (u == v) /* the same key: in the order put */
-        u = x, v = y;
-    return (u > v) - (u < v);
+    for (size_t lo = 0; lo < n; lo += 16) {
+        size_t hi = lo + 16 < n ? lo + 16 : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            ser_ref x = r[i];
+            size_t j = i;
+            for (; j > lo && ser_before(&x, &r[j - 1]); j--)
+                r[j] = r[j - 1];
+            r[j] = x;
+        }
+    }
+    for (size_t w = 16; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = ser_before(&r[j], &r[i]) ? r[j++] : r[i++];
+            while (i < mid)
+                tmp[k++] = r[i++];
+            while (j < hi)
+                tmp[k++] = r[j++];
+        }
+        ser_ref *t = r; /* the merged runs are in tmp: swap the roles */
+        r = tmp;
+        tmp = t;
+    }
+    return r;
 }
 
 static int flush_series(dsq_store *st, dsq_error *err)
 {
     if (!st->ser_n)
         return 0;
-    qsort_r(st->ser_at, st->ser_n, sizeof *st->ser_at, cmp_ser, st->ser);
+    const ser_ref *r = sort_ser(st->ser_at, st->ser_tmp, st->ser_n);
     MDB_cursor *c = NULL;
     int rc = mdb_cursor_open(st->txn, st->series, &c);
     for (size_t i = 0; i < st->ser_n && !rc; i++) {
-        const unsigned char *e = st->ser + st->ser_at[i];
-        if (i + 1 < st->ser_n && memcmp(e, st->ser + st->ser_at[i + 1], DSQ_SERIES_KEY_LEN) == 0)
+        const unsigned char *e = st->ser + r[i].at;
+        if (i + 1 < st->ser_n && r[i].a == r[i + 1].a && r[i].b == r[i + 1].b &&
+            r[i].source == r[i + 1].source)
             continue; /* put again later */
         MDB_val k = {DSQ_SERIES_KEY_LEN, (void *)e};
         uint32_t len;
@@ -1224,10 +1260,12 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     size_t at = st->ser_len;
     if (st->ser_n == st->ser_at_cap) {
         size_t cap = st->ser_at_cap ? st->ser_at_cap * 2 : 1024;
-        size_t *a = realloc(st->ser_at, cap * sizeof *a);
-        if (!a)
+        ser_ref *a = realloc(st->ser_at, cap * sizeof *a), *t;
+        if (a)
+            st->ser_at = a;
+        if (!a || !(t = realloc(st->ser_tmp, cap * sizeof *t)))
             return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-        st->ser_at = a;
+        st->ser_tmp = t;
         st->ser_at_cap = cap;
     }
     if (n > UINT32_MAX - SERIES_VAL_MAX ||
@@ -1241,7 +1279,9 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     len += (uint32_t)n;
     memcpy(e + sizeof key, &len, 4);
     st->ser_len = at + sizeof key + 4 + len;
-    st->ser_at[st->ser_n++] = at;
+    st->ser_at[st->ser_n++] = (ser_ref){(uint64_t)sk->field << 32 | sk->run,
+                                        (uint64_t)sk->host << 32 | (uint32_t)(sk->rank + 1),
+                                        sk->source, 0, at};
     return srcroll_add(st, sk->run, sk->field, sk->host, sk->rank, 0, err);
 }
 

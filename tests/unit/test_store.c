@@ -656,6 +656,76 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+typedef struct series_count {
+    int n, bad;
+    uint64_t want[4][4][4][4]; /* count last put per (field, host, rank, source) */
+    dsq_series_key prev;
+} series_count;
+
+/* Series keys in key order: field, run, host, rank, source. */
+static int key_before(const dsq_series_key *x, const dsq_series_key *y)
+{
+    const uint32_t a[5] = {x->field, x->run, x->host, (uint32_t)(x->rank + 1), x->source};
+    const uint32_t b[5] = {y->field, y->run, y->host, (uint32_t)(y->rank + 1), y->source};
+    for (int i = 0; i < 5; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i];
+    return 0;
+}
+
+static int on_series_check(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    series_count *c = ctx;
+    if (c->n && !key_before(&c->prev, k))
+        c->bad++; /* not in key order, or a key twice */
+    c->bad += rec->count != c->want[k->field % 4][k->host % 4][k->rank + 1][k->source % 4];
+    c->prev = *k;
+    c->n++;
+    return 0;
+}
+
+/* Thousands of summaries put in random order in one write, many keys more than
+ * once, come back in key order with the last value put for each (the commit sorts
+ * them: sizes around its runs of 16 and merge passes). */
+static void test_series_many_in_one_write_last_wins(void)
+{
+    static const int sizes[] = {1, 15, 16, 17, 33, 1000, 4099};
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        char tmp[64];
+        CHECK_INT(test_tmpdir_new(tmp), 0);
+        dsq_error err;
+        dsq_error_clear(&err);
+        dsq_store *st = open_store(tmp, 0);
+        if (!st) {
+            test_tmpdir_remove(tmp);
+            continue;
+        }
+        uint32_t run = intern(st, "run");
+        static series_count c;
+        memset(&c, 0, sizeof c);
+        int distinct = 0;
+        uint32_t x = 12345u + (uint32_t)z;
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (int i = 0; i < sizes[z]; i++) {
+            x = x * 1103515245u + 12345u;
+            uint32_t r = x >> 8;
+            dsq_series_key k = {4 + r % 4, run, 8 + (r >> 2) % 4, (int32_t)((r >> 4) % 4) - 1,
+                                4 + (r >> 6) % 4};
+            uint64_t *w = &c.want[k.field % 4][k.host % 4][k.rank + 1][k.source % 4];
+            distinct += *w == 0;
+            *w = (uint64_t)i + 1;
+            dsq_series_rec rec = {.count = *w, .sum = 1, .min = 1, .max = 1, .first_v = 1, .last_v = 1};
+            CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+        }
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        CHECK_INT(dsq_store_scan_series(st, 0, UINT32_MAX, 0, on_series_check, &c, &err), 0);
+        CHECK_INT(c.n, distinct);
+        CHECK_INT(c.bad, 0);
+        dsq_store_close(st);
+        test_tmpdir_remove(tmp);
+    }
+}
+
 static void test_dict_persistence(void)
 {
     char tmp[64];
@@ -942,5 +1012,5 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
-          T(test_drop_lists_fields_times_pairs),
+          T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins),
           T(test_key_pack))
