@@ -532,15 +532,6 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
     return 0;
 }
 
-/* Has the run rollup of every field this source has recomputed (at commit). */
-static int update_run_rollups(dsq_rollup *r, dsq_error *err)
-{
-    int rc = 0;
-    for (size_t k = 0; k < r->n && !rc; k++)
-        rc = dsq_store_runroll_update(r->st, r->tab[r->used[k]].field, r->run, err);
-    return rc;
-}
-
 /* Writes the summaries (see dsq_rollup_finish). At the end of a source, a series
  * without chunks so far keeps its pairs in its own record when they are few
  * (store.h): none for one value, else its chunk up to OWN_PAIRS_BYTES. Before an
@@ -569,9 +560,9 @@ static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
     }
     for (int i = 0; i < r->nattrs && !rc; i++)
         rc = dsq_store_attr_put(r->st, r->run, r->attrs[i].name, r->source, &r->attrs[i].rec, err);
-    if (!rc)
+    if (!rc) /* which also has the run rollups of the source's fields recomputed */
         rc = dsq_store_rollups_put(r->st, r->source, err);
-    return rc ? rc : update_run_rollups(r, err);
+    return rc;
 }
 
 int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err) { return put_summaries(r, 0, err); }

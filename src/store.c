@@ -1212,6 +1212,11 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
     size_t na = sort_unique(st->sr_a, st->sr_na, sizeof *st->sr_a, cmp_u64);
     size_t nh = sort_unique(st->sr_h, st->sr_nh, sizeof *st->sr_h, cmp_h);
     st->sr_nf = st->sr_na = st->sr_nh = 0;
+    for (size_t i = 0; i < nf; i++) { /* the run rollups of the source's fields */
+        int rc = dsq_store_runroll_update(st, (uint32_t)st->sr_f[i], (uint32_t)(st->sr_f[i] >> 32), err);
+        if (rc)
+            return rc;
+    }
     if (!nf && !na) {
         int rc = mdb_del(st->txn, st->srcroll, &k, NULL);
         return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing rollups") : 0;

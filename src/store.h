@@ -167,8 +167,9 @@ int dsq_store_member_put(dsq_store *st, uint32_t source, uint32_t idx, const dsq
 int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *rec,
                          dsq_error *err);
 /* Rollups (see rollup.h). Series and attributes of one source are put, then
- * dsq_store_rollups_put records all their keys under the source (for dropping);
- * each call of it replaces the record with what was put since the last one. */
+ * dsq_store_rollups_put records all their keys under the source (for dropping)
+ * and has the run rollups of their fields recomputed at the commit; each call of
+ * it replaces the record with what was put since the last one. */
 /* A field series' pairs are either in nchunks chunk records (dsq_store_chunk_put),
  * or, with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when
  * it has one value (its pair is (first_t, first_v)). */
