@@ -83,7 +83,7 @@ void dsq_block_free_buf(dsq_block *b)
 /* v * 10^e is within 2^-51 of m relatively when v == m / 10^e, so an e whose
  * product is farther from its rounding is passed over without the division:
  * the same e as dsq_num_put's loop, found with about one division, not up to 7. */
-int dsq_ev_decimal(double v, int64_t *m)
+static int decimal_of(double v, int64_t *m)
 {
     if (v != v || (v == 0 && signbit(v)))
         return -1;
@@ -98,6 +98,29 @@ int dsq_ev_decimal(double v, int64_t *m)
         }
     }
     return -1;
+}
+
+/* Logs repeat values (a learning rate, a loss scale, a skipped count): the last
+ * answers, by the value's bits, in a small table per thread. An empty entry is the
+ * answer for +0.0 (e 0, m 0). */
+#define DECIMAL_MEMO_BITS 6
+static _Thread_local struct {
+    uint64_t bits;
+    int64_t m;
+    int e;
+} decimal_memo[1 << DECIMAL_MEMO_BITS];
+
+int dsq_ev_decimal(double v, int64_t *m)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    size_t i = (size_t)((bits * 0x9e3779b97f4a7c15ull) >> (64 - DECIMAL_MEMO_BITS));
+    if (decimal_memo[i].bits != bits) {
+        decimal_memo[i].bits = bits;
+        decimal_memo[i].e = decimal_of(v, &decimal_memo[i].m);
+    }
+    *m = decimal_memo[i].m;
+    return decimal_memo[i].e;
 }
 
 /* dsq_num_put's bytes, with dsq_ev_decimal. */

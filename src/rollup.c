@@ -182,6 +182,14 @@ static void open_segment(dsq_chunk *c, int64_t t, double v)
     c->len += SEG_HDR;
 }
 
+/* t / 10^k for the scales a chunk uses (k 0, 3 or 6), each a division by a constant
+ * (a multiplication), not by a variable (about 40 cycles, a third of this file's
+ * time on a big log). */
+static int64_t scaled(int64_t t, int k)
+{
+    return k == 6 ? t / 1000000 : k == 3 ? t / 1000 : t;
+}
+
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
 {
     size_t need = c->len + SEG_HDR + PAIR_MAX;
@@ -193,13 +201,19 @@ int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
         c->buf = n;
         c->cap = cap > need ? cap : need;
     }
-    int64_t m = 0, q = time_scale[c->k], xt = q == 1 ? t : t / q; /* one division */
+    int64_t m = 0, q = time_scale[c->k], xt = scaled(t, c->k);
+    uint64_t vb;
+    memcpy(&vb, &v, 8);
+    /* the value of the pair before, again (a steady learning rate): its mantissa */
+    int again = c->seg_n && c->vm < 7 && vb == c->last_bits;
+    if (again)
+        m = (int64_t)c->m;
     if (!c->seg_n || c->seg_n == SEG_PAIRS || xt * q != t ||
-        (c->vm < 7 && !fits_form(v, c->vm, &m))) {
+        (c->vm < 7 && !again && !fits_form(v, c->vm, &m))) {
         open_segment(c, t, v);
         if (c->vm < 7)
             fits_form(v, c->vm, &m); /* true: open_segment picked a form v fits */
-        xt = t / time_scale[c->k];
+        xt = scaled(t, c->k);
     }
     unsigned char *p = c->buf + c->len;
     uint64_t x = (uint64_t)xt, dx = x - c->x;
@@ -213,6 +227,7 @@ int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
         c->m = (uint64_t)m;
     }
     c->len = (size_t)(p - c->buf);
+    c->last_bits = vb;
     c->seg_n++;
     c->count++;
     return 0;

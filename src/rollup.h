@@ -61,6 +61,7 @@ typedef struct dsq_chunk {
     uint32_t seg_n;     /* its pairs */
     uint8_t k, vm;      /* its time scale 10^k and value form */
     uint64_t x, dx, m, bits; /* the previous pair's scaled time, step, mantissa, bits */
+    uint64_t last_bits;      /* the previous pair's value's bits, in every form */
 } dsq_chunk;
 
 /* Appends one pair; 0 or DSQ_ENOMEM. */
