@@ -752,9 +752,14 @@ static int drop_prefix(dsq_store *st, MDB_dbi dbi, const unsigned char *pre, siz
 
 /* Series summaries (series and runroll values) are stored compactly: varint
  * count, byte unit, varint nchunks, zigzag varints of first_t and of last_t -
- * first_t, then sum, min, max, first_v and last_v as packed numbers (varint.h):
- * about 30 bytes instead of the record's 72, bit for bit. */
-#define SERIES_VAL_MAX (3 * DSQ_VARINT_MAX + 1 + 2 * DSQ_VARINT_MAX + 5 * DSQ_NUM_MAX)
+ * first_t, a byte saying which values repeat another, then first_v and those of
+ * last_v, sum, min and max that do not, as packed numbers (varint.h): bit for bit,
+ * about 30 bytes instead of the record's 72, and 15 for the many series of one
+ * value. The byte: bits 0-1 for sum, 2-3 for min, 4-5 for max: 1 the same as
+ * first_v, 2 as last_v, 0 stored; bit 6: last_v the same as first_v. */
+#define SERIES_VAL_MAX (3 * DSQ_VARINT_MAX + 1 + 2 * DSQ_VARINT_MAX + 1 + 5 * DSQ_NUM_MAX)
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 static size_t series_val_put(unsigned char *out, const dsq_series_rec *r)
 {
@@ -763,9 +768,18 @@ static size_t series_val_put(unsigned char *out, const dsq_series_rec *r)
     p = dsq_varint_put(p, r->nchunks);
     p = dsq_varint_put(p, dsq_zigzag(r->first_t));
     p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)r->last_t - (uint64_t)r->first_t)));
-    const double v[5] = {r->sum, r->min, r->max, r->first_v, r->last_v};
-    for (int i = 0; i < 5; i++)
-        p = dsq_num_put(p, v[i]);
+    const double v[3] = {r->sum, r->min, r->max};
+    unsigned char *flags = p++;
+    *flags = same_bits(r->last_v, r->first_v) ? 0x40 : 0;
+    p = dsq_num_put(p, r->first_v);
+    if (!*flags)
+        p = dsq_num_put(p, r->last_v);
+    for (int i = 0; i < 3; i++) {
+        unsigned code = same_bits(v[i], r->first_v) ? 1 : same_bits(v[i], r->last_v) ? 2 : 0;
+        *flags |= (unsigned char)(code << (2 * i));
+        if (!code)
+            p = dsq_num_put(p, v[i]);
+    }
     return (size_t)(p - out);
 }
 
@@ -784,9 +798,24 @@ static int series_val_get(const MDB_val *val, dsq_series_rec *r, const unsigned 
     if (dsq_varint_get(&p, end, &nchunks) || nchunks > UINT32_MAX ||
         dsq_varint_get(&p, end, &t0) || dsq_varint_get(&p, end, &dt))
         return -1;
-    for (int i = 0; i < 5; i++)
-        if (dsq_num_get(&p, end, &v[i]))
+    if (p == end)
+        return -1;
+    unsigned flags = *p++;
+    if ((flags & 0x80) || dsq_num_get(&p, end, &v[3])) /* first_v */
+        return -1;
+    if (flags & 0x40)
+        v[4] = v[3];
+    else if (dsq_num_get(&p, end, &v[4]))
+        return -1;
+    for (int i = 0; i < 3; i++) { /* sum, min, max */
+        unsigned code = flags >> (2 * i) & 3;
+        if (code == 3)
             return -1;
+        if (code)
+            v[i] = v[2 + code]; /* first_v or last_v */
+        else if (dsq_num_get(&p, end, &v[i]))
+            return -1;
+    }
     if (p != end && nchunks)
         return -1;
     if (pairs) {

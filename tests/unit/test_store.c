@@ -726,6 +726,51 @@ static void test_series_many_in_one_write_last_wins(void)
     }
 }
 
+typedef struct recs_check {
+    const dsq_series_rec *want; /* by source - 1 */
+    int n, bad;
+} recs_check;
+
+static int on_series_same(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    recs_check *c = ctx;
+    c->bad += !same_rec(rec, &c->want[k->source - 1]);
+    c->n++;
+    return 0;
+}
+
+/* Summaries whose values repeat one another in every way (one value; min the
+ * first, max the last; NaN and -0 kept apart from 0) come back bit for bit. */
+static void test_series_values_repeating_round_trip(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    static const double pick[4] = {1.5, -0.0, NAN, 0.0};
+    static dsq_series_rec put[1024];
+    uint32_t f = intern(st, "loss"), run = intern(st, "run");
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (int i = 0; i < 1024; i++) { /* sum, min, max, first, last: each of pick */
+        put[i] = (dsq_series_rec){.count = (uint64_t)i + 1, .sum = pick[i & 3], .min = pick[i >> 2 & 3],
+                                  .max = pick[i >> 4 & 3], .first_v = pick[i >> 6 & 3],
+                                  .last_v = pick[i >> 8 & 3], .first_t = -i, .last_t = i};
+        dsq_series_key k = {f, run, 0, -1, (uint32_t)i + 1};
+        CHECK_INT(dsq_store_series_put(st, &k, &put[i], NULL, 0, &err), 0);
+    }
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    recs_check c = {put, 0, 0};
+    CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series_same, &c, &err), 0);
+    CHECK_INT(c.n, 1024);
+    CHECK_INT(c.bad, 0);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_dict_persistence(void)
 {
     char tmp[64];
@@ -1013,4 +1058,5 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins),
+          T(test_series_values_repeating_round_trip),
           T(test_key_pack))
