@@ -599,6 +599,34 @@ static void test_zip_bad_crc(void)
     free(z.p);
 }
 
+/* The binary test counts exactly: 99 control bytes (0x01-0x1F but tab, newlines,
+ * form feed, backspace, ESC; and 0x7F) among 1980 non-NUL bytes are 5% and make a
+ * member binary, among 1981 they do not; allowed controls, NULs and bytes from
+ * 0x80 count as text, wherever they sit in 8-byte words. */
+static void test_binary_threshold_is_exact(void)
+{
+    static const char bad[] = {0x01, 0x7F, 0x1F, 0x0E, 0x1A, 0x1C, 0x07};
+    static const char fine[] = {'\t', '\n', '\r', '\v', '\f', '\b', 0x1B, (char)0x80, (char)0xFF};
+    for (int nuls = 19; nuls <= 20; nuls++) {
+        char b[2000];
+        memset(b, 'a', sizeof b);
+        for (int i = 0; i < 99; i++)
+            b[i * 20 + 3 + i % 8] = bad[i % 7];
+        for (int i = 0; i < 45; i++) /* positions apart from the bad bytes' (mod 20) */
+            b[i * 40 + 11 + i % 3] = fine[i % 9];
+        for (int i = 0; i < nuls; i++)
+            b[i * 100 + 17 + i % 2] = 0;
+        const char *name = nuls == 20 ? "t20.log" : "t19.log";
+        CHECK_INT(test_write_file(tmp, name, b, sizeof b), 0);
+        if (nuls == 20) {
+            expect_failure(name, "binary data, not text (5% of the first 2000 bytes", NULL);
+        } else {
+            member m = {"", b, sizeof b, 0};
+            expect_file(name, "plain", &m, 1);
+        }
+    }
+}
+
 /* Binary data and NUL-only members are refused with a reason; text with NUL runs
  * (a crashed writer's tail, a copytruncate hole), stray control bytes or text that
  * is not UTF-8 is not. */
@@ -663,5 +691,5 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_plain), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
-          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
+          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
