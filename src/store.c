@@ -65,9 +65,9 @@ struct dsq_store {
     ZSTD_DCtx *zd;
     unsigned char *raw, *packed, *unpacked; /* reused buffers */
     size_t raw_cap, packed_cap, unpacked_cap;
-    /* the rollup keys of the source being written (srcroll_add): run << 32 | field
-     * of its series, run << 32 | name of its attributes, and (host, rank + 1, run)
-     * of its series; sr_len counts entries of each, sr_bytes the encoded record */
+    /* the rollup keys of the source being written (srcroll_series, srcroll_attr):
+     * run << 32 | field of its series, run << 32 | name of its attributes, and
+     * (host, rank + 1, run) of its series; sr_bytes: the encoded record */
     uint64_t *sr_f, *sr_a;
     uint32_t (*sr_h)[3];
     size_t sr_nf, sr_na, sr_nh, sr_fcap, sr_acap, sr_hcap;
@@ -1183,30 +1183,28 @@ static int grow_arr(void **a, size_t *cap, size_t n, size_t size)
     return 0;
 }
 
-/* Notes series key (field, run, host, rank) or, with attr, attribute (run, name). */
-static int srcroll_add(dsq_store *st, uint32_t run, uint32_t field_or_name, uint32_t host,
-                       int32_t rank, int attr, dsq_error *err)
+/* Notes an attribute (run, name) of the source being written. */
+static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, dsq_error *err)
 {
-    uint64_t fr = (uint64_t)run << 32 | field_or_name;
-    if (attr) {
-        if (grow_arr((void **)&st->sr_a, &st->sr_acap, st->sr_na, sizeof *st->sr_a))
-            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-        st->sr_a[st->sr_na++] = fr;
-        return 0;
-    }
+    if (grow_arr((void **)&st->sr_a, &st->sr_acap, st->sr_na, sizeof *st->sr_a))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    st->sr_a[st->sr_na++] = (uint64_t)run << 32 | name;
+    return 0;
+}
+
+/* Notes a series of the source being written: its field and its (host, rank). */
+static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err)
+{
     if (grow_arr((void **)&st->sr_f, &st->sr_fcap, st->sr_nf, sizeof *st->sr_f) ||
         grow_arr((void **)&st->sr_h, &st->sr_hcap, st->sr_nh, sizeof *st->sr_h))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     /* consecutive series repeat a field or a (host, rank): only changes are kept */
+    uint64_t fr = (uint64_t)k->run << 32 | k->field;
     if (!st->sr_nf || st->sr_f[st->sr_nf - 1] != fr)
         st->sr_f[st->sr_nf++] = fr;
-    uint32_t *h = st->sr_h[st->sr_nh];
-    if (!st->sr_nh || memcmp(h - 3, (uint32_t[3]){host, (uint32_t)(rank + 1), run}, 12) != 0) {
-        h[0] = host;
-        h[1] = (uint32_t)(rank + 1);
-        h[2] = run;
-        st->sr_nh++;
-    }
+    const uint32_t h[3] = {k->host, (uint32_t)(k->rank + 1), k->run};
+    if (!st->sr_nh || memcmp(st->sr_h[st->sr_nh - 1], h, sizeof h) != 0)
+        memcpy(st->sr_h[st->sr_nh++], h, sizeof h);
     return 0;
 }
 
@@ -1316,7 +1314,7 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     st->ser_at[st->ser_n++] = (ser_ref){(uint64_t)sk->field << 32 | sk->run,
                                         (uint64_t)sk->host << 32 | (uint32_t)(sk->rank + 1),
                                         sk->source, 0, at};
-    return srcroll_add(st, sk->run, sk->field, sk->host, sk->rank, 0, err);
+    return srcroll_series(st, sk, err);
 }
 
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, const void *data,
@@ -1340,7 +1338,7 @@ int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t sour
     int rc = mdb_put(st->txn, st->attrs, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing attributes");
-    return srcroll_add(st, run, name, 0, 0, 1, err);
+    return srcroll_attr(st, run, name, err);
 }
 
 static int save_dict(dsq_store *st, dsq_error *err)
