@@ -4,7 +4,7 @@
  *   meta      "schema" -> version, "next_source" -> next source id
  *   dict      id (u32 BE) -> string                 the string dictionary
  *   events    block key (28 bytes BE) -> event block (see event.h)
- *   sources   absolute path -> dsq_source_rec        one per indexed input file
+ *   sources   absolute path -> dsq_source_rec (packed: store.c)   one per input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
  *   series    field, run, host, rank, source (BE) -> dsq_series_rec (packed: store.c),
@@ -40,7 +40,8 @@
 
 /* 3: rollup chunks encoded anew (rollup.c), block shapes (event.c), series values
  * packed, one srcroll record per source; 4: a small series' pairs in its record,
- * srcroll records packed */
+ * srcroll records listing fields and (host, rank) pairs, summaries and source
+ * records packed */
 #define DSQ_STORE_SCHEMA 4
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32

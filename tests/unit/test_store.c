@@ -771,6 +771,50 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* Source records come back field for field (they are stored packed): the
+ * largest values, a negative mtime, the first and last family and level. */
+static void test_source_record_round_trip(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st)
+        goto done;
+    dsq_source_rec a, b, got;
+    memset(&a, 0, sizeof a);
+    a.version = UINT32_MAX;
+    a.id = 7;
+    a.run = UINT32_MAX - 1;
+    a.members = 3;
+    a.size = UINT64_MAX;
+    a.mtime_ns = INT64_MIN;
+    a.fingerprint = 0x8000000000000001ull;
+    a.bytes_decoded = 1ull << 40;
+    a.lines = 12345;
+    a.cut_lines = 1;
+    a.events = UINT64_MAX - 1;
+    a.nblocks = UINT32_MAX;
+    a.errors = UINT32_MAX;
+    a.flags = 1;
+    a.family_lines[0] = 5;
+    a.family_lines[DSQ_REC_FAMILIES - 1] = UINT64_MAX;
+    a.level_lines[DSQ_REC_LEVELS - 1] = 9;
+    memset(&b, 0, sizeof b); /* all zero */
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_put(st, "/a.log", &a, &err), 0);
+    CHECK_INT(dsq_store_source_put(st, "/b.log", &b, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_store_source_find(st, "/a.log", &got, &err), 1);
+    CHECK(memcmp(&got, &a, sizeof a) == 0);
+    CHECK_INT(dsq_store_source_find(st, "/b.log", &got, &err), 1);
+    CHECK(memcmp(&got, &b, sizeof b) == 0);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_dict_persistence(void)
 {
     char tmp[64];
@@ -1058,5 +1102,5 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins),
-          T(test_series_values_repeating_round_trip),
+          T(test_series_values_repeating_round_trip), T(test_source_record_round_trip),
           T(test_key_pack))
