@@ -1,18 +1,20 @@
 /* Indexer (see indexer.h).
  *
- * Per file: stat + fingerprint -> skip if unchanged (and complete); else a write
- * transaction: drop the old source, decode members, split lines, scan, buffer
- * events per (host, rank) into blocks and rollups, write full blocks, then the
- * member and source records, commit. A big file is committed every COMMIT_BYTES
- * with its source record marked partial, so a killed run leaves whole commits and
- * the next run redoes the file (drop, then index again). Decoder, splitter, scanner and block buffers are created once and reused
- * for every file. Statistics are added only after a commit succeeds, so a retried
- * file (map grown) is not counted twice.
+ * Per file: stat + fingerprint -> skip if unchanged (and complete); else, in the
+ * open write transaction: drop the old source, decode members, split lines, scan,
+ * buffer events per (host, rank) into blocks and rollups, write full blocks, then
+ * the member and source records. Small files share a commit (section "files
+ * committed in groups"): a commit costs more than a small file's writes. A big
+ * file is committed every COMMIT_BYTES with its source record marked partial, so a
+ * killed run leaves whole files or partial-marked ones and the next run redoes the
+ * rest (drop, then index again). Decoder, splitter, scanner and block buffers are
+ * created once and reused for every file. Statistics are added only after a commit
+ * succeeds, so a file written again (map grown) is not counted twice.
  *
  * With worker threads (params.jobs > 1; section "Indexing with worker threads"),
  * the decode/split/scan part of a file runs in a worker and this thread replays its
- * events through the same writing code, file after file in walk order; small files
- * then share commits (a kill still leaves whole files or partial-marked ones).
+ * events through the same writing code, file after file in walk order, into the
+ * same groups.
  */
 #include "indexer.h"
 
@@ -720,10 +722,10 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
  * results and problems. Each worker has a few batches circulating between a free
  * queue and a full queue (bq.h), which bounds memory and lets it run ahead of the
  * writer by that much. The writer takes jobs in order and replays each file's
- * messages exactly as the single-threaded path writes a file: one transaction,
+ * messages exactly as the single-threaded path writes a file: into the open group,
  * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
  * writer touches the store. When the map is full the file's remaining messages
- * are drained and the writer indexes the file again itself. A worker decodes a
+ * are drained and the writer indexes the group and the file again itself. A worker decodes a
  * big compressed file on a second thread when another worker is idle (w_ahead). */
 
 typedef struct job {
