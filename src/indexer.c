@@ -725,8 +725,9 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
  * messages exactly as the single-threaded path writes a file: into the open group,
  * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
  * writer touches the store. When the map is full the file's remaining messages
- * are drained and the writer indexes the group and the file again itself. A worker decodes a
- * big compressed file on a second thread when another worker is idle (w_ahead). */
+ * are drained and the writer indexes the group and the file again itself. A worker
+ * decodes a big compressed file on a second thread when another worker is idle
+ * (w_ahead). */
 
 typedef struct job {
     int kind;

@@ -94,7 +94,8 @@ for jobs in 4 1; do
     DSQ_MAP_BYTES=65536 index "$DSQ_TMP/jmap$jobs" -j "$jobs"
     expect_eq "-j $jobs, growing map: summary as -j 1" "$sum1" "$SUMMARY"
     dump "$DSQ_TMP/jmap$jobs" >"$DSQ_TMP/dump.txt" 2>&1
-    check "-j $jobs, growing map: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
+    check "-j $jobs, growing map: every event and answer as -j 1" \
+        cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
 done
 
 # DSQ_JOBS is the default for -j

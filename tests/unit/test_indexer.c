@@ -567,4 +567,5 @@ static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
-          T(test_damaged_file), T(test_jobs_same_index), T(test_small_files_share_commits), T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))
+          T(test_damaged_file), T(test_jobs_same_index), T(test_small_files_share_commits),
+          T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))
