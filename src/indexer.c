@@ -1,18 +1,20 @@
 /* Indexer (see indexer.h).
  *
- * Per file: stat + fingerprint -> skip if unchanged (and complete); else a write
- * transaction: drop the old source, decode members, split lines, scan, buffer
- * events per (host, rank) into blocks and rollups, write full blocks, then the
- * member and source records, commit. A big file is committed every COMMIT_BYTES
- * with its source record marked partial, so a killed run leaves whole commits and
- * the next run redoes the file (drop, then index again). Decoder, splitter, scanner and block buffers are created once and reused
- * for every file. Statistics are added only after a commit succeeds, so a retried
- * file (map grown) is not counted twice.
+ * Per file: stat + fingerprint -> skip if unchanged (and complete); else, in the
+ * open write transaction: drop the old source, decode members, split lines, scan,
+ * buffer events per (host, rank) into blocks and rollups, write full blocks, then
+ * the member and source records. Small files share a commit (section "files
+ * committed in groups"): a commit costs more than a small file's writes. A big
+ * file is committed every COMMIT_BYTES with its source record marked partial, so a
+ * killed run leaves whole files or partial-marked ones and the next run redoes the
+ * rest (drop, then index again). Decoder, splitter, scanner and block buffers are
+ * created once and reused for every file. Statistics are added only after a commit
+ * succeeds, so a file written again (map grown) is not counted twice.
  *
  * With worker threads (params.jobs > 1; section "Indexing with worker threads"),
  * the decode/split/scan part of a file runs in a worker and this thread replays its
- * events through the same writing code, file after file in walk order; small files
- * then share commits (a kill still leaves whole files or partial-marked ones).
+ * events through the same writing code, file after file in walk order, into the
+ * same groups.
  */
 #include "indexer.h"
 
@@ -556,32 +558,35 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
     return 0;
 }
 
-/* One attempt at a file inside one transaction. DSQ_ELIMIT means "map grown: redo". */
+/* One attempt at a file, into the open write (begun here when none is open); the
+ * caller commits. 0: written; 1: it could not be opened (reported and counted,
+ * nothing written); DSQ_ELIMIT: the map grew and the open write is gone; another
+ * error: the write is aborted. The input is opened before anything is written, so
+ * a file that cannot be read leaves the open write, and the group in it, alone. */
 static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
                            dsq_error *err)
 {
     dsq_source_rec rec;
     dsq_error e;
     dsq_error_clear(&e);
-    int status = file_begin(ix, abs, &rec, fi, err);
-    if (status)
-        return status;
-    int opened = dsq_input_open(ix->in, abs, &e) == 0;
-    ix->in_plain = opened && strcmp(dsq_input_format(ix->in), "plain") == 0;
-    if (!opened) {
+    if (dsq_input_open(ix->in, abs, &e) != 0) {
         problem(ix, &e, NULL);
-        dsq_store_abort(ix->p.store);
+        memset(&ix->pend, 0, sizeof ix->pend);
         ix->st.files_failed++;
-        return 0;
+        return 1;
+    }
+    ix->in_plain = strcmp(dsq_input_format(ix->in), "plain") == 0;
+    int status = file_begin(ix, abs, &rec, fi, err);
+    if (status) {
+        dsq_input_close(ix->in);
+        return status;
     }
     status = index_members(ix, &rec);
     ix->pend.bytes_in = dsq_input_bytes_in(ix->in);
     dsq_input_close(ix->in);
     if (status)
         return file_failed(ix, status, err);
-    if ((status = file_done(ix, abs, &rec, err)))
-        return status;
-    return dsq_store_commit(ix->p.store, err);
+    return file_done(ix, abs, &rec, err);
 }
 
 /* Whether abs is indexed as it is now (complete, same size, mtime, fingerprint and
@@ -612,21 +617,29 @@ static int skip_unchanged(dsq_indexer *ix, const char *abs, const dsq_file_info 
     return 1;
 }
 
-/* Indexes a file that needs it here, in this thread (a new attempt when the map
- * grew), and counts it. */
+/* The file under way is done with: the progress says so. */
+static void file_end(dsq_indexer *ix)
+{
+    ix->under_way = 0;
+    maybe_progress(ix, 1);
+}
+
+/* Indexes a file here, in a commit of its own (a new attempt when the map grew),
+ * and counts it. No file may be waiting for a commit in the open write (the open
+ * group is empty). */
 static int index_file_now(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
                           dsq_error *err)
 {
     int status = DSQ_ELIMIT;
     for (int i = 0; i < MAX_MAP_RETRIES && status == DSQ_ELIMIT; i++)
-        status = index_file_once(ix, abs, fi, err);
+        if ((status = index_file_once(ix, abs, fi, err)) == 0)
+            status = dsq_store_commit(ix->p.store, err);
     if (status == 0 && ix->pend.members + ix->pend.members_failed > 0) {
         ix->st.files_indexed++;
         add_stats(&ix->st, &ix->pend);
     }
-    ix->under_way = 0;
-    maybe_progress(ix, 1);
-    return status;
+    file_end(ix);
+    return status > 0 ? 0 : status;
 }
 
 /* The absolute, resolved path of a file. Files of one directory come one after
@@ -709,11 +722,12 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
  * results and problems. Each worker has a few batches circulating between a free
  * queue and a full queue (bq.h), which bounds memory and lets it run ahead of the
  * writer by that much. The writer takes jobs in order and replays each file's
- * messages exactly as the single-threaded path writes a file: one transaction,
+ * messages exactly as the single-threaded path writes a file: into the open group,
  * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
  * writer touches the store. When the map is full the file's remaining messages
- * are drained and the writer indexes the file again itself. A worker decodes a
- * big compressed file on a second thread when another worker is idle (w_ahead). */
+ * are drained and the writer indexes the group and the file again itself. A worker
+ * decodes a big compressed file on a second thread when another worker is idle
+ * (w_ahead). */
 
 typedef struct job {
     int kind;
@@ -819,15 +833,168 @@ static int add_job(dsq_indexer *ix, int kind, const char *path, const char *abs,
     return 0;
 }
 
-static void free_jobs(dsq_indexer *ix)
+/* Empties the job list, keeping its array. */
+static void clear_jobs(dsq_indexer *ix)
 {
     for (size_t i = 0; i < ix->njobs; i++) {
         free(ix->jobs[i].path);
         free(ix->jobs[i].err);
     }
+    ix->njobs = ix->next_job = 0;
+}
+
+static void free_jobs(dsq_indexer *ix)
+{
+    clear_jobs(ix);
     free(ix->jobs);
     ix->jobs = NULL;
-    ix->njobs = ix->jobs_cap = ix->next_job = 0;
+    ix->jobs_cap = 0;
+}
+
+/* --- files committed in groups (with or without workers) ---------------------
+ *
+ * A commit costs far more than a small file's writes (LMDB writes every page the
+ * write touched, and copies the path of pages to each changed one), so files are
+ * written into one open write until GROUP_FILES of them or commit_bytes of text
+ * are in it. The open group is the list of its files' jobs (ix->group, indexes
+ * into ix->jobs) and their numbers (group_st), added to the statistics only once
+ * the group is committed. When the map fills, LMDB's write is lost with every file
+ * of the group: they are indexed again one by one (redo_group). A kill loses the
+ * open group only; what was committed holds whole files or partial-marked ones. */
+
+/* Files are committed together until this many, or commit_bytes of text. */
+#define GROUP_FILES 32
+
+/* Makes room in the open group for one more file. */
+static int group_reserve(dsq_indexer *ix, dsq_error *err)
+{
+    if (ix->ngroup < ix->group_cap)
+        return 0;
+    size_t cap = ix->group_cap ? ix->group_cap * 2 : GROUP_FILES;
+    size_t *g = realloc(ix->group, cap * sizeof *g);
+    if (!g)
+        return dsq_error_set(err, DSQ_ENOMEM, "indexer");
+    ix->group = g;
+    ix->group_cap = cap;
+    return 0;
+}
+
+/* Indexes the file of job i here, in a commit of its own. */
+static int job_now(dsq_indexer *ix, size_t i, dsq_error *err)
+{
+    const job *j = &ix->jobs[i];
+    ix->cur_path = j->path;
+    ix->cur_inner = j->inner;
+    ix->cur_run = j->run;
+    return index_file_now(ix, j->abs, &j->fi, err);
+}
+
+/* The map filled and grew, and the open write is gone with the files of the open
+ * group: they are read again here, one commit each. */
+static int redo_group(dsq_indexer *ix, dsq_error *err)
+{
+    size_t n = ix->ngroup;
+    int status = 0;
+    ix->ngroup = 0;
+    memset(&ix->group_st, 0, sizeof ix->group_st);
+    for (size_t k = 0; k < n && !status; k++)
+        status = job_now(ix, ix->group[k], err);
+    return status;
+}
+
+/* The map grew while job i was being written: the open group is gone, and that
+ * file with it. All are indexed again. */
+static int redo_group_and(dsq_indexer *ix, size_t i, dsq_error *err)
+{
+    int status = redo_group(ix, err);
+    return status ? status : job_now(ix, i, err);
+}
+
+/* Commits the open group of files. */
+static int commit_group(dsq_indexer *ix, dsq_error *err)
+{
+    if (!dsq_store_writing(ix->p.store))
+        return 0;
+    int status = dsq_store_commit(ix->p.store, err);
+    if (status == 0)
+        group_committed(ix);
+    else if (status == DSQ_ELIMIT)
+        status = redo_group(ix, err);
+    return status;
+}
+
+/* The file of job i is written into the open write: it joins the open group (its
+ * numbers wait there for the commit), which is committed once full. */
+static int group_add(dsq_indexer *ix, size_t i, dsq_error *err)
+{
+    int status = 0;
+    if (ix->pend.members + ix->pend.members_failed > 0) {
+        ix->group_st.files_indexed++;
+        add_stats(&ix->group_st, &ix->pend);
+    }
+    ix->group[ix->ngroup++] = i; /* room made by group_reserve */
+    if (ix->ngroup >= GROUP_FILES || ix->group_st.bytes_decoded >= ix->commit_bytes)
+        status = commit_group(ix, err);
+    file_end(ix);
+    return status;
+}
+
+/* What the attempt at job i's file gave (index_file_once's result): the file
+ * joins the open group; or the map grew, and the group and the file are read
+ * again; or it could not be opened. */
+static int group_take(dsq_indexer *ix, size_t i, int status, dsq_error *err)
+{
+    if (status == DSQ_ELIMIT)
+        return redo_group_and(ix, i, err);
+    if (status < 0)
+        return status;
+    if (status > 0) { /* not opened: nothing written */
+        file_end(ix);
+        return 0;
+    }
+    return group_add(ix, i, err);
+}
+
+/* The end of an add: the open group is committed, or on failure dropped with the
+ * open write. */
+static int group_finish(dsq_indexer *ix, int status, dsq_error *err)
+{
+    if (!status)
+        status = commit_group(ix, err);
+    if (status) {
+        dsq_store_abort(ix->p.store);
+        ix->ngroup = 0;
+        memset(&ix->group_st, 0, sizeof ix->group_st);
+    }
+    return status;
+}
+
+/* --- without workers (jobs <= 1) ----------------------------------------------
+ *
+ * The walk's files are indexed as they come, in this thread, into the open group.
+ * The job list holds the files of the open group only (to read them again after
+ * the map grew): it is emptied whenever the group is. */
+
+/* Indexes a file the walk found (prepare_file said it needs it). */
+static int serial_file(dsq_indexer *ix, const char *path, const char *abs,
+                       const dsq_file_info *fi, dsq_error *err)
+{
+    if (ix->ngroup == 0)
+        clear_jobs(ix); /* committed (a big file's checkpoint commits the group too) */
+    int status = add_job(ix, JOB_INDEX, path, abs, fi, NULL, err);
+    if (status || (status = group_reserve(ix, err)))
+        return status;
+    size_t i = ix->njobs - 1;
+    return group_take(ix, i, index_file_once(ix, abs, fi, err), err);
+}
+
+/* Indexes path in this thread. */
+static int serial_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
+                      dsq_error *err)
+{
+    int status = group_finish(ix, dsq_walk(wp, path), err);
+    free_jobs(ix);
+    return status;
 }
 
 /* --- workers ----------------------------------------------------------------- */
@@ -1122,8 +1289,8 @@ static int drain_file(dsq_indexer *ix, worker *w, dsq_error *err)
 }
 
 /* index_file_once for a file a worker reads: the same writes from its messages,
- * but no commit at the end (the caller commits files in groups). *drained is set
- * once the file's end message was read. */
+ * and the same results (1: it could not be opened). *drained is set once the
+ * file's end message was read. */
 static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained, dsq_error *err)
 {
     dsq_source_rec rec;
@@ -1140,12 +1307,10 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
             ix->p.problem(ix->p.ctx, &e);
         ix->st.files_failed++;
         memset(&ix->pend, 0, sizeof ix->pend);
-    ix->cur_in = 0;
-    ix->under_way = 1;
         if ((status = drain_file(ix, w, err)))
             return status;
         *drained = 1;
-        return 0;
+        return 1;
     }
     if ((status = file_begin(ix, j->abs, &rec, &j->fi, err)))
         return status;
@@ -1198,40 +1363,6 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
     }
 }
 
-/* The map filled and grew, and the open write is gone with the files of the open
- * group: the writer reads them again itself, one commit each. */
-static int redo_group(dsq_indexer *ix, dsq_error *err)
-{
-    size_t n = ix->ngroup;
-    int status = 0;
-    ix->ngroup = 0;
-    memset(&ix->group_st, 0, sizeof ix->group_st);
-    for (size_t k = 0; k < n && !status; k++) {
-        const job *g = &ix->jobs[ix->group[k]];
-        ix->cur_path = g->path;
-        ix->cur_inner = g->inner;
-        ix->cur_run = g->run;
-        status = index_file_now(ix, g->abs, &g->fi, err);
-    }
-    return status;
-}
-
-/* Commits the open group of files. */
-static int commit_group(dsq_indexer *ix, dsq_error *err)
-{
-    if (!dsq_store_writing(ix->p.store))
-        return 0;
-    int status = dsq_store_commit(ix->p.store, err);
-    if (status == 0)
-        group_committed(ix);
-    else if (status == DSQ_ELIMIT)
-        status = redo_group(ix, err);
-    return status;
-}
-
-/* Files are committed together until this many, or commit_bytes of text. */
-#define GROUP_FILES 32
-
 /* The writer's part of job i. */
 static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
 {
@@ -1254,40 +1385,14 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
     int status = skip_unchanged(ix, j->abs, &j->fi, err);
     if (status)
         return status < 0 ? status : drain_file(ix, w, err);
-    if (ix->ngroup == ix->group_cap) {
-        size_t cap = ix->group_cap ? ix->group_cap * 2 : GROUP_FILES;
-        size_t *g = realloc(ix->group, cap * sizeof *g);
-        if (!g)
-            return dsq_error_set(err, DSQ_ENOMEM, "indexer");
-        ix->group = g;
-        ix->group_cap = cap;
-    }
+    if ((status = group_reserve(ix, err)))
+        return status;
     int drained = 0;
     status = par_file_once(ix, w, j, &drained, err);
-    if (status == DSQ_ELIMIT) {
-        /* the map grew and the open write is gone: what the worker read of this
-         * file too; the group and this file are read again here */
-        if ((!drained && (status = drain_file(ix, w, err))) || (status = redo_group(ix, err)))
-            return status;
-        ix->cur_path = j->path;
-        ix->cur_inner = j->inner;
-        ix->cur_run = j->run;
-        return index_file_now(ix, j->abs, &j->fi, err);
-    }
-    if (status)
-        return status;
-    if (ix->pend.members + ix->pend.members_failed > 0) {
-        ix->group_st.files_indexed++;
-        add_stats(&ix->group_st, &ix->pend);
-    }
-    ix->under_way = 0;
-    if (dsq_store_writing(ix->p.store)) {
-        ix->group[ix->ngroup++] = i;
-        if (ix->ngroup >= GROUP_FILES || ix->group_st.bytes_decoded >= ix->commit_bytes)
-            status = commit_group(ix, err);
-    }
-    maybe_progress(ix, 1);
-    return status;
+    /* the map grew and the open write is gone: what the worker read of this file
+     * too, which is read again here */
+    int rc = status == DSQ_ELIMIT && !drained ? drain_file(ix, w, err) : 0;
+    return rc ? rc : group_take(ix, i, status, err);
 }
 
 /* Indexes path with ix->p.jobs workers (see above). */
@@ -1321,12 +1426,8 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
     pthread_mutex_unlock(&ix->mu);
     for (size_t i = 0; i < ix->njobs && !status; i++)
         status = par_job(ix, i, err);
-    if (!status)
-        status = commit_group(ix, err);
-    if (status) {
-        dsq_store_abort(ix->p.store);
+    if ((status = group_finish(ix, status, err)))
         stop_workers(ix);
-    }
     for (int i = 0; i < ix->nw; i++) {
         if (ix->w[i].started)
             pthread_join(ix->w[i].th, NULL);
@@ -1348,7 +1449,7 @@ static int index_file(dsq_indexer *ix, const char *path, const char *run, dsq_er
         return r;
     if (ix->defer)
         return add_job(ix, JOB_INDEX, path, abs, &fi, NULL, err);
-    return index_file_now(ix, abs, &fi, err);
+    return serial_file(ix, path, abs, &fi, err);
 }
 
 /* Run of a file found under root: the first path component below root, or the
@@ -1434,7 +1535,7 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || !realpath(path, ix->walk_root))
         ix->walk_root[0] = 0;
-    int status = ix->p.jobs > 1 ? par_add(ix, &wp, path, err) : dsq_walk(&wp, path);
+    int status = ix->p.jobs > 1 ? par_add(ix, &wp, path, err) : serial_add(ix, &wp, path, err);
     ix->walk_root[0] = 0;
     if (!status)
         status = dsq_store_sync(ix->p.store, err);

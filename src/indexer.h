@@ -1,7 +1,9 @@
 /* Indexer: walks inputs, decodes them, scans lines into events and writes them.
  *
- * One input file is one unit of work and one write transaction: either all of a
- * file's events are committed with its source record, or none are. An unchanged
+ * One input file is one unit of work: either all of a file's events are committed
+ * with its source record, or none are (small files share a commit, a few dozen at a
+ * time; a big one is committed in pieces, its record marked partial until the
+ * last, and indexed again when a run was killed before that). An unchanged
  * file (same size, mtime and fingerprint as recorded) is skipped without being
  * decoded; a changed one has its old events dropped in the same transaction that
  * writes the new ones, so re-indexing never duplicates.

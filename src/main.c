@@ -453,10 +453,11 @@ static long usable_cpus(void)
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-/* -j, else DSQ_JOBS, else one worker per usable CPU: at least 2, since the threaded
- * path commits small files in groups (on one CPU -j 2 indexed a 1000-run archive of
- * small files in 10.9 s against 17.5 s for -j 1), at most 8, since one writer keeps
- * up with a few workers, not with dozens. */
+/* -j, else DSQ_JOBS, else one worker per usable CPU: at least 2 (chosen when only
+ * the threaded path committed small files in groups: on one CPU -j 2 indexed a
+ * 1000-run archive of small files in 10.9 s against 17.5 s for -j 1; now that -j 1
+ * groups its commits too they are even there, 7.4-7.7 s against 7.2-7.5 s), at most
+ * 8, since one writer keeps up with a few workers, not with dozens. */
 static unsigned index_jobs(const cli *c)
 {
     const char *env = getenv("DSQ_JOBS");

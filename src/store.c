@@ -61,6 +61,7 @@ struct dsq_store {
     int lock_fd;
     uint64_t size_at_open; /* writers: data.mdb's size when opened (see note_growth) */
     struct timespec last_sync; /* writers: commits are synced to disk a second apart */
+    uint64_t commits;  /* writes committed since open (dsq_store_commits) */
     ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
     ZSTD_DCtx *zd;
     unsigned char *raw, *packed, *unpacked; /* reused buffers */
@@ -1495,6 +1496,7 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     }
     if (rc)
         return write_error(st, err, rc, "committing");
+    st->commits++;
     st->dict_saved = dsq_dict_count(st->dict);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1518,6 +1520,8 @@ int dsq_store_sync(dsq_store *st, dsq_error *err)
 }
 
 int dsq_store_writing(const dsq_store *st) { return st->txn != NULL; }
+
+uint64_t dsq_store_commits(const dsq_store *st) { return st->commits; }
 
 void dsq_store_abort(dsq_store *st)
 {

@@ -191,6 +191,8 @@ int dsq_store_commit(dsq_store *st, dsq_error *err);
 void dsq_store_abort(dsq_store *st);
 /* 1 while a write transaction is open. */
 int dsq_store_writing(const dsq_store *st);
+/* Writes committed since open (tests check that small files share commits). */
+uint64_t dsq_store_commits(const dsq_store *st);
 /* Syncs committed writes to disk (a full disk or I/O error is reported here). */
 int dsq_store_sync(dsq_store *st, dsq_error *err);
 

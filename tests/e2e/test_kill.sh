@@ -4,9 +4,10 @@
 # gives exactly the index an uninterrupted run gives: the same events (all of
 # them, in time order, with their fields), runs, fields and per-file counts.
 # DSQ_COMMIT_BYTES makes the 4 MB file commit every 128 KiB, so kills land between,
-# inside and after its many commits. Rounds alternate the killed run between -j 1
-# and -j 2 (worker threads), and the re-run uses the other one. DSQ_KILL_ROUNDS
-# overrides the 50.
+# inside and after its many commits; 200 small files after it are committed in
+# groups (32 at a time), so kills also land while a group is open. Rounds alternate
+# the killed run between -j 1 and -j 2 (worker threads), and the re-run uses the
+# other one. DSQ_KILL_ROUNDS overrides the 50.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 need_tool python3 python3
@@ -18,6 +19,7 @@ python3 "$DSQ_SRC/tools/gen-log.py" 4 "$ARCH/big-run/gpu001.log" --hosts 4 2>/de
 python3 "$DSQ_SRC/tools/gen-log.py" 1 "$DSQ_TMP/z.log" --hosts 2 --seed 3 2>/dev/null
 zstd -q "$DSQ_TMP/z.log" -o "$ARCH/big-run/gpu002.log.zst"
 cp -r "$SAMPLE"/* "$ARCH/small/"
+for i in $(seq -w 1 100); do cp -r "$SAMPLE/gpt2-zero2" "$ARCH/many-$i"; done
 export DSQ_COMMIT_BYTES=131072
 
 dump() { dump_index "$1"; } # DB: everything the index answers, as text
@@ -30,7 +32,7 @@ dump "$CLEAN" >"$DSQ_TMP/clean.txt"
 check "the clean dump has the events" test "$(wc -l <"$DSQ_TMP/clean.txt")" -gt 10000
 
 rounds=${DSQ_KILL_ROUNDS:-50}
-bad=0 killed=0 unusable=0
+bad=0 killed=0 unusable=0 in_groups=0
 for ((i = 0; i < rounds; i++)); do
     db="$DSQ_TMP/k"
     rm -rf "$db"
@@ -42,6 +44,8 @@ for ((i = 0; i < rounds; i++)); do
     wait "$pid" 2>/dev/null
     if [ -e "$db/data.mdb" ]; then # what the kill left opens and answers
         "$DSQ" --db "$db" "count" >/dev/null 2>"$DSQ_TMP/q.err" || { unusable=$((unusable + 1)); echo "round $i: index unusable after the kill: $(cat "$DSQ_TMP/q.err")"; }
+        runs=$("$DSQ" --db "$db" --csv "count by run" 2>/dev/null | grep -c '^many-')
+        [ "$jk" = 1 ] && [ "$runs" -gt 0 ] && [ "$runs" -lt 100 ] && in_groups=$((in_groups + 1))
     fi
     "$DSQ" --db "$db" -q index -j "$jr" "$ARCH" >/dev/null 2>"$DSQ_TMP/rerun.err" ||
         { bad=$((bad + 1)); echo "round $i: re-run failed: $(cat "$DSQ_TMP/rerun.err")"; continue; }
@@ -51,7 +55,8 @@ for ((i = 0; i < rounds; i++)); do
         dump "$db" | diff - "$DSQ_TMP/clean.txt" | head -5
     fi
 done
-echo "$rounds rounds, $killed killed while running (the rest had finished: ${ms} ms budget)"
+echo "$rounds rounds, $killed killed while running (the rest had finished: ${ms} ms budget)," \
+    "$in_groups of the -j 1 ones among the groups of small files"
 expect_eq "every killed index opened and answered" 0 "$unusable"
 expect_eq "every re-run equals the uninterrupted index" 0 "$bad"
 # timing varies with the machine's load: a fifth of the kills hitting a running indexer is plenty

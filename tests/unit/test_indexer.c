@@ -1,8 +1,9 @@
 /* Indexer end to end on a small archive made in a temp dir: run names from the
  * tree, all container kinds, the numbers a query gives back, re-indexing that
  * skips unchanged files and never duplicates changed ones, a damaged file reported
- * with what was read before kept, the index directory never indexed itself, and
- * worker threads (jobs > 1) giving the same index as one thread. */
+ * with what was read before kept, the index directory never indexed itself,
+ * worker threads (jobs > 1) giving the same index as one thread, and small files
+ * sharing commits with or without workers, also when the map grows meanwhile. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdlib.h>
@@ -373,6 +374,105 @@ static void test_jobs_same_index(void)
     dsq_store_close(st[1]);
 }
 
+/* An archive of 100 runs of one small file each, and a damaged file among them. */
+static void make_many(void)
+{
+    char rel[64];
+    mkdirs("many");
+    for (int i = 0; i < 100; i++) {
+        snprintf(rel, sizeof rel, "many/run-%03d", i);
+        mkdirs(rel);
+        snprintf(rel, sizeof rel, "many/run-%03d/gpu001.log", i);
+        const double peak[] = {i + 0.5};
+        write_log(rel, peak, 1);
+    }
+    const char gz[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff garbage";
+    CHECK_INT(test_write_file(tmp, "many/run-050/broken.gz", gz, sizeof gz - 1), 0);
+}
+
+/* Indexes "many" into db with that many threads; returns the commits it took. */
+static uint64_t index_many(const char *db, unsigned jobs, dsq_index_stats *st)
+{
+    ctx c;
+    CHECK_INT(open_ctx_jobs(&c, db, NULL, jobs), 0);
+    CHECK_INT(add(&c, "many"), 0);
+    uint64_t commits = dsq_store_commits(c.st);
+    *st = *dsq_indexer_stats(c.ix);
+    CHECK(c.pr.n >= 1); /* the damaged file */
+    close_ctx(&c);
+    return commits;
+}
+
+static dsq_store *open_read(const char *db)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, db);
+    dsq_store_params sp = {dir, 1};
+    dsq_store *st = NULL;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_open(&sp, &st, &err), 0);
+    return st;
+}
+
+/* Indexes a and b answer the same. */
+static void expect_same_answers(const char *a, const char *b)
+{
+    static const char *const queries[] = {"count, sum Max_MA by run",
+                                          "count by run, host, kind, file"};
+    dsq_store *sa = open_read(a), *sb = open_read(b);
+    for (size_t k = 0; sa && sb && k < sizeof queries / sizeof queries[0]; k++) {
+        char *x = answer(sa, queries[k]), *y = answer(sb, queries[k]);
+        CHECK(x && y && strlen(x) > 500); /* a line per run */
+        if (x && y)
+            CHECK_STR(y, x);
+        free(x);
+        free(y);
+    }
+    dsq_store_close(sa);
+    dsq_store_close(sb);
+}
+
+static void expect_same_stats(const dsq_index_stats *a, const dsq_index_stats *b)
+{
+    CHECK_INT(b->files_indexed, a->files_indexed);
+    CHECK_INT(b->members, a->members);
+    CHECK_INT(b->members_failed, a->members_failed);
+    CHECK_INT(b->bytes_in, a->bytes_in);
+    CHECK_INT(b->bytes_decoded, a->bytes_decoded);
+    CHECK_INT(b->lines, a->lines);
+    CHECK_INT(b->events, a->events);
+}
+
+/* Small files share commits with one thread as with workers (a commit costs far
+ * more than a small file's writes): 101 files take a handful of commits, not one
+ * each. When the map fills with a group open (DSQ_MAP_BYTES: a 64 KiB first map),
+ * the group is indexed again file by file (more commits) and the index and its
+ * numbers are those of a clean run. */
+static void test_small_files_share_commits(void)
+{
+    make_many();
+    dsq_index_stats one, many, grown;
+    uint64_t c1 = index_many("db-group1", 1, &one);
+    uint64_t c3 = index_many("db-group3", 3, &many);
+    CHECK_INT(one.files_indexed + one.files_failed, 101);
+    CHECK_INT(one.events, 100); /* a memory report per file */
+    CHECK(c1 >= 1 && c1 <= 101 / 16);
+    CHECK(c3 >= 1 && c3 <= 101 / 16);
+    expect_same_stats(&one, &many);
+    expect_same_answers("db-group1", "db-group3");
+    setenv("DSQ_MAP_BYTES", "65536", 1);
+    uint64_t cg = index_many("db-grown1", 1, &grown);
+    unsetenv("DSQ_MAP_BYTES");
+    CHECK(cg > c1); /* files of a group lost to the full map were committed one by one */
+    expect_same_stats(&one, &grown);
+    expect_same_answers("db-group1", "db-grown1");
+    dsq_store *st = open_read("db-grown1");
+    if (st)
+        expect_query(st, "count Max_MA, sum Max_MA", "count Max_MA,sum Max_MA\n100,5000\n");
+    dsq_store_close(st);
+}
+
 typedef struct prog {
     uint64_t size;    /* the file's size on disk */
     uint64_t last_in; /* bytes_in of the call before */
@@ -467,4 +567,5 @@ static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
-          T(test_damaged_file), T(test_jobs_same_index), T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))
+          T(test_damaged_file), T(test_jobs_same_index), T(test_small_files_share_commits),
+          T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))
