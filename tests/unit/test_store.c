@@ -26,6 +26,15 @@ static dsq_store *open_store(const char *dir, int readonly)
     return st;
 }
 
+/* A fresh temp directory in tmp, err cleared, and a writable store in it (NULL, a
+ * failure counted, when it does not open; the caller removes tmp either way). */
+static dsq_store *new_store(char *tmp, dsq_error *err)
+{
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error_clear(err);
+    return open_store(tmp, 0);
+}
+
 static uint32_t intern(dsq_store *st, const char *s)
 {
     return dsq_dict_intern(dsq_store_dict(st), s, strlen(s));
@@ -347,10 +356,8 @@ static int same_rec(const dsq_series_rec *a, const dsq_series_rec *b)
 static void test_series_round_trip_and_drop(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
     uint32_t run = intern(st, "run-a"), f = intern(st, "loss"), name = intern(st, "zero_stage");
@@ -536,10 +543,8 @@ done:
 static void test_series_last_put_wins_and_drop_sees_pending(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
     uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
@@ -588,10 +593,8 @@ static int on_attr(void *ctx, uint32_t run, uint32_t name, uint32_t source, cons
 static void test_drop_lists_fields_times_pairs(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
     uint32_t runs[2] = {intern(st, "run-a"), intern(st, "run-b")};
@@ -744,10 +747,8 @@ static int on_series_same(void *ctx, const dsq_series_key *k, const dsq_series_r
 static void test_series_values_repeating_round_trip(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
     static const double pick[4] = {1.5, -0.0, NAN, 0.0};
@@ -776,10 +777,8 @@ done:
 static void test_source_record_round_trip(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
     dsq_source_rec a, b, got;
@@ -818,10 +817,8 @@ done:
 static void test_dict_persistence(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
     CHECK_INT(intern(st, "alpha"), 1);
