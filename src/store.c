@@ -79,7 +79,7 @@ struct dsq_store {
     unsigned char *ser;
     size_t ser_len, ser_cap;
     struct ser_ref *ser_at, *ser_tmp;
-    size_t ser_n, ser_at_cap;
+    size_t ser_n, ser_at_cap, ser_tmp_cap;
     /* reading: the series being visited (its key and the pairs in its record), so
      * dsq_store_scan_chunks called from the visit needs no lookup; vis_n -1: none */
     unsigned char vis_key[DSQ_SERIES_KEY_LEN];
@@ -172,6 +172,20 @@ static int reserve(unsigned char **buf, size_t *cap, size_t n)
     if (!b)
         return -1;
     *buf = b;
+    *cap = c;
+    return 0;
+}
+
+/* Room for element n of an array of cap elements of size bytes (doubling). */
+static int grow_arr(void **a, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 256;
+    void *b = realloc(*a, c * size);
+    if (!b)
+        return -1;
+    *a = b;
     *cap = c;
     return 0;
 }
@@ -1055,14 +1069,8 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
 
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
 {
-    if (st->ndue == st->due_cap) {
-        size_t cap = st->due_cap ? st->due_cap * 2 : 256;
-        uint64_t *n = realloc(st->due, cap * sizeof *n);
-        if (!n)
-            return dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
-        st->due = n;
-        st->due_cap = cap;
-    }
+    if (grow_arr((void **)&st->due, &st->due_cap, st->ndue, sizeof *st->due))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
     st->due[st->ndue++] = (uint64_t)field << 32 | run;
     return 0;
 }
@@ -1245,19 +1253,6 @@ static void series_key_unpack(const unsigned char *in, dsq_series_key *k)
  * attribute names, each once, as varints (a few hundred bytes instead of 17 per
  * series). Dropping tries every field on every pair. */
 
-static int grow_arr(void **a, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 256;
-    void *b = realloc(*a, c * size);
-    if (!b)
-        return -1;
-    *a = b;
-    *cap = c;
-    return 0;
-}
-
 /* Notes an attribute (run, name) of the source being written. */
 static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, dsq_error *err)
 {
@@ -1365,16 +1360,9 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     if (rec->nchunks)
         n = 0;
     size_t at = st->ser_len;
-    if (st->ser_n == st->ser_at_cap) {
-        size_t cap = st->ser_at_cap ? st->ser_at_cap * 2 : 1024;
-        ser_ref *a = realloc(st->ser_at, cap * sizeof *a), *t;
-        if (a)
-            st->ser_at = a;
-        if (!a || !(t = realloc(st->ser_tmp, cap * sizeof *t)))
-            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-        st->ser_tmp = t;
-        st->ser_at_cap = cap;
-    }
+    if (grow_arr((void **)&st->ser_at, &st->ser_at_cap, st->ser_n, sizeof *st->ser_at) ||
+        grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_n, sizeof *st->ser_tmp))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     if (n > UINT32_MAX - SERIES_VAL_MAX ||
         reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
