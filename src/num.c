@@ -56,12 +56,87 @@ static int is_thousands(const char *p, const char *end, const char *d0)
            is_digit(p[3]) && (p + 4 >= end || !is_digit(p[4]));
 }
 
+/* lead_digits8 on the bytes from p that are before end (zeros stand in for the
+ * rest: they are not digits). */
+static int lead_digits(const char *p, const char *end, uint64_t *val)
+{
+    if (end - p >= 8)
+        return lead_digits8(p, val);
+    char b[8] = {0};
+    if (end > p)
+        memcpy(b, p, (size_t)(end - p));
+    return lead_digits8(b, val);
+}
+
+/* What logs print most: up to 7 integer digits, an optional fraction, at most 15
+ * digits in all, an optional exponent of up to 3 digits. Returns 0 with *out and
+ * *stop, 1 when p starts no number at all, or -1 to leave the number to the
+ * general path (more digits, a thousands separator, a large exponent). */
+static int parse_plain(const char *p, const char *end, double *out, const char **stop)
+{
+    uint64_t mant, b;
+    int k = lead_digits(p, end, &mant), f = 0;
+    if (k == 8)
+        return -1;
+    const char *q = p + k;
+    if (q < end && *q == '.') {
+        f = lead_digits(q + 1, end, &b);
+        if (f == 8) {
+            uint64_t c;
+            int f2 = lead_digits(q + 9, end, &c);
+            if (f2 == 8 || k + 8 + f2 > 15)
+                return -1;
+            mant = (mant * 100000000u + b) * pow10_int[f2] + c;
+            f += f2;
+        } else {
+            mant = mant * pow10_int[f] + b;
+        }
+        if (k + f == 0)
+            return 1; /* "." */
+        q += 1 + f;
+    } else if (k == 0) {
+        return 1;
+    } else if (q < end && *q == ',' && is_thousands(q, end, p)) {
+        return -1;
+    }
+    int scale = -f;
+    if (q + 1 < end && (*q == 'e' || *q == 'E')) {
+        const char *e = q + 1;
+        int eneg = 0, ev = 0, n = 0;
+        if (*e == '-' || *e == '+')
+            eneg = *e++ == '-';
+        for (; e < end && is_digit(*e) && n < 4; e++, n++)
+            ev = ev * 10 + (*e - '0');
+        if (n > 3)
+            return -1;
+        if (n) {
+            scale += eneg ? -ev : ev;
+            q = e;
+            if (scale < -22 || scale > 22)
+                return -1;
+        }
+    }
+    *stop = q;
+    *out = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
+    return 0;
+}
+
 int dsq_num_parse(const char *p, const char *end, double *out, const char **stop)
 {
-    const char *s = p;
+    const char *s = p, *q;
     int neg = 0;
     if (p < end && (*p == '-' || *p == '+'))
         neg = *p++ == '-';
+    double fv;
+    int plain = parse_plain(p, end, &fv, &q);
+    if (plain >= 0) {
+        if (stop)
+            *stop = plain ? s : q;
+        if (plain)
+            return -1;
+        *out = neg ? -fv : fv;
+        return 0;
+    }
     uint64_t mant = 0;
     int sig = 0, scale = 0, exact = 1, ndig = 0;
     const char *d0 = p;

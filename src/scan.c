@@ -114,6 +114,7 @@ struct dsq_scan {
     uint64_t active;            /* bit k: handler[k]'s state was active after its last call
                                    (only a handler changes its state): no load of the state
                                    of a handler the line does not concern */
+    uint64_t wants[DSQ_FAM_COUNT]; /* bit k: handler[k] sees this family's lines */
     name_slot names[NAME_SLOTS]; /* the dictionary never renumbers: kept across streams */
 };
 
@@ -136,8 +137,12 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
         return DSQ_ENOMEM;
     }
     for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
-        if (dsq_families[i].handle)
+        if (dsq_families[i].handle) {
+            for (int f = 0; f < DSQ_FAM_COUNT; f++)
+                if (dsq_families[i].family == f || (dsq_families[i].watch & (1u << f)))
+                    sc->wants[f] |= 1ull << sc->nhandlers;
             sc->handler[sc->nhandlers++] = (unsigned char)i;
+        }
         sc->fam_off[i] = sc->fam_state_size;
         sc->fam_state_size += (dsq_families[i].state_size + 15) & ~(size_t)15;
     }
@@ -476,12 +481,15 @@ int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
 static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, const char *line,
                         size_t len)
 {
-    for (int k = 0; k < sc->nhandlers; k++) {
+    /* the handlers in order, each asked when it is active or the line's family (as the
+     * handlers before it left it) is one it sees: the next is found from the bits */
+    uint64_t left = sc->nhandlers < 64 ? (1ull << sc->nhandlers) - 1 : ~0ull;
+    for (uint64_t go; (go = (sc->wants[m->family] | sc->active) & left) != 0;) {
+        int k = __builtin_ctzll(go);
+        uint64_t bit = 1ull << k;
+        left &= ~(bit | (bit - 1));
         int i = sc->handler[k];
         const dsq_family_def *d = &dsq_families[i];
-        uint64_t bit = 1ull << k;
-        if (d->family != m->family && !(sc->active & bit) && !(d->watch & (1u << m->family)))
-            continue;
         dsq_fam_state *st = (dsq_fam_state *)(sc->fam_state + sc->fam_off[i]);
         st->claim_level = DSQ_LV_NONE;
         int rc = d->handle(st, lc, m, line, len);

@@ -251,6 +251,14 @@ static void test_random_same_as_strtod(void)
             buf[tail] = 0;
             fprintf(stderr, "%s: parsed %.17g, strtod %.17g\n", buf, v, want);
             bad++;
+            continue;
+        }
+        /* the same number ending exactly at end, digits right after it in memory */
+        memcpy(buf + tail, "98765432", 8);
+        if (dsq_num_parse(buf, buf + tail, &v, &stop) != 0 || v != want || stop != buf + tail) {
+            buf[tail] = 0;
+            fprintf(stderr, "%s (ending at end): parsed %.17g, strtod %.17g\n", buf, v, want);
+            bad++;
         }
     }
     CHECK_INT(bad, 0);
