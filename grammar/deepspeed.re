@@ -96,24 +96,37 @@ static int memory_body(const char *body, const char *end, dsq_match *m)
 /* "name=value" fields separated by ',', '/' and blanks (timer.py throughput,
  * log_dist "step=10, skipped=0, lr=[1e-05], mom=[...]"): a value may open with
  * one '[' (its first element is taken); values that are not numbers are skipped. */
-static int name_char(unsigned char c) /* a letter or '_', without branches */
-{
-    return ((unsigned)((c | 0x20) - 'a') < 26) | (c == '_');
-}
+enum { KV_NAME = 1, KV_SEP = 2, KV_END = 4 };
+
+/* Byte classes of kv_fields: a name byte (a letter or '_'), a separator before a
+ * name (' ', ',', '/'), the end of a pair (',', '/'). One load per byte. */
+static const unsigned char kv_class[256] = {
+    [' '] = KV_SEP, [','] = KV_SEP | KV_END, ['/'] = KV_SEP | KV_END, ['_'] = KV_NAME,
+#define KV_LETTERS(c) [c] = KV_NAME, [c + 32] = KV_NAME
+    KV_LETTERS('A'), KV_LETTERS('B'), KV_LETTERS('C'), KV_LETTERS('D'), KV_LETTERS('E'),
+    KV_LETTERS('F'), KV_LETTERS('G'), KV_LETTERS('H'), KV_LETTERS('I'), KV_LETTERS('J'),
+    KV_LETTERS('K'), KV_LETTERS('L'), KV_LETTERS('M'), KV_LETTERS('N'), KV_LETTERS('O'),
+    KV_LETTERS('P'), KV_LETTERS('Q'), KV_LETTERS('R'), KV_LETTERS('S'), KV_LETTERS('T'),
+    KV_LETTERS('U'), KV_LETTERS('V'), KV_LETTERS('W'), KV_LETTERS('X'), KV_LETTERS('Y'),
+    KV_LETTERS('Z'),
+#undef KV_LETTERS
+};
+
+static int kv_is(const char *p, int cls) { return kv_class[(unsigned char)*p] & cls; }
 
 static void kv_fields(dsq_match *m, const char *p, const char *end)
 {
     while (p < end) {
-        while (p < end && (*p == ' ' || *p == ',' || *p == '/'))
+        while (p < end && kv_is(p, KV_SEP))
             p++;
         const char *n0 = p;
-        while (p < end && name_char((unsigned char)*p))
+        while (p < end && kv_is(p, KV_NAME))
             p++;
         if (p < end && *p == '=' && p > n0) {
             const char *v = p + 1 + (p + 1 < end && p[1] == '[');
             p = dsq_match_field(m, n0, (size_t)(p - n0), v, end);
         }
-        while (p < end && *p != ',' && *p != '/')
+        while (p < end && !kv_is(p, KV_END))
             p++;
     }
 }
