@@ -435,6 +435,40 @@ static void test_rank_lines(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+/* Field names of one length that share their first, middle and last bytes land in
+ * the same slot of the scanner's name cache: each keeps its own id, for every
+ * length the cache holds (whole words, a last partial word, short names). */
+static void test_field_names_sharing_a_slot(void)
+{
+    for (int n = 2; n <= 33; n++) {
+        for (int j = 1; j < n - 1; j++) {
+            if (j == n / 2)
+                continue;
+            char a[40], b[40], text[512];
+            memset(a, 'x', (size_t)n);
+            a[0] = 'f', a[n / 2] = 'm', a[n - 1] = 'l', a[n] = 0;
+            memcpy(b, a, (size_t)n + 1);
+            b[j] = 'Q';
+            fixture *f = fx_new(4096);
+            snprintf(text, sizeof text,
+                     "[2024-07-20 21:30:05,202] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                     "step=1, skipped=0, %s=1, %s=2\n"
+                     "[2024-07-20 21:30:06,202] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                     "step=2, skipped=0, %s=3, %s=4\n",
+                     a, b, b, a);
+            CHECK_INT(fx_scan(f, text), 0);
+            CHECK_INT(f->out.n, 2);
+            if (f->out.n == 2) {
+                expect_field(f, &f->out.ev[0], 2, a, 1, DSQ_U_NONE);
+                expect_field(f, &f->out.ev[0], 3, b, 2, DSQ_U_NONE);
+                expect_field(f, &f->out.ev[1], 2, b, 3, DSQ_U_NONE);
+                expect_field(f, &f->out.ev[1], 3, a, 4, DSQ_U_NONE);
+            }
+            fx_free(f);
+        }
+    }
+}
+
+TEST_MAIN(T(test_field_names_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
