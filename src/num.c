@@ -58,7 +58,8 @@ static int is_thousands(const char *p, const char *end, const char *d0)
 
 /* lead_digits8 on the bytes from p that are before end (zeros stand in for the
  * rest: they are not digits). */
-static int lead_digits(const char *p, const char *end, uint64_t *val)
+static inline __attribute__((always_inline)) int lead_digits(const char *p, const char *end,
+                                                          uint64_t *val)
 {
     if (end - p >= 8)
         return lead_digits8(p, val);
@@ -121,22 +122,13 @@ static int parse_plain(const char *p, const char *end, double *out, const char *
     return 0;
 }
 
-int dsq_num_parse(const char *p, const char *end, double *out, const char **stop)
+/* Every number: digits 8 at a time, then one by one, thousands separators, any
+ * exponent; s is where the number began (its sign), p after the sign. Out of line,
+ * so the plain path saves no registers for it. */
+static __attribute__((noinline)) int parse_general(const char *s, const char *p,
+                                                   const char *end, int neg, double *out,
+                                                   const char **stop)
 {
-    const char *s = p, *q;
-    int neg = 0;
-    if (p < end && (*p == '-' || *p == '+'))
-        neg = *p++ == '-';
-    double fv;
-    int plain = parse_plain(p, end, &fv, &q);
-    if (plain >= 0) {
-        if (stop)
-            *stop = plain ? s : q;
-        if (plain)
-            return -1;
-        *out = neg ? -fv : fv;
-        return 0;
-    }
     uint64_t mant = 0;
     int sig = 0, scale = 0, exact = 1, ndig = 0;
     const char *d0 = p;
@@ -217,6 +209,24 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
     else
         v = slow_parse(neg ? s + 1 : s, p);
     *out = neg ? -v : v;
+    return 0;
+}
+
+int dsq_num_parse(const char *p, const char *end, double *out, const char **stop)
+{
+    const char *s = p, *q;
+    int neg = 0;
+    if (p < end && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    double fv;
+    int plain = parse_plain(p, end, &fv, &q);
+    if (plain < 0)
+        return parse_general(s, p, end, neg, out, stop);
+    if (stop)
+        *stop = plain ? s : q;
+    if (plain)
+        return -1;
+    *out = neg ? -fv : fv;
     return 0;
 }
 
