@@ -14,9 +14,19 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
+/* Lines of a log share their date: the last date's day number, per thread. */
+static _Thread_local struct {
+    int y, mo, d;
+    int64_t days;
+} last_date = {1970, 1, 1, 0};
+
 int64_t dsq_time_from_civil(int y, int mo, int d, int h, int mi, int s, int us)
 {
-    int64_t days = days_from_civil(y, mo, d);
+    if (y != last_date.y || mo != last_date.mo || d != last_date.d) {
+        last_date.days = days_from_civil(y, mo, d);
+        last_date.y = y, last_date.mo = mo, last_date.d = d;
+    }
+    int64_t days = last_date.days;
     return ((days * 86400 + h * 3600 + mi * 60 + s) * 1000000) + us;
 }
 
