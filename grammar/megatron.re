@@ -40,22 +40,54 @@
  * 1 for grad norm, learning rate or the iteration time, 2 for the rest. */
 static int pair_rank(dsq_span n)
 {
+    /* the first four bytes of each wanted phrase as one word: a word compare at each
+     * position, the rest of the phrase only when the word matches */
     static const struct { const char *w; size_t k; } first[] = {
         {"loss", 4}, {"grad norm", 9}, {"learning rate", 13}, {"elapsed time", 12}};
+    uint32_t w[4];
+    for (size_t i = 0; i < 4; i++)
+        memcpy(&w[i], first[i].w, 4);
     int best = 2;
-    for (size_t j = 0; j < n.n; j++) {
-        char c = n.p[j];
-        if (c != 'l' && c != 'g' && c != 'e')
+    for (size_t j = 0; j + 4 <= n.n; j++) {
+        uint32_t x;
+        memcpy(&x, n.p + j, 4);
+        if (x != w[0] && x != w[1] && x != w[2] && x != w[3])
             continue;
         for (size_t i = 0; i < sizeof first / sizeof *first; i++)
-            if (first[i].w[0] == c && j + first[i].k <= n.n &&
-                memcmp(n.p + j, first[i].w, first[i].k) == 0) {
+            if (x == w[i] && j + first[i].k <= n.n &&
+                memcmp(n.p + j + 4, first[i].w + 4, first[i].k - 4) == 0) {
                 if (i == 0)
                     return 0;
                 best = 1;
             }
     }
     return best;
+}
+
+/* pair_rank of names seen before: Megatron prints the same names on every
+ * iteration line. Slots by length and three bytes; a hit compares the whole name. */
+#define RANK_SLOTS 64
+#define RANK_NAME_MAX 48
+typedef struct rank_slot {
+    char s[RANK_NAME_MAX];
+    unsigned char n, rank;
+} rank_slot;
+static _Thread_local rank_slot rank_memo[RANK_SLOTS];
+
+static int pair_rank_memo(dsq_span n)
+{
+    if (n.n == 0 || n.n > RANK_NAME_MAX)
+        return pair_rank(n);
+    unsigned h = (unsigned)n.n * 31u + (unsigned char)n.p[0] * 7u +
+                 (unsigned char)n.p[n.n / 2] * 3u + (unsigned char)n.p[n.n - 1];
+    rank_slot *e = &rank_memo[h & (RANK_SLOTS - 1)];
+    if (e->n == n.n && dsq_same_bytes(e->s, n.p, n.n))
+        return e->rank;
+    int r = pair_rank(n);
+    memcpy(e->s, n.p, n.n);
+    e->n = (unsigned char)n.n;
+    e->rank = (unsigned char)r;
+    return r;
 }
 
 /* Appends the pipe-separated pairs of p..end, most wanted first. */
@@ -65,7 +97,7 @@ static void add_pairs(dsq_match *m, const char *p, const char *end, int unit)
     unsigned char rank[MAX_PAIRS];
     int n = dsq_pairs_pipe(p, end, pr, MAX_PAIRS);
     for (int i = 0; i < n; i++)
-        rank[i] = (unsigned char)pair_rank(pr[i].name);
+        rank[i] = (unsigned char)pair_rank_memo(pr[i].name);
     for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < n; i++) {
             if (rank[i] != pass)

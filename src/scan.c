@@ -429,28 +429,6 @@ static void line_time(dsq_scan *sc, dsq_match *m)
         sc->last_t = m->t_us;
 }
 
-static uint64_t load64(const char *p) { uint64_t x; memcpy(&x, p, 8); return x; }
-static uint32_t load32(const char *p) { uint32_t x; memcpy(&x, p, 4); return x; }
-static uint16_t load16(const char *p) { uint16_t x; memcpy(&x, p, 2); return x; }
-
-/* a[0..n) == b[0..n), a word at a time (the last word overlapping the one before):
- * a library memcmp call costs more than the compare of a short name. */
-static int same_bytes(const char *a, const char *b, size_t n)
-{
-    if (n >= 8) {
-        size_t i = 0;
-        for (; i + 8 <= n; i += 8)
-            if (load64(a + i) != load64(b + i))
-                return 0;
-        return i == n || load64(a + n - 8) == load64(b + n - 8);
-    }
-    if (n >= 4)
-        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
-    if (n >= 2)
-        return load16(a) == load16(b) && load16(a + n - 2) == load16(b + n - 2);
-    return n == 0 || a[0] == b[0];
-}
-
 /* The dictionary id of a field name. Events name the same few fields line after
  * line, so a small direct-mapped cache in front of the dictionary saves its hash
  * of the whole name and its probing (they were ~14% of scanning). The slot is
@@ -464,7 +442,7 @@ static uint32_t field_id(dsq_scan *sc, const char *p, size_t n)
     uint32_t h = ((uint32_t)n * 0x9E3779B1u) ^ a ^ ((uint32_t)b << 8) ^ ((uint32_t)c << 16);
     h *= 0x85EBCA6Bu;
     name_slot *s = &sc->names[(h >> 20) & (NAME_SLOTS - 1)];
-    if (s->n == n && same_bytes(s->s, p, n))
+    if (s->n == n && dsq_same_bytes(s->s, p, n))
         return s->id;
     uint32_t id = dsq_dict_intern(sc->p.dict, p, n);
     if (id) {

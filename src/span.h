@@ -4,6 +4,7 @@
 #define DSQ_SPAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct dsq_span {
@@ -45,6 +46,36 @@ static inline int dsq_span_ends(dsq_span s, const char *lit, size_t n)
 static inline int dsq_span_has(dsq_span s, const char *lit, size_t n)
 {
     return s.n >= n && memmem(s.p, s.n, lit, n) != NULL;
+}
+
+/* a[0..n) == b[0..n), a word at a time (the last word overlapping the one before):
+ * a library memcmp call costs more than the compare of a short name. */
+static inline int dsq_same_bytes(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y;
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, 8), memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+        }
+        if (i == n)
+            return 1;
+        memcpy(&x, a + n - 8, 8), memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    uint32_t u, v, u2, v2;
+    if (n >= 4) {
+        memcpy(&u, a, 4), memcpy(&v, b, 4), memcpy(&u2, a + n - 4, 4), memcpy(&v2, b + n - 4, 4);
+        return u == v && u2 == v2;
+    }
+    uint16_t h, g, h2, g2;
+    if (n >= 2) {
+        memcpy(&h, a, 2), memcpy(&g, b, 2), memcpy(&h2, a + n - 2, 2), memcpy(&g2, b + n - 2, 2);
+        return h == g && h2 == g2;
+    }
+    return n == 0 || a[0] == b[0];
 }
 
 #endif

@@ -469,6 +469,26 @@ static void test_field_names_sharing_a_slot(void)
     }
 }
 
-TEST_MAIN(T(test_field_names_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+/* Megatron keeps a loss first among an iteration line's pairs. Two names that share
+ * the rank cache's slot (same length, first, middle and last bytes), one with
+ * "loss" in it: each keeps its own rank, line after line. */
+static void test_megatron_pair_ranks_sharing_a_slot(void)
+{
+    fixture *f = fx_new(4096);
+    CHECK_INT(fx_scan(f, " iteration       10/    1000 | axxsxxb: 1 | aloss_b: 2 |\n"
+                         " iteration       11/    1000 | aloss_b: 3 | axxsxxb: 4 |\n"
+                         " iteration       12/    1000 | axxsxxb: 5 | aloss_b: 6 |\n"),
+              0);
+    CHECK_INT(f->out.n, 3);
+    for (int i = 0; i < f->out.n && i < 3; i++) {
+        const dsq_event *ev = &f->out.ev[i];
+        expect_field(f, ev, 0, "iteration", 10 + i, DSQ_U_NONE);
+        expect_field(f, ev, 1, "aloss_b", i == 1 ? 3 : 2 * i + 2, DSQ_U_NONE);
+        expect_field(f, ev, 2, "axxsxxb", i == 1 ? 4 : 2 * i + 1, DSQ_U_NONE);
+    }
+    fx_free(f);
+}
+
+TEST_MAIN(T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
