@@ -69,6 +69,34 @@ static inline __attribute__((always_inline)) int lead_digits(const char *p, cons
     return lead_digits8(b, val);
 }
 
+/* The end of a plain number whose digits gave mant, f of them after a '.', the
+ * number's text running to q: an optional exponent of up to 3 digits, then the
+ * value, rounded once. 0, or -1 for the general path (a long or large exponent). */
+static int plain_value(uint64_t mant, int f, const char *q, const char *end, double *out,
+                       const char **stop)
+{
+    int scale = -f;
+    if (q + 1 < end && (*q == 'e' || *q == 'E')) {
+        const char *e = q + 1;
+        int eneg = 0, ev = 0, n = 0;
+        if (*e == '-' || *e == '+')
+            eneg = *e++ == '-';
+        for (; e < end && is_digit(*e) && n < 4; e++, n++)
+            ev = ev * 10 + (*e - '0');
+        if (n > 3)
+            return -1;
+        if (n) {
+            scale += eneg ? -ev : ev;
+            q = e;
+            if (scale < -22 || scale > 22)
+                return -1;
+        }
+    }
+    *stop = q;
+    *out = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
+    return 0;
+}
+
 /* What logs print most: up to 7 integer digits, an optional fraction, at most 15
  * digits in all, an optional exponent of up to 3 digits. Returns 0 with *out and
  * *stop, 1 when p starts no number at all, or -1 to leave the number to the
@@ -100,27 +128,65 @@ static int parse_plain(const char *p, const char *end, double *out, const char *
     } else if (q < end && *q == ',' && is_thousands(q, end, p)) {
         return -1;
     }
-    int scale = -f;
-    if (q + 1 < end && (*q == 'e' || *q == 'E')) {
-        const char *e = q + 1;
-        int eneg = 0, ev = 0, n = 0;
-        if (*e == '-' || *e == '+')
-            eneg = *e++ == '-';
-        for (; e < end && is_digit(*e) && n < 4; e++, n++)
-            ev = ev * 10 + (*e - '0');
-        if (n > 3)
-            return -1;
-        if (n) {
-            scale += eneg ? -ev : ev;
-            q = e;
-            if (scale < -22 || scale > 22)
-                return -1;
-        }
-    }
-    *stop = q;
-    *out = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
-    return 0;
+    return plain_value(mant, f, q, end, out, stop);
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define NUM_SSE __attribute__((target("sse4.1")))
+
+/* The same as parse_plain with 16 bytes to read, in SSE4.1: one compare finds the
+ * digits and the '.', one shuffle packs the digits right-aligned without the '.',
+ * and three multiply-adds sum them (up to 15 digits, integer part any length). */
+static int have_sse41;
+static unsigned char num_shuffle[16][16][16]; /* [k integer digits][f fraction digits] */
+
+__attribute__((constructor)) static void num_init(void)
+{
+    __builtin_cpu_init();
+    have_sse41 = __builtin_cpu_supports("sse4.1") != 0;
+    for (int k = 0; k < 16; k++)
+        for (int f = 0; k + f < 16; f++) {
+            int n = k + f;
+            for (int lane = 0; lane < 16; lane++) {
+                int i = lane - (16 - n); /* the i-th digit of the number */
+                num_shuffle[k][f][lane] = (unsigned char)(i < 0 ? 0x80 : i < k ? i : i + 1);
+            }
+        }
+}
+
+NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const char **stop)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    __m128i is_d = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
+    unsigned md = (unsigned)_mm_movemask_epi8(is_d);
+    int k = __builtin_ctz(~md), f = 0; /* ~md has bit 16 set: k <= 16 */
+    if (k == 16)
+        return -1;
+    const char *q = p + k;
+    if (*q == '.') {
+        f = __builtin_ctz(~(md >> (k + 1)));
+        if (k + 1 + f >= 16)
+            return -1; /* the digits may go on past the 16 bytes */
+        if (k + f == 0)
+            return 1;
+        q += 1 + f;
+    } else if (k == 0) {
+        return 1;
+    } else if (*q == ',' && is_thousands(q, end, p)) {
+        return -1;
+    }
+    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128((const __m128i *)(const void *)num_shuffle[k][f]));
+    __m128i m1 = _mm_maddubs_epi16(d, _mm_setr_epi8(10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1));
+    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
+    __m128i m3 = _mm_packus_epi32(m2, m2);
+    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
+    uint64_t mant = (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
+                    (uint32_t)_mm_extract_epi32(m4, 1);
+    return plain_value(mant, f, q, end, out, stop);
+}
+#endif
 
 /* Every number: digits 8 at a time, then one by one, thousands separators, any
  * exponent; s is where the number began (its sign), p after the sign. Out of line,
@@ -219,7 +285,13 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
     if (p < end && (*p == '-' || *p == '+'))
         neg = *p++ == '-';
     double fv;
-    int plain = parse_plain(p, end, &fv, &q);
+    int plain;
+#ifdef NUM_SSE
+    if (have_sse41 && end - p >= 16)
+        plain = parse_sse(p, end, &fv, &q);
+    else
+#endif
+        plain = parse_plain(p, end, &fv, &q);
     if (plain < 0)
         return parse_general(s, p, end, neg, out, stop);
     if (stop)
