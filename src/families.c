@@ -17,6 +17,8 @@
 const dsq_family_def dsq_families[] = {
     {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed,
      .state_size = sizeof(dsq_ds_state), .handle = dsq_ds_handle, .finish = dsq_ds_finish},
+    {.family = DSQ_FAM_NCCL, .name = "nccl", .recognize = dsq_gram_nccl,
+     .state_size = sizeof(dsq_nccl_state), .handle = dsq_nccl_handle, .finish = dsq_nccl_finish},
     {.family = DSQ_FAM_HF, .name = "hf", .recognize = dsq_gram_hf,
      .state_size = sizeof(dsq_hf_state), .handle = dsq_hf_handle, .finish = dsq_hf_finish},
     {.family = DSQ_FAM_MEGATRON, .name = "megatron", .recognize = dsq_gram_megatron},
@@ -27,8 +29,6 @@ const dsq_family_def dsq_families[] = {
     {.family = DSQ_FAM_TORCHRUN, .name = "torchrun", .recognize = dsq_gram_torchrun,
      .state_size = sizeof(dsq_torchrun_state), .handle = dsq_torchrun_handle,
      .watch = 1u << DSQ_FAM_TRACEBACK},
-    {.family = DSQ_FAM_NCCL, .name = "nccl", .recognize = dsq_gram_nccl,
-     .state_size = sizeof(dsq_nccl_state), .handle = dsq_nccl_handle, .finish = dsq_nccl_finish},
     {.family = DSQ_FAM_MISC, .name = "misc", .recognize = dsq_gram_misc},
     /* DeepSpeed's bare prints: after every family with a logger header */
     {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed_bare},
