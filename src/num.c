@@ -69,125 +69,6 @@ static inline __attribute__((always_inline)) int lead_digits(const char *p, cons
     return lead_digits8(b, val);
 }
 
-/* The end of a plain number whose digits gave mant, f of them after a '.', the
- * number's text running to q: an optional exponent of up to 3 digits, then the
- * value, rounded once. 0, or -1 for the general path (a long or large exponent). */
-static int plain_value(uint64_t mant, int f, const char *q, const char *end, double *out,
-                       const char **stop)
-{
-    int scale = -f;
-    if (q + 1 < end && (*q == 'e' || *q == 'E')) {
-        const char *e = q + 1;
-        int eneg = 0, ev = 0, n = 0;
-        if (*e == '-' || *e == '+')
-            eneg = *e++ == '-';
-        for (; e < end && is_digit(*e) && n < 4; e++, n++)
-            ev = ev * 10 + (*e - '0');
-        if (n > 3)
-            return -1;
-        if (n) {
-            scale += eneg ? -ev : ev;
-            q = e;
-            if (scale < -22 || scale > 22)
-                return -1;
-        }
-    }
-    *stop = q;
-    *out = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
-    return 0;
-}
-
-/* What logs print most: up to 7 integer digits, an optional fraction, at most 15
- * digits in all, an optional exponent of up to 3 digits. Returns 0 with *out and
- * *stop, 1 when p starts no number at all, or -1 to leave the number to the
- * general path (more digits, a thousands separator, a large exponent). */
-static int parse_plain(const char *p, const char *end, double *out, const char **stop)
-{
-    uint64_t mant, b;
-    int k = lead_digits(p, end, &mant), f = 0;
-    if (k == 8)
-        return -1;
-    const char *q = p + k;
-    if (q < end && *q == '.') {
-        f = lead_digits(q + 1, end, &b);
-        if (f == 8) {
-            uint64_t c;
-            int f2 = lead_digits(q + 9, end, &c);
-            if (f2 == 8 || k + 8 + f2 > 15)
-                return -1;
-            mant = (mant * 100000000u + b) * pow10_int[f2] + c;
-            f += f2;
-        } else {
-            mant = mant * pow10_int[f] + b;
-        }
-        if (k + f == 0)
-            return 1; /* "." */
-        q += 1 + f;
-    } else if (k == 0) {
-        return 1;
-    } else if (q < end && *q == ',' && is_thousands(q, end, p)) {
-        return -1;
-    }
-    return plain_value(mant, f, q, end, out, stop);
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define NUM_SSE __attribute__((target("sse4.1")))
-
-/* The same as parse_plain with 16 bytes to read, in SSE4.1: one compare finds the
- * digits and the '.', one shuffle packs the digits right-aligned without the '.',
- * and three multiply-adds sum them (up to 15 digits, integer part any length). */
-static int have_sse41;
-static unsigned char num_shuffle[16][16][16]; /* [k integer digits][f fraction digits] */
-
-__attribute__((constructor)) static void num_init(void)
-{
-    __builtin_cpu_init();
-    have_sse41 = __builtin_cpu_supports("sse4.1") != 0;
-    for (int k = 0; k < 16; k++)
-        for (int f = 0; k + f < 16; f++) {
-            int n = k + f;
-            for (int lane = 0; lane < 16; lane++) {
-                int i = lane - (16 - n); /* the i-th digit of the number */
-                num_shuffle[k][f][lane] = (unsigned char)(i < 0 ? 0x80 : i < k ? i : i + 1);
-            }
-        }
-}
-
-NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const char **stop)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-    __m128i is_d = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
-    unsigned md = (unsigned)_mm_movemask_epi8(is_d);
-    int k = __builtin_ctz(~md), f = 0; /* ~md has bit 16 set: k <= 16 */
-    if (k == 16)
-        return -1;
-    const char *q = p + k;
-    if (*q == '.') {
-        f = __builtin_ctz(~(md >> (k + 1)));
-        if (k + 1 + f >= 16)
-            return -1; /* the digits may go on past the 16 bytes */
-        if (k + f == 0)
-            return 1;
-        q += 1 + f;
-    } else if (k == 0) {
-        return 1;
-    } else if (*q == ',' && is_thousands(q, end, p)) {
-        return -1;
-    }
-    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128((const __m128i *)(const void *)num_shuffle[k][f]));
-    __m128i m1 = _mm_maddubs_epi16(d, _mm_setr_epi8(10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1));
-    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
-    __m128i m3 = _mm_packus_epi32(m2, m2);
-    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
-    uint64_t mant = (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
-                    (uint32_t)_mm_extract_epi32(m4, 1);
-    return plain_value(mant, f, q, end, out, stop);
-}
-#endif
-
 /* Every number: digits 8 at a time, then one by one, thousands separators, any
  * exponent; s is where the number began (its sign), p after the sign. Out of line,
  * so the plain path saves no registers for it. */
@@ -278,28 +159,151 @@ static __attribute__((noinline)) int parse_general(const char *s, const char *p,
     return 0;
 }
 
-int dsq_num_parse(const char *p, const char *end, double *out, const char **stop)
+/* The end of a plain number whose digits gave mant, f of them after a '.', the
+ * number's text running to q (s: its start, with the sign): an optional exponent
+ * of up to 3 digits, then the value, rounded once, and the results. The general
+ * path takes a long or large exponent. */
+static int plain_value(const char *s, const char *p, uint64_t mant, int f, const char *q,
+                       const char *end, int neg, double *out, const char **stop)
 {
-    const char *s = p, *q;
+    int scale = -f;
+    if (q + 1 < end && (*q == 'e' || *q == 'E')) {
+        const char *e = q + 1;
+        int eneg = 0, ev = 0, n = 0;
+        if (*e == '-' || *e == '+')
+            eneg = *e++ == '-';
+        for (; e < end && is_digit(*e) && n < 4; e++, n++)
+            ev = ev * 10 + (*e - '0');
+        if (n > 3)
+            return parse_general(s, p, end, neg, out, stop);
+        if (n) {
+            scale += eneg ? -ev : ev;
+            q = e;
+            if (scale < -22 || scale > 22)
+                return parse_general(s, p, end, neg, out, stop);
+        }
+    }
+    if (stop)
+        *stop = q;
+    double v = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* No number at s. */
+static int no_number(const char *s, const char **stop)
+{
+    if (stop)
+        *stop = s;
+    return -1;
+}
+
+/* What logs print most: up to 7 integer digits, an optional fraction, at most 15
+ * digits in all, an optional exponent of up to 3 digits. Everything else (more
+ * digits, a thousands separator, a large exponent) goes to the general path. */
+static __attribute__((noinline)) int parse_plain(const char *p, const char *end, double *out,
+                                                 const char **stop)
+{
+    const char *s = p;
     int neg = 0;
     if (p < end && (*p == '-' || *p == '+'))
         neg = *p++ == '-';
-    double fv;
-    int plain;
-#ifdef NUM_SSE
-    if (have_sse41 && end - p >= 16)
-        plain = parse_sse(p, end, &fv, &q);
-    else
-#endif
-        plain = parse_plain(p, end, &fv, &q);
-    if (plain < 0)
+    uint64_t mant, b;
+    int k = lead_digits(p, end, &mant), f = 0;
+    if (k == 8)
         return parse_general(s, p, end, neg, out, stop);
-    if (stop)
-        *stop = plain ? s : q;
-    if (plain)
-        return -1;
-    *out = neg ? -fv : fv;
-    return 0;
+    const char *q = p + k;
+    if (q < end && *q == '.') {
+        f = lead_digits(q + 1, end, &b);
+        if (f == 8) {
+            uint64_t c;
+            int f2 = lead_digits(q + 9, end, &c);
+            if (f2 == 8 || k + 8 + f2 > 15)
+                return parse_general(s, p, end, neg, out, stop);
+            mant = (mant * 100000000u + b) * pow10_int[f2] + c;
+            f += f2;
+        } else {
+            mant = mant * pow10_int[f] + b;
+        }
+        if (k + f == 0)
+            return no_number(s, stop); /* "." */
+        q += 1 + f;
+    } else if (k == 0) {
+        return no_number(s, stop);
+    } else if (q < end && *q == ',' && is_thousands(q, end, p)) {
+        return parse_general(s, p, end, neg, out, stop);
+    }
+    return plain_value(s, p, mant, f, q, end, neg, out, stop);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define NUM_SSE __attribute__((target("sse4.1")))
+
+/* The same as parse_plain with 16 bytes to read after the sign, in SSE4.1: one
+ * compare finds the digits and the '.', one shuffle packs the digits right-aligned
+ * without the '.', and three multiply-adds sum them (up to 15 digits). */
+static int have_sse41;
+static unsigned char num_shuffle[16][16][16]; /* [k integer digits][f fraction digits] */
+
+__attribute__((constructor)) static void num_init(void)
+{
+    __builtin_cpu_init();
+    have_sse41 = __builtin_cpu_supports("sse4.1") != 0;
+    for (int k = 0; k < 16; k++)
+        for (int f = 0; k + f < 16; f++) {
+            int n = k + f;
+            for (int lane = 0; lane < 16; lane++) {
+                int i = lane - (16 - n); /* the i-th digit of the number */
+                num_shuffle[k][f][lane] = (unsigned char)(i < 0 ? 0x80 : i < k ? i : i + 1);
+            }
+        }
+}
+
+NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const char **stop)
+{
+    const char *s = p;
+    int neg = 0;
+    if (*p == '-' || *p == '+')
+        neg = *p++ == '-';
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    __m128i is_d = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
+    unsigned md = (unsigned)_mm_movemask_epi8(is_d);
+    int k = __builtin_ctz(~md), f = 0; /* ~md has bit 16 set: k <= 16 */
+    if (k == 16)
+        return parse_general(s, p, end, neg, out, stop);
+    const char *q = p + k;
+    if (*q == '.') {
+        f = __builtin_ctz(~(md >> (k + 1)));
+        if (k + 1 + f >= 16) /* the digits may go on past the 16 bytes */
+            return parse_general(s, p, end, neg, out, stop);
+        if (k + f == 0)
+            return no_number(s, stop);
+        q += 1 + f;
+    } else if (k == 0) {
+        return no_number(s, stop);
+    } else if (*q == ',' && is_thousands(q, end, p)) {
+        return parse_general(s, p, end, neg, out, stop);
+    }
+    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128((const __m128i *)(const void *)num_shuffle[k][f]));
+    __m128i m1 = _mm_maddubs_epi16(d, _mm_setr_epi8(10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1));
+    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
+    __m128i m3 = _mm_packus_epi32(m2, m2);
+    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
+    uint64_t mant = (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
+                    (uint32_t)_mm_extract_epi32(m4, 1);
+    return plain_value(s, p, mant, f, q, end, neg, out, stop);
+}
+#endif
+
+int dsq_num_parse(const char *p, const char *end, double *out, const char **stop)
+{
+#ifdef NUM_SSE
+    if (have_sse41 && end - p >= 17) /* a sign and 16 bytes */
+        return parse_sse(p, end, out, stop);
+#endif
+    return parse_plain(p, end, out, stop);
 }
 
 static const struct {
