@@ -647,18 +647,17 @@ int dsq_gram_nccl(const char *line, size_t len, dsq_match *m)
     dsq_nccl_line *op = (dsq_nccl_line *)m->aux.bytes; /* the handler reads it back */
     if (!dsq_nccl_parse(line, len, op))
         return 0;
-    const dsq_nccl_line o = *op;
     m->family = DSQ_FAM_NCCL;
-    m->level = o.level;
-    if (o.headed)
-        m->host = o.host;
-    m->proc = o.pid_s;
-    if (o.rank_prefix >= 0)
-        m->rank = o.rank_prefix;
-    if (o.t_us != DSQ_TIME_NONE)
-        m->t_us = o.t_us;
-    m->func = o.src;
-    m->body = o.msg;
-    match_event(m, &o);
+    m->level = op->level;
+    if (op->headed)
+        m->host = op->host;
+    m->proc = op->pid_s;
+    if (op->rank_prefix >= 0)
+        m->rank = op->rank_prefix;
+    if (op->t_us != DSQ_TIME_NONE)
+        m->t_us = op->t_us;
+    m->func = op->src;
+    m->body = op->msg;
+    match_event(m, op);
     return 1;
 }

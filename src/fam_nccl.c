@@ -126,7 +126,7 @@ static dsq_nccl_slot *slot_get(dsq_nccl_state *st, const dsq_line_ctx *lc, uint6
 static void via_add(dsq_nccl_slot *s, dsq_span t)
 {
     for (size_t i = 0; i + t.n <= s->via_n; i++)
-        if ((i == 0 || s->via[i - 1] == ' ') && memcmp(s->via + i, t.p, t.n) == 0 &&
+        if ((i == 0 || s->via[i - 1] == ' ') && dsq_same_bytes(s->via + i, t.p, t.n) &&
             (i + t.n == s->via_n || s->via[i + t.n] == ' '))
             return;
     size_t need = t.n + (s->via_n ? 1 : 0);
@@ -172,7 +172,7 @@ static void topo_line(dsq_nccl_slot *s, const dsq_nccl_line *o)
     case DSQ_NCCL_CONNECT:
         channel_mark(s, o->n1);
         s->n_conn++;
-        if (o->a.n >= 3 && memcmp(o->a.p, "P2P", 3) == 0)
+        if (o->a.n >= 3 && o->a.p[0] == 'P' && o->a.p[1] == '2' && o->a.p[2] == 'P')
             s->n_p2p++;
         else if (o->a.n >= 3 && memcmp(o->a.p, "SHM", 3) == 0)
             s->n_shm++;
@@ -280,47 +280,47 @@ int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
     (void)len;
     if (m->family != DSQ_FAM_NCCL)
         return 0;
-    const dsq_nccl_line o = *(const dsq_nccl_line *)m->aux.bytes; /* parsed by dsq_gram_nccl */
-    if (!o.headed)
+    const dsq_nccl_line *o = (const dsq_nccl_line *)m->aux.bytes; /* parsed by dsq_gram_nccl */
+    if (!o->headed)
         return 0;
-    uint64_t proc = dsq_nccl_proc_key(&o), key = thread_key(proc, o.tid);
+    uint64_t proc = dsq_nccl_proc_key(o), key = thread_key(proc, o->tid);
     dsq_line_ctx ctx = *lc; /* the scanner gives the rank a process's init line named */
     st->clock++;
-    if (o.nranks > st->world_nranks) {
-        st->world_nranks = o.nranks;
+    if (o->nranks > st->world_nranks) {
+        st->world_nranks = o->nranks;
         st->world_at = *lc;
     }
-    if (o.nnodes > st->world_nnodes) {
-        st->world_nnodes = o.nnodes;
+    if (o->nnodes > st->world_nnodes) {
+        st->world_nnodes = o->nnodes;
         st->nodes_at = *lc;
     }
     dsq_nccl_slot *s = slot_find(st, key);
-    if (o.kind == DSQ_NCCL_ERRTRACE || o.kind == DSQ_NCCL_WARN || is_topo(o.kind))
+    if (o->kind == DSQ_NCCL_ERRTRACE || o->kind == DSQ_NCCL_WARN || is_topo(o->kind))
         s = slot_get(st, &ctx, key, proc, &rc);
     if (rc)
         return rc;
     if (s) {
         s->used_at = st->clock;
-        if (o.kind != DSQ_NCCL_ERRTRACE)
+        if (o->kind != DSQ_NCCL_ERRTRACE)
             s->in_chain = 0;
-        s->warn_prev = o.kind == DSQ_NCCL_WARN || (o.kind == DSQ_NCCL_ERRTRACE && s->warn_prev);
+        s->warn_prev = o->kind == DSQ_NCCL_WARN || (o->kind == DSQ_NCCL_ERRTRACE && s->warn_prev);
     }
-    switch (o.kind) {
+    switch (o->kind) {
     case DSQ_NCCL_ERRTRACE:
-        return error_chain(&ctx, s, &o);
+        return error_chain(&ctx, s, o);
     case DSQ_NCCL_WARN:
-        s->warn_n = o.msg.n < sizeof s->warn ? o.msg.n : sizeof s->warn;
-        memcpy(s->warn, o.msg.p, s->warn_n);
+        s->warn_n = o->msg.n < sizeof s->warn ? o->msg.n : sizeof s->warn;
+        memcpy(s->warn, o->msg.p, s->warn_n);
         return 0;
     case DSQ_NCCL_ENV:
-        return env_attr(st, &ctx, &o);
+        return env_attr(st, &ctx, o);
     case DSQ_NCCL_INIT:
-        return init_complete(st, &ctx, &o, key, proc);
+        return init_complete(st, &ctx, o, key, proc);
     default:
         break;
     }
-    if (s && is_topo(o.kind)) {
-        topo_line(s, &o);
+    if (s && is_topo(o->kind)) {
+        topo_line(s, o);
         s->host = ctx.host;
         s->lineno = ctx.lineno;
         s->t_us = ctx.t_us;
