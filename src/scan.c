@@ -202,7 +202,7 @@ const dsq_scan_stats *dsq_scan_stats_get(const dsq_scan *sc) { return &sc->st; }
 static uint32_t host_id(dsq_scan *sc, dsq_span h)
 {
     if (h.n == sc->host_cache_n && h.n <= sizeof sc->host_cache &&
-        memcmp(h.p, sc->host_cache, h.n) == 0)
+        dsq_same_bytes(h.p, sc->host_cache, h.n))
         return sc->host_cache_id;
     uint32_t id = dsq_dict_intern(sc->p.dict, h.p, h.n);
     if (h.n <= sizeof sc->host_cache) {
@@ -626,7 +626,7 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
         int rank_before = m->rank;
         size_t pn = sc->pdsh_n; /* the host prefix of the line before, again: no grammar */
         if (pn && *len > pn + 1 && (*line)[pn] == ':' && (*line)[pn + 1] == ' ' &&
-            memcmp(*line, sc->pdsh_text, pn) == 0) {
+            dsq_same_bytes(*line, sc->pdsh_text, pn)) {
             m->kind = DSQ_MK_PREFIX;
             m->host = (dsq_span){*line, pn};
             *host = sc->pdsh_id;
