@@ -215,9 +215,11 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
     open_block *o = block_for(ix, ev->host, ev->rank, &rc);
     if (!o)
         return rc ? rc : dsq_error_set(ix->cur_err, DSQ_ENOMEM, "block table");
-    if ((rc = dsq_block_add(&o->b, ev)))
+    dsq_num_form forms[DSQ_EV_MAXF]; /* each value's decimal form, found once */
+    dsq_ev_forms(ev, forms);
+    if ((rc = dsq_block_add_forms(&o->b, ev, forms)))
         return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
-    if ((rc = dsq_rollup_add(ix->roll, ev, ix->cur_err)))
+    if ((rc = dsq_rollup_add_forms(ix->roll, ev, forms, ix->cur_err)))
         return rc;
     ix->pend.events++;
     if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
