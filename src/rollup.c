@@ -124,6 +124,9 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 
 /* --- chunks ------------------------------------------------------------------ */
 
+/* Rarely taken paths of the per-value code, kept out of its registers and lines. */
+#define COLD __attribute__((noinline, cold))
+
 static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
 
 /* A pair's time as the segments need it: the largest scale 10^k (6, 3 or 0) t is a
@@ -159,7 +162,7 @@ static unsigned char *put_value_alone(unsigned char *p, double v, const dsq_num_
 
 /* Whether v is m / 10^vm exactly with |m| < 2^53 (*m set): the test of
  * dsq_ev_decimal at vm alone (v being decimal at a smaller e is no matter). */
-static int fits_form_test(double v, int vm, int64_t *m)
+COLD static int fits_form_test(double v, int vm, int64_t *m)
 {
     double s = v * dsq_pow10_small[vm];
     if (!(fabs(s) < 9007199254740992.0) || (v == 0 && signbit(v)))
@@ -181,7 +184,7 @@ static const int64_t scale_max[7] = {
  * m' = m 10^(vm - e) gives m' / 10^vm == v as m / 10^e does (the same rational,
  * correctly rounded), and when |m'| < 2^50, v * 10^vm is within |m'| 2^-52 (under
  * 1/4) of m', so the test rounds it to m' and passes. Past 2^50: the test itself. */
-static int fits_form(double v, const dsq_num_form *f, int vm, int64_t *m)
+static inline int fits_form(double v, const dsq_num_form *f, int vm, int64_t *m)
 {
     if (f->e < 0 || f->e > vm)
         return 0;
@@ -205,8 +208,8 @@ static void close_segment(dsq_chunk *c)
 
 /* Starts a segment for the pair (pt, v): its k and E are those of the pair; *m is
  * v's mantissa at E when E < 7. */
-static void open_segment(dsq_chunk *c, const pair_time *pt, double v, const dsq_num_form *f,
-                         int64_t *m)
+COLD static void open_segment(dsq_chunk *c, const pair_time *pt, double v,
+                              const dsq_num_form *f, int64_t *m)
 {
     int vm = c->seg_n && c->vm < 7 ? c->vm : 0; /* E only grows within a chunk */
     close_segment(c);
@@ -224,18 +227,27 @@ static void open_segment(dsq_chunk *c, const pair_time *pt, double v, const dsq_
     c->len += SEG_HDR;
 }
 
-/* dsq_chunk_add with the pair's time found (pair_time_of) and v's form f. */
-static int chunk_put(dsq_chunk *c, const pair_time *pt, double v, const dsq_num_form *f)
+/* Room for one more pair and a segment header. 0 or DSQ_ENOMEM. */
+COLD static int chunk_grow(dsq_chunk *c)
 {
     size_t need = c->len + SEG_HDR + PAIR_MAX;
-    if (need > c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        unsigned char *n = realloc(c->buf, cap > need ? cap : need);
-        if (!n)
-            return DSQ_ENOMEM;
-        c->buf = n;
-        c->cap = cap > need ? cap : need;
-    }
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    unsigned char *n = realloc(c->buf, cap > need ? cap : need);
+    if (!n)
+        return DSQ_ENOMEM;
+    c->buf = n;
+    c->cap = cap > need ? cap : need;
+    return 0;
+}
+
+/* dsq_chunk_add with the pair's time found (pair_time_of) and v's form f. Inline in
+ * the builder's loop over an event's fields: one call per value cost more than its
+ * common path (a pair that fits its segment). */
+__attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const pair_time *pt,
+                                                           double v, const dsq_num_form *f)
+{
+    if (c->len + SEG_HDR + PAIR_MAX > c->cap && chunk_grow(c))
+        return DSQ_ENOMEM;
     int64_t m = 0;
     uint64_t vb;
     memcpy(&vb, &v, 8);
