@@ -122,28 +122,30 @@ static int decimal_of(double v, int64_t *m)
         *m = 0;
         return signbit(v) ? -1 : 0;
     }
+    uint64_t a = t < 0 ? 0 - (uint64_t)t : (uint64_t)t; /* unsigned: cheaper tests */
     int e = 6;
-    if (t % 1000 == 0) { /* at most 3 of the divisibility tests, 1 division by a constant */
-        if (t % 1000000 == 0) {
-            t /= 1000000;
+    if (a % 1000 == 0) { /* at most 3 of the divisibility tests, 1 division by a constant */
+        if (a % 1000000 == 0) {
+            a /= 1000000;
             e = 0;
-        } else if (t % 100000 == 0) {
-            t /= 100000;
+        } else if (a % 100000 == 0) {
+            a /= 100000;
             e = 1;
-        } else if (t % 10000 == 0) {
-            t /= 10000;
+        } else if (a % 10000 == 0) {
+            a /= 10000;
             e = 2;
         } else {
-            t /= 1000;
+            a /= 1000;
             e = 3;
         }
-    } else if (t % 100 == 0) {
-        t /= 100;
+    } else if (a % 100 == 0) {
+        a /= 100;
         e = 4;
-    } else if (t % 10 == 0) {
-        t /= 10;
+    } else if (a % 10 == 0) {
+        a /= 10;
         e = 5;
     }
+    t = t < 0 ? -(int64_t)a : (int64_t)a;
     *m = t;
     return e;
 }

@@ -256,21 +256,23 @@ __attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const p
     if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k ||
         (c->vm < 7 && (vb == c->last_bits ? (m = (int64_t)c->m, 0) : !fits_form(v, f, c->vm, &m))))
         open_segment(c, pt, v, f, &m);
-    unsigned char *p = c->buf + c->len;
-    uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x;
-    p = dsq_varint_put(p, dsq_zigzag((int64_t)(dx - c->dx)));
+    /* the state is read and written before the bytes go out (byte stores may alias it) */
+    int vm = c->vm;
+    unsigned char *buf = c->buf, *p = buf + c->len;
+    uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx, dm = (uint64_t)m - c->m;
     c->x = x;
     c->dx = dx;
-    if (c->vm == 7) {
-        p = put_value_alone(p, v, f, &c->bits);
-    } else {
-        p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)m - c->m)));
+    if (vm < 7)
         c->m = (uint64_t)m;
-    }
-    c->len = (size_t)(p - c->buf);
     c->last_bits = vb;
     c->seg_n++;
     c->count++;
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)ddx));
+    if (vm == 7)
+        p = put_value_alone(p, v, f, &c->bits);
+    else
+        p = dsq_varint_put(p, dsq_zigzag((int64_t)dm));
+    c->len = (size_t)(p - buf);
     return 0;
 }
 
@@ -626,11 +628,13 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
         dsq_event f = {.t_us = ev->t_us, .text = ev->label}; /* the class, as an attribute */
         add_attr(r, r->failure_name, &f, 1);
     }
-    if (!ev->nf)
+    int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
+    if (!nf)
         return 0;
+    int64_t t = ev->t_us;
     pair_time pt;
-    pair_time_of(&pt, ev->t_us);
-    for (int i = 0; i < ev->nf && i < DSQ_EV_MAXF; i++) {
+    pair_time_of(&pt, t);
+    for (int i = 0; i < nf; i++) {
         const dsq_field *f = &ev->f[i];
         if (!f->name || !(s = series_memo(r, ms, 1 + i, f->name)))
             return f->name ? dsq_error_set(err, DSQ_ENOMEM, "rollups") : 0;
@@ -642,7 +646,7 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
             conv.e = dsq_ev_decimal(v, &conv.m);
             form = &conv;
         }
-        dsq_series_add(&s->rec, ev->t_us, v, f->unit);
+        dsq_series_add(&s->rec, t, v, f->unit);
         if (chunk_put(&s->chunk, &pt, v, form))
             return dsq_error_set(err, DSQ_ENOMEM, "rollups");
         if (s->chunk.len >= CHUNK_BYTES) {
