@@ -158,7 +158,8 @@ int dsq_ev_decimal(double v, int64_t *m)
 
 void dsq_ev_forms(const dsq_event *ev, dsq_num_form *forms)
 {
-    for (int i = 0; i < ev->nf && i < DSQ_EV_MAXF; i++)
+    int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
+    for (int i = 0; i < nf; i++)
         forms[i].e = dsq_ev_decimal(ev->f[i].v, &forms[i].m);
 }
 
@@ -268,15 +269,21 @@ int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *f
         put_varint(b, shape);
     else
         put_new_shape(b, ev);
-    put_varint(b, dsq_zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
-    put_varint(b, ev->label);
-    put_varint(b, ev->text);
-    put_varint(b, dsq_zigzag((int64_t)ev->line - (int64_t)b->line_prev));
-    for (int i = 0; i < ev->nf; i++)
-        b->len = (size_t)(put_num(b->buf + b->len, ev->f[i].v, &forms[i]) - b->buf);
+    /* the rest through a local pointer: byte stores may alias b's fields */
+    int nf = ev->nf;
+    int64_t dt = (int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev);
+    int64_t dl = (int64_t)ev->line - (int64_t)b->line_prev;
     b->t_prev = ev->t_us;
     b->line_prev = ev->line;
     b->count++;
+    unsigned char *buf = b->buf, *p = buf + b->len;
+    p = dsq_varint_put(p, dsq_zigzag(dt));
+    p = dsq_varint_put(p, ev->label);
+    p = dsq_varint_put(p, ev->text);
+    p = dsq_varint_put(p, dsq_zigzag(dl));
+    for (int i = 0; i < nf; i++)
+        p = put_num(p, ev->f[i].v, &forms[i]);
+    b->len = (size_t)(p - buf);
     return 0;
 }
 

@@ -41,6 +41,7 @@
 #include "walk.h"
 
 #define MAX_OPEN_BLOCKS 256
+#define OB_HINTS 64 /* block_for takes a hash's top 6 bits */
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
@@ -71,6 +72,9 @@ struct dsq_indexer {
     dsq_rollup *roll;
     open_block ob[MAX_OPEN_BLOCKS];
     int last_ob;
+    /* by a hash of (host, rank): 1 + the open block it had last (checked before use),
+     * so streams that take turns are found without a scan */
+    uint16_t ob_hint[OB_HINTS];
     /* the file being indexed */
     const char *cur_path;
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
@@ -183,11 +187,20 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     open_block *o = &ix->ob[ix->last_ob];
     if (o->used && o->host == host && o->rank == rank)
         return o;
+    uint16_t *hint = &ix->ob_hint[(((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull) >> 58];
+    if (*hint) {
+        o = &ix->ob[*hint - 1];
+        if (o->used && o->host == host && o->rank == rank) {
+            ix->last_ob = *hint - 1;
+            return o;
+        }
+    }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < MAX_OPEN_BLOCKS; i++) {
             o = &ix->ob[i];
             if (o->used && o->host == host && o->rank == rank) {
                 ix->last_ob = i;
+                *hint = (uint16_t)(i + 1);
                 return o;
             }
         }
@@ -199,6 +212,7 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
                 o->rank = rank;
                 dsq_block_reset(&o->b);
                 ix->last_ob = i;
+                *hint = (uint16_t)(i + 1);
                 return o;
             }
         }
