@@ -389,13 +389,13 @@ typedef struct open_series {
     dsq_chunk chunk;
 } open_series;
 
-/* The series of an event of (host, rank, kind): s[0] its kind's, s[1 + i] its
- * field i's (NULL when unknown). kind UINT16_MAX: an empty set. */
-#define MEMO_SETS 64 /* memo_for takes a hash's top 6 bits */
+/* The series of an event of (host, rank, form): s[0] its kind's, s[1 + i] its
+ * field i's (NULL when unknown). kind UINT32_MAX: an empty set. */
+#define MEMO_SETS 256 /* memo_for takes a hash's top 8 bits */
 typedef struct memo_set {
     uint32_t host;
     int32_t rank;
-    uint32_t kind;
+    uint32_t kind, f0; /* the event's kind and first field name */
     open_series *s[1 + DSQ_EV_MAXF];
 } memo_set;
 
@@ -414,19 +414,26 @@ struct dsq_rollup {
     open_attr attrs[MAX_ATTRS];
     int nattrs;
     uint32_t failure_name; /* dictionary id of "failure" */
-    /* the series of the last event of each (host, rank, kind) seen, by a hash of it:
+    /* the series of the last event of each (host, rank, form) seen, by a hash of it:
      * the next event of the same form finds its series here, also when ranks or
-     * kinds take turns in a file */
+     * forms take turns in a file */
     memo_set memo[MEMO_SETS];
 };
 
-/* Forgets every memo (they point into the table). */
+/* Forgets every memo set: the next event re-tags (and empties) its own. */
+static void memo_forget(dsq_rollup *r)
+{
+    for (int i = 0; i < MEMO_SETS; i++)
+        r->memo[i].kind = UINT32_MAX;
+}
+
+/* Forgets every memo also in the middle of an event (the table moved: the set in
+ * use must not hand out its old pointers). */
 static void memo_clear(dsq_rollup *r)
 {
-    for (int i = 0; i < MEMO_SETS; i++) {
+    memo_forget(r);
+    for (int i = 0; i < MEMO_SETS; i++)
         memset(r->memo[i].s, 0, sizeof r->memo[i].s);
-        r->memo[i].kind = UINT32_MAX;
-    }
 }
 
 int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
@@ -480,7 +487,7 @@ void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
     }
     r->n = 0;
     r->nattrs = 0;
-    memo_clear(r);
+    memo_forget(r);
     r->run = run;
     r->source = source;
 }
@@ -544,16 +551,20 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
     return s;
 }
 
-/* The memo set of (host, rank, kind), emptied when it held another. */
-static memo_set *memo_for(dsq_rollup *r, uint32_t host, int32_t rank, uint32_t kind)
+/* The memo set of (host, rank, form), emptied when it held another. An event's form
+ * is its kind and its first field's name (a kind's lines often come in a few field
+ * lists, e.g. DeepSpeed's timer lines, which take turns). */
+static memo_set *memo_for(dsq_rollup *r, uint32_t host, int32_t rank, uint32_t kind, uint32_t f0)
 {
-    uint64_t h = (((uint64_t)host << 32 | (uint32_t)rank) + kind * 0x100000001b3ull) *
+    uint64_t form = kind ^ (uint64_t)f0 << 16;
+    uint64_t h = (((uint64_t)host << 32 | (uint32_t)rank) + form * 0x100000001b3ull) *
                  0x9e3779b97f4a7c15ull;
-    memo_set *ms = &r->memo[h >> 58]; /* MEMO_SETS is 2^6 */
-    if (ms->host != host || ms->rank != rank || ms->kind != kind) {
+    memo_set *ms = &r->memo[h >> 56]; /* MEMO_SETS is 2^8 */
+    if (ms->host != host || ms->rank != rank || ms->kind != kind || ms->f0 != f0) {
         ms->host = host;
         ms->rank = rank;
         ms->kind = kind;
+        ms->f0 = f0;
         memset(ms->s, 0, sizeof ms->s);
     }
     return ms;
@@ -617,7 +628,7 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
 int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form *forms,
                          dsq_error *err)
 {
-    memo_set *ms = memo_for(r, ev->host, ev->rank, ev->kind);
+    memo_set *ms = memo_for(r, ev->host, ev->rank, ev->kind, ev->nf ? ev->f[0].name : 0);
     open_series *s = series_memo(r, ms, 0, DSQ_SERIES_KIND_BASE + ev->kind);
     if (!s)
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
