@@ -12,12 +12,20 @@
  */
 #include "event.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dsq/dsq.h"
 #include "varint.h"
+
+/* decimal_of rounds by adding and taking away 1.5 * 2^52: doubles must be evaluated
+ * as doubles and the two operations kept (tests check it against dsq_num_put). */
+_Static_assert(FLT_EVAL_METHOD == 0, "event.c needs double evaluation of doubles");
+#ifdef __FAST_MATH__
+#error "event.c: decimal_of needs IEEE arithmetic (no -ffast-math)"
+#endif
 
 static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_NONE] = "none",
