@@ -187,7 +187,8 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     open_block *o = &ix->ob[ix->last_ob];
     if (o->used && o->host == host && o->rank == rank)
         return o;
-    uint16_t *hint = &ix->ob_hint[(((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull) >> 58];
+    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
+    uint16_t *hint = &ix->ob_hint[h >> 58];
     if (*hint) {
         o = &ix->ob[*hint - 1];
         if (o->used && o->host == host && o->rank == rank) {
