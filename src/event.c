@@ -12,12 +12,20 @@
  */
 #include "event.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dsq/dsq.h"
 #include "varint.h"
+
+/* decimal_of rounds by adding and taking away 1.5 * 2^52: doubles must be evaluated
+ * as doubles and the two operations kept (tests check it against dsq_num_put). */
+_Static_assert(FLT_EVAL_METHOD == 0, "event.c needs double evaluation of doubles");
+#ifdef __FAST_MATH__
+#error "event.c: decimal_of needs IEEE arithmetic (no -ffast-math)"
+#endif
 
 static const char *const kind_names[DSQ_EV_KIND_COUNT] = {
     [DSQ_EV_NONE] = "none",
@@ -80,10 +88,10 @@ void dsq_block_free_buf(dsq_block *b)
     memset(b, 0, sizeof *b);
 }
 
-/* v * 10^e is within 2^-51 of m relatively when v == m / 10^e, so an e whose
- * product is farther from its rounding is passed over without the division:
- * the same e as dsq_num_put's loop, found with about one division, not up to 7. */
-static int decimal_of(double v, int64_t *m)
+/* dsq_num_put's loop: the smallest e whose rounding of v * 10^e gives back v, -1
+ * past 2^53. A product farther than 2^-50 relatively from its rounding is passed
+ * over without the division (v * 10^e is within 2^-51 of m when v == m / 10^e). */
+static int decimal_loop(double v, int64_t *m)
 {
     if (v != v || (v == 0 && signbit(v)))
         return -1;
@@ -100,36 +108,74 @@ static int decimal_of(double v, int64_t *m)
     return -1;
 }
 
-/* Logs repeat values (a learning rate, a loss scale, a skipped count): the last
- * answers, by the value's bits, in a small table per thread. An empty entry is the
- * answer for +0.0 (e 0, m 0). */
-#define DECIMAL_MEMO_BITS 6
-static _Thread_local struct {
-    uint64_t bits;
-    int64_t m;
-    int e;
-} decimal_memo[1 << DECIMAL_MEMO_BITS];
+/* The e and m of dsq_num_put's loop from one product, s = v * 10^6, when |s| < 2^50.
+ * If some e passes with m, v is m / 10^e within 2^-53 relatively, so s is within
+ * |s| 2^-52 (under 1/4) of the integer N = m 10^(6-e): N is s's nearest integer t.
+ * Then t / 10^6 is the rational m / 10^e, rounded alike: so when (double)t / 10^6
+ * differs from v, no e passes. When it equals v, the e of t's trailing decimal
+ * zeros (6 - their count, at most 6) passes with r = t / 10^(6-e) (v * 10^e is
+ * within |r| 2^-52 of r, so the test rounds it to r), and no smaller e passes, as
+ * its N = t would have more zeros. t is s rounded by adding and taking away
+ * 1.5 * 2^52 (exact for |s| < 2^51; with any other rounding to an integer within
+ * 1/2 the same holds). -0 comes out as -1 (t is 0, and -0 == 0). */
+static int decimal_of(double v, int64_t *m)
+{
+    double s = v * 1e6;
+    if (!(fabs(s) < 0x1p50))
+        return decimal_loop(v, m); /* NaN, infinities, big numbers */
+    int64_t t = (int64_t)((s + 0x1.8p52) - 0x1.8p52); /* not folded: no -ffast-math */
+    if ((double)t / 1e6 != v)
+        return -1;
+    if (t == 0) {
+        *m = 0;
+        return signbit(v) ? -1 : 0;
+    }
+    uint64_t a = t < 0 ? 0 - (uint64_t)t : (uint64_t)t; /* unsigned: cheaper tests */
+    int e = 6;
+    if (a % 1000 == 0) { /* at most 3 of the divisibility tests, 1 division by a constant */
+        if (a % 1000000 == 0) {
+            a /= 1000000;
+            e = 0;
+        } else if (a % 100000 == 0) {
+            a /= 100000;
+            e = 1;
+        } else if (a % 10000 == 0) {
+            a /= 10000;
+            e = 2;
+        } else {
+            a /= 1000;
+            e = 3;
+        }
+    } else if (a % 100 == 0) {
+        a /= 100;
+        e = 4;
+    } else if (a % 10 == 0) {
+        a /= 10;
+        e = 5;
+    }
+    t = t < 0 ? -(int64_t)a : (int64_t)a;
+    *m = t;
+    return e;
+}
 
 int dsq_ev_decimal(double v, int64_t *m)
 {
-    uint64_t bits;
-    memcpy(&bits, &v, 8);
-    size_t i = (size_t)((bits * 0x9e3779b97f4a7c15ull) >> (64 - DECIMAL_MEMO_BITS));
-    if (decimal_memo[i].bits != bits) {
-        decimal_memo[i].bits = bits;
-        decimal_memo[i].e = decimal_of(v, &decimal_memo[i].m);
-    }
-    *m = decimal_memo[i].m;
-    return decimal_memo[i].e;
+    *m = 0;
+    return decimal_of(v, m);
 }
 
-/* dsq_num_put's bytes, with dsq_ev_decimal. */
-static unsigned char *put_num(unsigned char *p, double v)
+void dsq_ev_forms(const dsq_event *ev, dsq_num_form *forms)
 {
-    int64_t m;
-    int e = dsq_ev_decimal(v, &m);
-    if (e >= 0)
-        return dsq_varint_put(p, dsq_zigzag(m) << 3 | (uint64_t)e);
+    int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
+    for (int i = 0; i < nf; i++)
+        forms[i].e = dsq_ev_decimal(ev->f[i].v, &forms[i].m);
+}
+
+/* dsq_num_put's bytes of v, whose form is f. */
+static unsigned char *put_num(unsigned char *p, double v, const dsq_num_form *f)
+{
+    if (f->e >= 0)
+        return dsq_varint_put(p, dsq_zigzag(f->m) << 3 | (uint64_t)f->e);
     uint64_t bits;
     memcpy(&bits, &v, 8);
     *p++ = 7;
@@ -211,6 +257,13 @@ static void put_new_shape(dsq_block *b, const dsq_event *ev)
 
 int dsq_block_add(dsq_block *b, const dsq_event *ev)
 {
+    dsq_num_form forms[DSQ_EV_MAXF];
+    dsq_ev_forms(ev, forms);
+    return dsq_block_add_forms(b, ev, forms);
+}
+
+int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *forms)
+{
     /* worst case: 7 varints of 10 + 2 + nf * (5 + 1 + 9) */
     if (ev->nf > DSQ_EV_MAXF || reserve(b, 72 + (size_t)ev->nf * 15) != 0)
         return DSQ_ENOMEM;
@@ -224,15 +277,21 @@ int dsq_block_add(dsq_block *b, const dsq_event *ev)
         put_varint(b, shape);
     else
         put_new_shape(b, ev);
-    put_varint(b, dsq_zigzag((int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev)));
-    put_varint(b, ev->label);
-    put_varint(b, ev->text);
-    put_varint(b, dsq_zigzag((int64_t)ev->line - (int64_t)b->line_prev));
-    for (int i = 0; i < ev->nf; i++)
-        b->len = (size_t)(put_num(b->buf + b->len, ev->f[i].v) - b->buf);
+    /* the rest through a local pointer: byte stores may alias b's fields */
+    int nf = ev->nf;
+    int64_t dt = (int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev);
+    int64_t dl = (int64_t)ev->line - (int64_t)b->line_prev;
     b->t_prev = ev->t_us;
     b->line_prev = ev->line;
     b->count++;
+    unsigned char *buf = b->buf, *p = buf + b->len;
+    p = dsq_varint_put(p, dsq_zigzag(dt));
+    p = dsq_varint_put(p, ev->label);
+    p = dsq_varint_put(p, ev->text);
+    p = dsq_varint_put(p, dsq_zigzag(dl));
+    for (int i = 0; i < nf; i++)
+        p = put_num(p, ev->f[i].v, &forms[i]);
+    b->len = (size_t)(p - buf);
     return 0;
 }
 

@@ -85,8 +85,19 @@ typedef struct dsq_event {
 
 /* The smallest e in 0..6 with v == m / 10^e exactly and |m| < 2^53 (*m set), or
  * -1 (NaN, -0, infinities, other doubles): the decimal form of varint.h's packed
- * numbers, which blocks and rollup chunks store. */
+ * numbers (the same e and m as dsq_num_put's loop), which blocks and rollup chunks
+ * store. */
 int dsq_ev_decimal(double v, int64_t *m);
+
+/* A field value's decimal form: dsq_ev_decimal's e (-1: none) and m. The writer
+ * finds each value's form once and hands it to the block and to the rollups. */
+typedef struct dsq_num_form {
+    int64_t m;
+    int e;
+} dsq_num_form;
+
+/* The forms of ev's fields into forms[0..ev->nf). */
+void dsq_ev_forms(const dsq_event *ev, dsq_num_form *forms);
 
 /* Name of a kind ("memory"), or "?" */
 const char *dsq_ev_kind_name(int kind);
@@ -121,6 +132,8 @@ void dsq_block_free_buf(dsq_block *b);
 
 /* Appends one event (host and rank are in the key, not encoded). 0 or DSQ_ENOMEM. */
 int dsq_block_add(dsq_block *b, const dsq_event *ev);
+/* The same with the forms of ev's fields (dsq_ev_forms of ev; borrowed). */
+int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *forms);
 
 /* Iterates the events of an encoded block. The cursor borrows data. */
 typedef struct dsq_block_iter {

@@ -41,6 +41,7 @@
 #include "walk.h"
 
 #define MAX_OPEN_BLOCKS 256
+#define OB_HINTS 64 /* block_for takes a hash's top 6 bits */
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
@@ -71,6 +72,9 @@ struct dsq_indexer {
     dsq_rollup *roll;
     open_block ob[MAX_OPEN_BLOCKS];
     int last_ob;
+    /* by a hash of (host, rank): 1 + the open block it had last (checked before use),
+     * so streams that take turns are found without a scan */
+    uint16_t ob_hint[OB_HINTS];
     /* the file being indexed */
     const char *cur_path;
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
@@ -183,11 +187,21 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     open_block *o = &ix->ob[ix->last_ob];
     if (o->used && o->host == host && o->rank == rank)
         return o;
+    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
+    uint16_t *hint = &ix->ob_hint[h >> 58];
+    if (*hint) {
+        o = &ix->ob[*hint - 1];
+        if (o->used && o->host == host && o->rank == rank) {
+            ix->last_ob = *hint - 1;
+            return o;
+        }
+    }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < MAX_OPEN_BLOCKS; i++) {
             o = &ix->ob[i];
             if (o->used && o->host == host && o->rank == rank) {
                 ix->last_ob = i;
+                *hint = (uint16_t)(i + 1);
                 return o;
             }
         }
@@ -199,6 +213,7 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
                 o->rank = rank;
                 dsq_block_reset(&o->b);
                 ix->last_ob = i;
+                *hint = (uint16_t)(i + 1);
                 return o;
             }
         }
@@ -215,9 +230,11 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
     open_block *o = block_for(ix, ev->host, ev->rank, &rc);
     if (!o)
         return rc ? rc : dsq_error_set(ix->cur_err, DSQ_ENOMEM, "block table");
-    if ((rc = dsq_block_add(&o->b, ev)))
+    dsq_num_form forms[DSQ_EV_MAXF]; /* each value's decimal form, found once */
+    dsq_ev_forms(ev, forms);
+    if ((rc = dsq_block_add_forms(&o->b, ev, forms)))
         return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
-    if ((rc = dsq_rollup_add(ix->roll, ev, ix->cur_err)))
+    if ((rc = dsq_rollup_add_forms(ix->roll, ev, forms, ix->cur_err)))
         return rc;
     ix->pend.events++;
     if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)

@@ -124,19 +124,37 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 
 /* --- chunks ------------------------------------------------------------------ */
 
+/* Rarely taken paths of the per-value code, kept out of its registers and lines. */
+#define COLD __attribute__((noinline, cold))
+
 static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
 
-/* One value in form 7; *prev holds the previous value's bits. */
-static unsigned char *put_value_alone(unsigned char *p, double v, uint64_t *prev)
+/* A pair's time as the segments need it: the largest scale 10^k (6, 3 or 0) t is a
+ * multiple of, and t / 10^k for each k. Found once per event: all its fields' pairs
+ * share it. */
+typedef struct pair_time {
+    int64_t x[7]; /* t / 10^k at k 0, 3 and 6 */
+    int k;
+} pair_time;
+
+static void pair_time_of(pair_time *pt, int64_t t)
 {
-    int64_t m;
+    pt->x[0] = t;
+    pt->x[3] = t / 1000;
+    pt->x[6] = t / 1000000;
+    pt->k = pt->x[6] * 1000000 == t ? 6 : pt->x[3] * 1000 == t ? 3 : 0;
+}
+
+/* One value in form 7, whose form is f; *prev holds the previous value's bits. */
+static unsigned char *put_value_alone(unsigned char *p, double v, const dsq_num_form *f,
+                                      uint64_t *prev)
+{
     uint64_t bits;
-    int e = dsq_ev_decimal(v, &m);
     memcpy(&bits, &v, 8);
     uint64_t x = bits ^ *prev;
     *prev = bits;
-    if (e >= 0)
-        return dsq_varint_put(p, dsq_zigzag(m) << 3 | (uint64_t)e);
+    if (f->e >= 0)
+        return dsq_varint_put(p, dsq_zigzag(f->m) << 3 | (uint64_t)f->e);
     unsigned z = x ? (unsigned)__builtin_ctzll(x) / 8 : 8;
     *p++ = (unsigned char)(7 | z << 3);
     return z < 8 ? dsq_varint_put(p, x >> (8 * z)) : p;
@@ -144,13 +162,38 @@ static unsigned char *put_value_alone(unsigned char *p, double v, uint64_t *prev
 
 /* Whether v is m / 10^vm exactly with |m| < 2^53 (*m set): the test of
  * dsq_ev_decimal at vm alone (v being decimal at a smaller e is no matter). */
-static int fits_form(double v, int vm, int64_t *m)
+COLD static int fits_form_test(double v, int vm, int64_t *m)
 {
     double s = v * dsq_pow10_small[vm];
     if (!(fabs(s) < 9007199254740992.0) || (v == 0 && signbit(v)))
         return 0;
     *m = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
     return fabs(s - (double)*m) <= fabs(s) * 0x1p-50 && (double)*m / dsq_pow10_small[vm] == v;
+}
+
+static const int64_t pow10_int[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+/* the m of a form whose m * 10^d stays under 2^50 */
+static const int64_t scale_max[7] = {
+    (1ll << 50) - 1,           ((1ll << 50) - 1) / 10,     ((1ll << 50) - 1) / 100,
+    ((1ll << 50) - 1) / 1000,   ((1ll << 50) - 1) / 10000,  ((1ll << 50) - 1) / 100000,
+    ((1ll << 50) - 1) / 1000000};
+
+/* fits_form_test from v's form f (e, m), without its multiply and division: the
+ * test fails at vm below e (e is the smallest that passes) and for e -1 (NaN, -0,
+ * or nothing passes below a product past 2^53, which stays past it). At vm >= e,
+ * m' = m 10^(vm - e) gives m' / 10^vm == v as m / 10^e does (the same rational,
+ * correctly rounded), and when |m'| < 2^50, v * 10^vm is within |m'| 2^-52 (under
+ * 1/4) of m', so the test rounds it to m' and passes. Past 2^50: the test itself. */
+static inline int fits_form(double v, const dsq_num_form *f, int vm, int64_t *m)
+{
+    if (f->e < 0 || f->e > vm)
+        return 0;
+    int d = vm - f->e;
+    if (f->m <= scale_max[d] && f->m >= -scale_max[d]) {
+        *m = f->m * pow10_int[d];
+        return 1;
+    }
+    return fits_form_test(v, vm, m);
 }
 
 /* Writes the open segment's pair count into its header. */
@@ -163,18 +206,20 @@ static void close_segment(dsq_chunk *c)
     c->seg_n = 0;
 }
 
-/* Starts a segment for the pair (t, v): its k and E are those of the pair. */
-static void open_segment(dsq_chunk *c, int64_t t, double v)
+/* Starts a segment for the pair (pt, v): its k and E are those of the pair; *m is
+ * v's mantissa at E when E < 7. */
+COLD static void open_segment(dsq_chunk *c, const pair_time *pt, double v,
+                              const dsq_num_form *f, int64_t *m)
 {
-    int64_t m;
     int vm = c->seg_n && c->vm < 7 ? c->vm : 0; /* E only grows within a chunk */
     close_segment(c);
-    int e = dsq_ev_decimal(v, &m);
-    if (e < 0)
+    if (f->e < 0) {
         vm = 7;
-    else if (e >= vm || !fits_form(v, vm, &m))
-        vm = e;
-    c->k = t % 1000000 == 0 ? 6 : t % 1000 == 0 ? 3 : 0;
+    } else if (f->e >= vm || !fits_form(v, f, vm, m)) {
+        vm = f->e;
+        *m = f->m; /* the test at e rounds to dsq_ev_decimal's m */
+    }
+    c->k = (uint8_t)pt->k;
     c->vm = (uint8_t)vm;
     c->x = c->dx = c->m = c->bits = 0;
     c->seg_at = c->len;
@@ -182,55 +227,62 @@ static void open_segment(dsq_chunk *c, int64_t t, double v)
     c->len += SEG_HDR;
 }
 
-/* t / 10^k for the scales a chunk uses (k 0, 3 or 6), each a division by a constant
- * (a multiplication), not by a variable (about 40 cycles, a third of this file's
- * time on a big log). */
-static int64_t scaled(int64_t t, int k)
+/* Room for one more pair and a segment header. 0 or DSQ_ENOMEM. */
+COLD static int chunk_grow(dsq_chunk *c)
 {
-    return k == 6 ? t / 1000000 : k == 3 ? t / 1000 : t;
+    size_t need = c->len + SEG_HDR + PAIR_MAX;
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    unsigned char *n = realloc(c->buf, cap > need ? cap : need);
+    if (!n)
+        return DSQ_ENOMEM;
+    c->buf = n;
+    c->cap = cap > need ? cap : need;
+    return 0;
+}
+
+/* dsq_chunk_add with the pair's time found (pair_time_of) and v's form f. Inline in
+ * the builder's loop over an event's fields: one call per value cost more than its
+ * common path (a pair that fits its segment). */
+__attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const pair_time *pt,
+                                                           double v, const dsq_num_form *f)
+{
+    if (c->len + SEG_HDR + PAIR_MAX > c->cap && chunk_grow(c))
+        return DSQ_ENOMEM;
+    int64_t m = 0;
+    uint64_t vb;
+    memcpy(&vb, &v, 8);
+    /* a segment holds times of its scale and values of its form; the value of the
+     * pair before, again (a steady learning rate), has the same mantissa */
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k ||
+        (c->vm < 7 && (vb == c->last_bits ? (m = (int64_t)c->m, 0) : !fits_form(v, f, c->vm, &m))))
+        open_segment(c, pt, v, f, &m);
+    /* the state is read and written before the bytes go out (byte stores may alias it) */
+    int vm = c->vm;
+    unsigned char *buf = c->buf, *p = buf + c->len;
+    uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx, dm = (uint64_t)m - c->m;
+    c->x = x;
+    c->dx = dx;
+    if (vm < 7)
+        c->m = (uint64_t)m;
+    c->last_bits = vb;
+    c->seg_n++;
+    c->count++;
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)ddx));
+    if (vm == 7)
+        p = put_value_alone(p, v, f, &c->bits);
+    else
+        p = dsq_varint_put(p, dsq_zigzag((int64_t)dm));
+    c->len = (size_t)(p - buf);
+    return 0;
 }
 
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
 {
-    size_t need = c->len + SEG_HDR + PAIR_MAX;
-    if (need > c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        unsigned char *n = realloc(c->buf, cap > need ? cap : need);
-        if (!n)
-            return DSQ_ENOMEM;
-        c->buf = n;
-        c->cap = cap > need ? cap : need;
-    }
-    int64_t m = 0, q = time_scale[c->k], xt = scaled(t, c->k);
-    uint64_t vb;
-    memcpy(&vb, &v, 8);
-    /* the value of the pair before, again (a steady learning rate): its mantissa */
-    int again = c->seg_n && c->vm < 7 && vb == c->last_bits;
-    if (again)
-        m = (int64_t)c->m;
-    if (!c->seg_n || c->seg_n == SEG_PAIRS || xt * q != t ||
-        (c->vm < 7 && !again && !fits_form(v, c->vm, &m))) {
-        open_segment(c, t, v);
-        if (c->vm < 7)
-            fits_form(v, c->vm, &m); /* true: open_segment picked a form v fits */
-        xt = scaled(t, c->k);
-    }
-    unsigned char *p = c->buf + c->len;
-    uint64_t x = (uint64_t)xt, dx = x - c->x;
-    p = dsq_varint_put(p, dsq_zigzag((int64_t)(dx - c->dx)));
-    c->x = x;
-    c->dx = dx;
-    if (c->vm == 7) {
-        p = put_value_alone(p, v, &c->bits);
-    } else {
-        p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)m - c->m)));
-        c->m = (uint64_t)m;
-    }
-    c->len = (size_t)(p - c->buf);
-    c->last_bits = vb;
-    c->seg_n++;
-    c->count++;
-    return 0;
+    pair_time pt;
+    dsq_num_form f;
+    pair_time_of(&pt, t);
+    f.e = dsq_ev_decimal(v, &f.m);
+    return chunk_put(c, &pt, v, &f);
 }
 
 void dsq_chunk_finish(dsq_chunk *c) { close_segment(c); }
@@ -337,6 +389,16 @@ typedef struct open_series {
     dsq_chunk chunk;
 } open_series;
 
+/* The series of an event of (host, rank, form): s[0] its kind's, s[1 + i] its
+ * field i's (NULL when unknown). kind UINT32_MAX: an empty set. */
+#define MEMO_SETS 256 /* memo_for takes a hash's top 8 bits */
+typedef struct memo_set {
+    uint32_t host;
+    int32_t rank;
+    uint32_t kind, f0; /* the event's kind and first field name */
+    open_series *s[1 + DSQ_EV_MAXF];
+} memo_set;
+
 typedef struct open_attr {
     uint32_t name;
     dsq_attr_rec rec;
@@ -352,10 +414,27 @@ struct dsq_rollup {
     open_attr attrs[MAX_ATTRS];
     int nattrs;
     uint32_t failure_name; /* dictionary id of "failure" */
-    /* the series of the last event: [0] its kind's, [1 + i] its field i's (NULL
-     * when unknown); the next event of the same form finds its series here */
-    open_series *memo[1 + DSQ_EV_MAXF];
+    /* the series of the last event of each (host, rank, form) seen, by a hash of it:
+     * the next event of the same form finds its series here, also when ranks or
+     * forms take turns in a file */
+    memo_set memo[MEMO_SETS];
 };
+
+/* Forgets every memo set: the next event re-tags (and empties) its own. */
+static void memo_forget(dsq_rollup *r)
+{
+    for (int i = 0; i < MEMO_SETS; i++)
+        r->memo[i].kind = UINT32_MAX;
+}
+
+/* Forgets every memo also in the middle of an event (the table moved: the set in
+ * use must not hand out its old pointers). */
+static void memo_clear(dsq_rollup *r)
+{
+    memo_forget(r);
+    for (int i = 0; i < MEMO_SETS; i++)
+        memset(r->memo[i].s, 0, sizeof r->memo[i].s);
+}
 
 int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
 {
@@ -365,6 +444,7 @@ int dsq_rollup_new(dsq_store *st, dsq_rollup **out)
     r->st = st;
     r->cap = 64;
     r->failure_name = dsq_dict_intern(dsq_store_dict(st), "failure", 7);
+    memo_clear(r);
     if (!(r->tab = calloc(r->cap, sizeof *r->tab)) || !(r->used = malloc(r->cap * sizeof *r->used))) {
         free(r->tab);
         free(r);
@@ -407,7 +487,7 @@ void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
     }
     r->n = 0;
     r->nattrs = 0;
-    memset(r->memo, 0, sizeof r->memo);
+    memo_forget(r);
     r->run = run;
     r->source = source;
 }
@@ -426,7 +506,7 @@ static int grow(dsq_rollup *r)
         return DSQ_ENOMEM;
     }
     r->cap = old * 2;
-    memset(r->memo, 0, sizeof r->memo); /* they point into the old table */
+    memo_clear(r); /* they point into the old table */
     for (size_t k = 0; k < r->n; k++) { /* in use: to their new slots, in the same order */
         open_series *s = &prev[r->used[k]];
         size_t i = slot(r, s->field, s->host, s->rank);
@@ -471,14 +551,34 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
     return s;
 }
 
-/* series_for through the memo of the last event's series (slot m). */
-static open_series *series_memo(dsq_rollup *r, int m, uint32_t field, uint32_t host, int32_t rank)
+/* The memo set of (host, rank, form), emptied when it held another. An event's form
+ * is its kind and its first field's name (a kind's lines often come in a few field
+ * lists, e.g. DeepSpeed's timer lines, which take turns). */
+static memo_set *memo_for(dsq_rollup *r, uint32_t host, int32_t rank, uint32_t kind, uint32_t f0)
 {
-    open_series *s = r->memo[m];
-    if (s && s->field == field && s->host == host && s->rank == rank)
+    uint64_t form = kind ^ (uint64_t)f0 << 16;
+    uint64_t h = (((uint64_t)host << 32 | (uint32_t)rank) + form * 0x100000001b3ull) *
+                 0x9e3779b97f4a7c15ull;
+    memo_set *ms = &r->memo[h >> 56]; /* MEMO_SETS is 2^8 */
+    if (ms->host != host || ms->rank != rank || ms->kind != kind || ms->f0 != f0) {
+        ms->host = host;
+        ms->rank = rank;
+        ms->kind = kind;
+        ms->f0 = f0;
+        memset(ms->s, 0, sizeof ms->s);
+    }
+    return ms;
+}
+
+/* series_for through the memo set's slot i (its series are of the set's host and
+ * rank: the field alone tells). */
+static open_series *series_memo(dsq_rollup *r, memo_set *ms, int i, uint32_t field)
+{
+    open_series *s = ms->s[i];
+    if (s && s->field == field)
         return s;
-    s = series_for(r, field, host, rank);
-    r->memo[m] = s;
+    s = series_for(r, field, ms->host, ms->rank);
+    ms->s[i] = s;
     return s;
 }
 
@@ -520,7 +620,16 @@ static void count_event(dsq_series_rec *rec, int64_t t)
 
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
 {
-    open_series *s = series_memo(r, 0, DSQ_SERIES_KIND_BASE + ev->kind, ev->host, ev->rank);
+    dsq_num_form forms[DSQ_EV_MAXF];
+    dsq_ev_forms(ev, forms);
+    return dsq_rollup_add_forms(r, ev, forms, err);
+}
+
+int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form *forms,
+                         dsq_error *err)
+{
+    memo_set *ms = memo_for(r, ev->host, ev->rank, ev->kind, ev->nf ? ev->f[0].name : 0);
+    open_series *s = series_memo(r, ms, 0, DSQ_SERIES_KIND_BASE + ev->kind);
     if (!s)
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
     count_event(&s->rec, ev->t_us);
@@ -530,13 +639,26 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
         dsq_event f = {.t_us = ev->t_us, .text = ev->label}; /* the class, as an attribute */
         add_attr(r, r->failure_name, &f, 1);
     }
-    for (int i = 0; i < ev->nf; i++) {
+    int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
+    if (!nf)
+        return 0;
+    int64_t t = ev->t_us;
+    pair_time pt;
+    pair_time_of(&pt, t);
+    for (int i = 0; i < nf; i++) {
         const dsq_field *f = &ev->f[i];
-        if (!f->name || !(s = series_memo(r, 1 + i, f->name, ev->host, ev->rank)))
+        if (!f->name || !(s = series_memo(r, ms, 1 + i, f->name)))
             return f->name ? dsq_error_set(err, DSQ_ENOMEM, "rollups") : 0;
-        double v = s->rec.count ? dsq_unit_convert(f->v, f->unit, s->rec.unit) : f->v;
-        dsq_series_add(&s->rec, ev->t_us, v, f->unit);
-        if (dsq_chunk_add(&s->chunk, ev->t_us, v))
+        double v = f->v;
+        const dsq_num_form *form = &forms[i];
+        dsq_num_form conv;
+        if (s->rec.count && f->unit != s->rec.unit) { /* in the series' unit: another form */
+            v = dsq_unit_convert(f->v, f->unit, s->rec.unit);
+            conv.e = dsq_ev_decimal(v, &conv.m);
+            form = &conv;
+        }
+        dsq_series_add(&s->rec, t, v, f->unit);
+        if (chunk_put(&s->chunk, &pt, v, form))
             return dsq_error_set(err, DSQ_ENOMEM, "rollups");
         if (s->chunk.len >= CHUNK_BYTES) {
             int rc = write_chunk(r, s, err);

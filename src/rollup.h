@@ -99,6 +99,9 @@ void dsq_rollup_free(dsq_rollup *r);
 void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source);
 /* Adds one event (its host and rank set). May write full chunks. */
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err);
+/* The same with the forms of ev's fields (dsq_ev_forms of ev; borrowed). */
+int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form *forms,
+                         dsq_error *err);
 /* Writes the remaining chunks, the summaries and the attributes. */
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
 /* The same in the middle of a source, before an intermediate commit: everything

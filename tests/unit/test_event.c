@@ -362,5 +362,84 @@ static void test_decimal_matches_num_put(void)
     CHECK_INT(wrong, 0);
 }
 
-TEST_MAIN(T(test_decimal_matches_num_put), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
+/* dsq_num_put's decision for v as dsq_ev_decimal reports it: e and m, or -1. */
+static int num_put_form(double v, int64_t *m)
+{
+    unsigned char a[16];
+    const unsigned char *p = a;
+    size_t n = (size_t)(dsq_num_put(a, v) - a);
+    uint64_t tag;
+    if (n == 9 && a[0] == 7)
+        return -1;
+    if (dsq_varint_get(&p, a + n, &tag))
+        return -2;
+    *m = dsq_unzigzag(tag >> 3);
+    return (int)(tag & 7);
+}
+
+/* One value against dsq_num_put's loop: the same e and the same m. */
+static int decimal_differs(double v)
+{
+    int64_t m1 = 0, m2 = 0;
+    int e1 = num_put_form(v, &m1), e2 = dsq_ev_decimal(v, &m2);
+    if (e1 != e2 || (e1 >= 0 && m1 != m2)) {
+        fprintf(stderr, "%.17g (%a): loop e %d m %lld, dsq_ev_decimal e %d m %lld\n", v, v, e1,
+                (long long)m1, e2, (long long)m2);
+        return 1;
+    }
+    return 0;
+}
+
+/* The edges of dsq_ev_decimal's shortcut (one product v * 10^6 under 2^50, its
+ * nearest integer's trailing zeros) against the loop: mantissas near 2^50, 2^51
+ * and 2^53 at every e, 15 to 17 significant digits, the decimal exponent changing,
+ * tiny and subnormal values, and every neighbour a few ulps away. */
+static void test_decimal_edges(void)
+{
+    int wrong = 0;
+    static const double fixed[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 1e-7, -1e-7, 1e-6,
+                                   5e-7, 1.5e-6, 0.1, 0.3, 0.7, 1.0, 10.0, 1e6, 1e15, 1e16,
+                                   1e300, -1e300, 5e-324, -5e-324, 2.2250738585072014e-308,
+                                   9007199254740992.0, 9007199254740991.0, 9007199254740993.0,
+                                   1125899906842624.0, 1125899906.842624, 1125899906.842623,
+                                   1125899906.842625, 2251799813.685248, 0.1234567890123456,
+                                   123456789.123456, 9007199254.740991, 4503599627.370496,
+                                   0.30000000000000004, 1.7976931348623157e308};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        for (int k = -3; k <= 3; k++) {
+            double v = fixed[i];
+            for (int j = 0; j < (k < 0 ? -k : k); j++)
+                v = nextafter(v, k < 0 ? -INFINITY : INFINITY);
+            wrong += decimal_differs(v);
+            wrong += decimal_differs(-v);
+        }
+    for (int i = 0; i < 400000; i++) {
+        uint64_t r = rnd();
+        int e = (int)(r % 7);
+        int64_t lim = (int64_t)1 << (50 + (int)((r >> 3) % 4)); /* 2^50 .. 2^53 */
+        int64_t m;
+        switch ((r >> 5) % 6) {
+        case 0: m = lim / (int64_t)dsq_pow10_small[6 - e] - (int64_t)((r >> 8) % 2000) + 1000; break;
+        case 1: m = lim - (int64_t)((r >> 8) % 5000); break;                  /* near the limit */
+        case 2: m = (int64_t)((r >> 8) % 100000000000000000ull) % lim; break;  /* 15-17 digits */
+        case 3: m = (int64_t)((r >> 8) % 1000) * (int64_t)dsq_pow10_small[(r >> 20) % 7]; break;
+        case 4: m = (int64_t)(r >> 12); break;                                 /* past 2^53 too */
+        default: m = (int64_t)((r >> 8) % 10000000); break;
+        }
+        double v = (double)m / dsq_pow10_small[e];
+        if (r >> 63)
+            v = -v;
+        int k = (int)((r >> 40) % 5) - 2; /* a few ulps either way */
+        for (int j = 0; j < (k < 0 ? -k : k); j++)
+            v = nextafter(v, k < 0 ? -INFINITY : INFINITY);
+        wrong += decimal_differs(v);
+        if (i % 4 == 0)
+            wrong += decimal_differs(v * 1e-10); /* tiny: nothing passes */
+        if (wrong > 20)
+            break;
+    }
+    CHECK_INT(wrong, 0);
+}
+
+TEST_MAIN(T(test_decimal_matches_num_put), T(test_decimal_edges), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
           T(test_shapes), T(test_kind_names))
