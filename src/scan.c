@@ -456,24 +456,32 @@ static uint32_t field_id(dsq_scan *sc, const char *p, size_t n)
 int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
 {
     dsq_scan *sc = lc->sc;
-    dsq_event e; /* the header zeroed, the fields written as they come: no 300-byte clear */
-    memset(&e, 0, offsetof(dsq_event, f));
-    e.kind = (uint16_t)a->ev;
-    e.rank = a->set_rank ? a->rank : lc->rank;
-    e.host = a->host.n ? dsq_dict_intern(sc->p.dict, a->host.p, a->host.n) : lc->host;
-    e.t_us = a->t_us ? a->t_us : lc->t_us;
-    e.line = a->lineno ? a->lineno : lc->lineno;
+    /* built in its queue slot when the line's events wait (no copy of it after), else
+     * on the stack; the header zeroed, the fields written as they come */
+    dsq_event local;
+    int queued = sc->deferring && sc->nqueued < LINE_EVENTS;
+    dsq_event *e = queued ? &sc->queue[sc->nqueued] : &local;
+    memset(e, 0, offsetof(dsq_event, f));
+    e->kind = (uint16_t)a->ev;
+    e->rank = a->set_rank ? a->rank : lc->rank;
+    e->host = a->host.n ? dsq_dict_intern(sc->p.dict, a->host.p, a->host.n) : lc->host;
+    e->t_us = a->t_us ? a->t_us : lc->t_us;
+    e->line = a->lineno ? a->lineno : lc->lineno;
     if (a->label.n)
-        e.label = intern_trimmed(sc, a->label);
+        e->label = intern_trimmed(sc, a->label);
     if (a->text.n)
-        e.text = intern_trimmed(sc, a->text);
-    for (int i = 0; i < a->nf && e.nf < DSQ_EV_MAXF; i++) {
+        e->text = intern_trimmed(sc, a->text);
+    for (int i = 0; i < a->nf && e->nf < DSQ_EV_MAXF; i++) {
         uint32_t id = field_id(sc, a->f[i].name.p, a->f[i].name.n);
         if (!id)
             return DSQ_ENOMEM;
-        e.f[e.nf++] = (dsq_field){id, a->f[i].unit, a->f[i].v};
+        e->f[e->nf++] = (dsq_field){id, a->f[i].unit, a->f[i].v};
     }
-    return emit(sc, &e);
+    if (!queued)
+        return emit(sc, e);
+    sc->st.events++;
+    sc->nqueued++;
+    return 0;
 }
 
 /* Offers the line to every stateful family that wants it. A handler returning 1
