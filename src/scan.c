@@ -380,11 +380,15 @@ static void match_init(dsq_match *m)
     m->level = DSQ_LV_NONE;
     m->rank = -1;
     m->t_us = DSQ_TIME_NONE;
-    m->host = m->func = m->body = m->label = m->text = (dsq_span){NULL, 0};
+    /* each pointer and length stored alone: a shared compound literal was built on the
+     * stack and read back 16 bytes at once, which waited for its two 8-byte stores */
+    m->host.p = m->func.p = m->body.p = m->label.p = m->text.p = NULL;
+    m->host.n = m->func.n = m->body.n = m->label.n = m->text.n = 0;
     m->nv = m->nf = m->ev = 0;
     m->civil.mo = 0;
     m->tod_us = -1;
-    m->proc = (dsq_span){NULL, 0};
+    m->proc.p = NULL;
+    m->proc.n = 0;
 }
 
 /* Resolves the line's time: its own stamp, a year-less stamp completed with the
@@ -768,7 +772,9 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
         rc = memory_line(sc, &m, host, rank);
     else if (m.ev) {
-        dsq_emit_args a = {.ev = m.ev, .label = m.label, .text = m.text, .f = m.f, .nf = m.nf};
+        dsq_emit_args a; /* every member set: an initializer cleared it with rep stos */
+        a.ev = m.ev, a.label = m.label, a.text = m.text, a.f = m.f, a.nf = m.nf;
+        a.t_us = 0, a.lineno = 0, a.host.p = NULL, a.host.n = 0, a.set_rank = a.rank = 0;
         rc = dsq_scan_emit(&lc, &a);
     }
     if (!rc && sc->fam_state)
