@@ -150,6 +150,36 @@ static void test_stop_and_end(void)
     CHECK_INT(dsq_num_parse(s, s, &v, NULL), -1);
 }
 
+/* Every cut of these texts parses the same whether blanks or what would continue a
+ * number (digits, ".5e+5,555") follow end in memory: the 16-byte path may read past
+ * end (within a page) but counts nothing there. */
+static void test_cut_anywhere(void)
+{
+    static const char *const texts[] = {"-12345.678e9 tail", "1,234,567.5", ".5e-3x", "+7.",
+                                        "-.25", "1e", "12.5GB", "0.000123456789012345678",
+                                        "123456789012345678901234", "-", "3.5e+07,"};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        size_t n = strlen(texts[i]);
+        for (size_t e = 0; e <= n; e++) {
+            char dig[64], blank[64];
+            memset(blank, ' ', sizeof blank);
+            for (size_t j = 0; j < sizeof dig; j++) /* what would continue a number */
+                dig[j] = (i & 1) ? '7' : ".5e+5,555"[j % 9];
+            memcpy(dig, texts[i], e);
+            memcpy(blank, texts[i], e);
+            double want = 0, got = 0;
+            const char *ws = NULL, *gs = NULL;
+            int wr = dsq_num_parse(blank, blank + e, &want, &ws);
+            int gr = dsq_num_parse(dig, dig + e, &got, &gs);
+            if (wr != gr || (wr == 0 && got != want) || gs - dig != ws - blank) {
+                fprintf(stderr, "\"%s\" cut at %zu: %d %.17g stop %td, digits after: %d %.17g stop %td\n",
+                        texts[i], e, wr, want, ws - blank, gr, got, gs - dig);
+                test_failures++;
+            }
+        }
+    }
+}
+
 static void test_units(void)
 {
     static const struct {
@@ -264,5 +294,5 @@ static void test_random_same_as_strtod(void)
     CHECK_INT(bad, 0);
 }
 
-TEST_MAIN(T(test_same_as_strtod), T(test_random_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
+TEST_MAIN(T(test_cut_anywhere), T(test_same_as_strtod), T(test_random_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
           T(test_negative), T(test_no_digits), T(test_stop_and_end), T(test_units))
