@@ -772,6 +772,54 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+typedef struct paths {
+    int n;
+    char path[16][16];
+} paths;
+
+static int on_path(void *ctx, const char *path, const dsq_source_rec *rec)
+{
+    paths *ps = ctx;
+    (void)rec;
+    if (ps->n < 16)
+        snprintf(ps->path[ps->n++], sizeof ps->path[0], "%s", path);
+    return 0;
+}
+
+/* Keys come back in memcmp order, a shorter key before the longer one it begins:
+ * paths that differ in an 8-byte word, in the 4 bytes after it, in a byte after
+ * that, or only in length (the store's key comparison takes them in those steps). */
+static void test_keys_in_byte_order(void)
+{
+    static const char *const put[] = {"/b",         "/a",         "/ab",         "/",
+                                      "/abd",       "/abc",       "/abcdefgh",   "/abcdefg",
+                                      "/abcdefgi1", "/abcdefgh0", "/abcdefgh1x", "/abcdefgh0123"};
+    static const char *const want[] = {"/",           "/a",         "/ab",        "/abc",
+                                       "/abcdefg",    "/abcdefgh",  "/abcdefgh0", "/abcdefgh0123",
+                                       "/abcdefgh1x", "/abcdefgi1", "/abd",       "/b"};
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    dsq_source_rec rec;
+    memset(&rec, 0, sizeof rec);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (size_t i = 0; i < sizeof put / sizeof put[0]; i++)
+        CHECK_INT(dsq_store_source_put(st, put[i], &rec, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    paths ps = {0};
+    CHECK_INT(dsq_store_scan_sources(st, on_path, &ps, &err), 0);
+    CHECK_INT(ps.n, (int)(sizeof want / sizeof want[0]));
+    for (int i = 0; i < ps.n && i < (int)(sizeof want / sizeof want[0]); i++)
+        CHECK_STR(ps.path[i], want[i]);
+    for (size_t i = 0; i < sizeof put / sizeof put[0]; i++)
+        CHECK_INT(dsq_store_source_find(st, put[i], &rec, &err), 1);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 /* Source records come back field for field (they are stored packed): the
  * largest values, a negative mtime, the first and last family and level. */
 static void test_source_record_round_trip(void)
@@ -1099,5 +1147,5 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins),
-          T(test_series_values_repeating_round_trip), T(test_source_record_round_trip),
+          T(test_series_values_repeating_round_trip), T(test_source_record_round_trip), T(test_keys_in_byte_order),
           T(test_key_pack))
