@@ -75,7 +75,8 @@ struct dsq_store {
     unsigned char *sr_bytes;
     size_t sr_bytes_cap;
     /* series summaries put in the open write, not yet in LMDB (see flush_series):
-     * entries of key, value length (u32) and value, and where each starts */
+     * entries of key, value length (u32), value and the record as put, and where
+     * each starts */
     unsigned char *ser;
     size_t ser_len, ser_cap;
     struct ser_ref *ser_at, *ser_tmp;
@@ -995,11 +996,15 @@ static const ser_ref *sort_ser(ser_ref *r, ser_ref *tmp, size_t n)
     return r;
 }
 
-static int flush_series(dsq_store *st, dsq_error *err)
+/* Puts the waiting series in key order and returns them so sorted in *sorted; they
+ * stay waiting until the caller drops them (flush_series). */
+static int put_series(dsq_store *st, const ser_ref **sorted, dsq_error *err)
 {
+    *sorted = NULL;
     if (!st->ser_n)
         return 0;
     const ser_ref *r = sort_ser(st->ser_at, st->ser_tmp, st->ser_n);
+    *sorted = r;
     MDB_cursor *c = NULL;
     int rc = mdb_cursor_open(st->txn, st->series, &c);
     for (size_t i = 0; i < st->ser_n && !rc; i++) {
@@ -1015,8 +1020,15 @@ static int flush_series(dsq_store *st, dsq_error *err)
     }
     if (c)
         mdb_cursor_close(c);
-    st->ser_len = st->ser_n = 0;
     return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+}
+
+static int flush_series(dsq_store *st, dsq_error *err)
+{
+    const ser_ref *r;
+    int status = put_series(st, &r, err);
+    st->ser_len = st->ser_n = 0;
+    return status;
 }
 
 /* Drops a source's series (summaries and chunks) and attributes, listed in its
@@ -1100,9 +1112,18 @@ int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_er
 }
 
 /* Recomputes the run rollup of (field, run) from that run's series in the open
- * write; removes it when no series is left. */
-static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
+ * write; removes it when no series is left. r[*at..n): the series put since the
+ * last flush, in key order (put_series), each with its record as put, which is
+ * taken instead of decoding the stored value (the same numbers: the encoding is
+ * exact); *at moves past those of (field, run), so runs taken in key order walk r
+ * once. */
+static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, const ser_ref *r,
+                             size_t n, size_t *at, dsq_error *err)
 {
+    const uint64_t fr = (uint64_t)field << 32 | run;
+    size_t i = *at;
+    while (i < n && r[i].a < fr)
+        i++;
     unsigned char pre[8];
     MDB_cursor *c = NULL;
     dsq_series_rec acc, rec;
@@ -1117,11 +1138,24 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_er
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
-        if (series_val_get(&v, &rec, NULL, NULL))
+        uint64_t b = get_be64((const unsigned char *)k.mv_data + 8);
+        uint32_t source = get_be32((const unsigned char *)k.mv_data + 16);
+        while (i < n && r[i].a == fr && (r[i].b < b || (r[i].b == b && r[i].source < source)))
+            i++;
+        if (i < n && r[i].a == fr && r[i].b == b && r[i].source == source) {
+            while (i + 1 < n && r[i + 1].a == fr && r[i + 1].b == b && r[i + 1].source == source)
+                i++; /* the last put is the one stored */
+            const unsigned char *e = st->ser + r[i].at;
+            uint32_t len;
+            memcpy(&len, e + DSQ_SERIES_KEY_LEN, 4);
+            memcpy(&rec, e + DSQ_SERIES_KEY_LEN + 4 + len, sizeof rec);
+        } else if (series_val_get(&v, &rec, NULL, NULL)) {
             continue;
+        }
         dsq_series_merge(&acc, &rec, field >= DSQ_SERIES_KIND_BASE);
     }
     mdb_cursor_close(c);
+    *at = i;
     if (rc && rc != MDB_NOTFOUND)
         return put_failed(st, rc, err, "writing run rollups");
     unsigned char val[SERIES_VAL_MAX];
@@ -1379,7 +1413,7 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
         grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_n, sizeof *st->ser_tmp))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     if (n > UINT32_MAX - SERIES_VAL_MAX ||
-        reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n))
+        reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n + sizeof *rec))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     unsigned char *e = st->ser + at;
     memcpy(e, key, sizeof key);
@@ -1388,7 +1422,8 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
         memcpy(e + sizeof key + 4 + len, pairs, n);
     len += (uint32_t)n;
     memcpy(e + sizeof key, &len, 4);
-    st->ser_len = at + sizeof key + 4 + len;
+    memcpy(e + sizeof key + 4 + len, rec, sizeof *rec); /* for the run rollup (runroll_recompute) */
+    st->ser_len = at + sizeof key + 4 + len + sizeof *rec;
     st->ser_at[st->ser_n++] = (ser_ref){(uint64_t)sk->field << 32 | sk->run,
                                         (uint64_t)sk->host << 32 | (uint32_t)(sk->rank + 1),
                                         sk->source, 0, at};
@@ -1478,13 +1513,18 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EUSAGE, "commit without a write");
     if (st->map_full)
         return grow_map(st, err);
-    int status = flush_series(st, err);
-    ptrdiff_t ndue = sort_unique(st, st->due, st->ndue); /* each run rollup once, however many
-                                                           sources asked for it */
-    if (ndue < 0)
+    /* each run rollup once, however many sources asked for it (sorted first: the
+     * series' sort may leave them in st->ser_tmp, which this sort uses) */
+    ptrdiff_t ndue = sort_unique(st, st->due, st->ndue);
+    const ser_ref *r;
+    int status = put_series(st, &r, err);
+    if (ndue < 0 && !status)
         status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
+    size_t at = 0;
     for (ptrdiff_t i = 0; i < ndue && !status; i++)
-        status = runroll_recompute(st, (uint32_t)(st->due[i].a >> 32), (uint32_t)st->due[i].a, err);
+        status = runroll_recompute(st, (uint32_t)(st->due[i].a >> 32), (uint32_t)st->due[i].a, r,
+                                   st->ser_n, &at, err);
+    st->ser_len = st->ser_n = 0;
     st->ndue = 0;
     if (!status)
         status = save_dict(st, err);
