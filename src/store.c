@@ -71,6 +71,7 @@ struct dsq_store {
      * and a = run, b = host << 32 | rank + 1 of its series; sr_bytes: the encoded
      * record */
     struct ser_ref *sr_f, *sr_a, *sr_h; /* a and b only: sorted by sort_ser */
+    uint32_t sr_fslot[64]; /* where in sr_f a field was noted last, by a hash of it */
     size_t sr_nf, sr_na, sr_nh, sr_fcap, sr_acap, sr_hcap;
     unsigned char *sr_bytes;
     size_t sr_bytes_cap;
@@ -1320,10 +1321,15 @@ static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err
     if (grow_arr((void **)&st->sr_f, &st->sr_fcap, st->sr_nf, sizeof *st->sr_f) ||
         grow_arr((void **)&st->sr_h, &st->sr_hcap, st->sr_nh, sizeof *st->sr_h))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    /* consecutive series repeat a field or a (host, rank): only changes are kept */
+    /* a source's series cycle through its fields (in the order first seen): most are
+     * found in sr_fslot and not noted again (sort_unique drops the rest) */
     uint64_t fr = (uint64_t)k->run << 32 | k->field;
-    if (!st->sr_nf || st->sr_f[st->sr_nf - 1].a != fr)
+    uint32_t *slot = &st->sr_fslot[(fr * 0x9e3779b97f4a7c15u) >> 58];
+    if (*slot >= st->sr_nf || st->sr_f[*slot].a != fr) {
+        *slot = (uint32_t)st->sr_nf;
         st->sr_f[st->sr_nf++] = (ser_ref){fr, 0, 0, 0, 0};
+    }
+    /* consecutive series repeat a (host, rank): only changes are kept */
     uint64_t hr = (uint64_t)k->host << 32 | (uint32_t)(k->rank + 1);
     if (!st->sr_nh || st->sr_h[st->sr_nh - 1].a != k->run || st->sr_h[st->sr_nh - 1].b != hr)
         st->sr_h[st->sr_nh++] = (ser_ref){k->run, hr, 0, 0, 0};
