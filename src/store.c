@@ -67,15 +67,17 @@ struct dsq_store {
     unsigned char *raw, *packed, *unpacked; /* reused buffers */
     size_t raw_cap, packed_cap, unpacked_cap;
     /* the rollup keys of the source being written (srcroll_series, srcroll_attr):
-     * run << 32 | field of its series, run << 32 | name of its attributes, and
-     * (host, rank + 1, run) of its series; sr_bytes: the encoded record */
-    uint64_t *sr_f, *sr_a;
-    uint32_t (*sr_h)[3];
+     * a = run << 32 | field of its series, a = run << 32 | name of its attributes,
+     * and a = run, b = host << 32 | rank + 1 of its series; sr_bytes: the encoded
+     * record */
+    struct ser_ref *sr_f, *sr_a, *sr_h; /* a and b only: sorted by sort_ser */
+    uint32_t sr_fslot[64]; /* where in sr_f a field was noted last, by a hash of it */
     size_t sr_nf, sr_na, sr_nh, sr_fcap, sr_acap, sr_hcap;
     unsigned char *sr_bytes;
     size_t sr_bytes_cap;
     /* series summaries put in the open write, not yet in LMDB (see flush_series):
-     * entries of key, value length (u32) and value, and where each starts */
+     * entries of key, value length (u32), value and the record as put, and where
+     * each starts */
     unsigned char *ser;
     size_t ser_len, ser_cap;
     struct ser_ref *ser_at, *ser_tmp;
@@ -85,7 +87,7 @@ struct dsq_store {
     unsigned char vis_key[DSQ_SERIES_KEY_LEN];
     const unsigned char *vis_pairs;
     ptrdiff_t vis_n;
-    uint64_t *due;     /* run rollups to recompute at commit: field << 32 | run */
+    struct ser_ref *due; /* run rollups to recompute at commit: a = field << 32 | run */
     size_t ndue, due_cap;
     char dir[4096];
 };
@@ -360,6 +362,30 @@ static void release_map(const char *dir, const char *name)
         madvise(addr, len, MADV_DONTNEED);
 }
 
+/* LMDB's key order, memcmp's (shorter first on a tie), with the bytes compared 8 and
+ * 4 at a time as big-endian words: the same order, so the same pages, as LMDB's own
+ * comparison, which calls memcmp for each of the ~10 keys a put or a seek visits. */
+static int key_cmp(const MDB_val *x, const MDB_val *y)
+{
+    const unsigned char *p = x->mv_data, *q = y->mv_data;
+    size_t n = x->mv_size < y->mv_size ? x->mv_size : y->mv_size, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t a = get_be64(p + i), b = get_be64(q + i);
+        if (a != b)
+            return a < b ? -1 : 1;
+    }
+    if (i + 4 <= n) {
+        uint32_t a = get_be32(p + i), b = get_be32(q + i);
+        if (a != b)
+            return a < b ? -1 : 1;
+        i += 4;
+    }
+    for (; i < n; i++)
+        if (p[i] != q[i])
+            return p[i] < q[i] ? -1 : 1;
+    return (x->mv_size > y->mv_size) - (x->mv_size < y->mv_size);
+}
+
 static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
 {
     unsigned fl = st->readonly ? 0 : MDB_CREATE;
@@ -387,7 +413,7 @@ static int open_dbis(dsq_store *st, MDB_txn *txn, dsq_error *err)
         if (rc == MDB_NOTFOUND)
             return dsq_error_set(err, DSQ_EINDEX, "%s is not a dsq index (no '%s' table)",
                                  st->dir, t[i].name);
-        if (rc)
+        if (rc || (rc = mdb_set_compare(txn, *t[i].dbi, key_cmp)))
             return lmdb_error(err, rc, "opening index tables");
     }
     return 0;
@@ -971,11 +997,15 @@ static const ser_ref *sort_ser(ser_ref *r, ser_ref *tmp, size_t n)
     return r;
 }
 
-static int flush_series(dsq_store *st, dsq_error *err)
+/* Puts the waiting series in key order and returns them so sorted in *sorted; they
+ * stay waiting until the caller drops them (flush_series). */
+static int put_series(dsq_store *st, const ser_ref **sorted, dsq_error *err)
 {
+    *sorted = NULL;
     if (!st->ser_n)
         return 0;
     const ser_ref *r = sort_ser(st->ser_at, st->ser_tmp, st->ser_n);
+    *sorted = r;
     MDB_cursor *c = NULL;
     int rc = mdb_cursor_open(st->txn, st->series, &c);
     for (size_t i = 0; i < st->ser_n && !rc; i++) {
@@ -991,8 +1021,15 @@ static int flush_series(dsq_store *st, dsq_error *err)
     }
     if (c)
         mdb_cursor_close(c);
-    st->ser_len = st->ser_n = 0;
     return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+}
+
+static int flush_series(dsq_store *st, dsq_error *err)
+{
+    const ser_ref *r;
+    int status = put_series(st, &r, err);
+    st->ser_len = st->ser_n = 0;
+    return status;
 }
 
 /* Drops a source's series (summaries and chunks) and attributes, listed in its
@@ -1071,20 +1108,23 @@ int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_er
 {
     if (grow_arr((void **)&st->due, &st->due_cap, st->ndue, sizeof *st->due))
         return dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
-    st->due[st->ndue++] = (uint64_t)field << 32 | run;
+    st->due[st->ndue++] = (ser_ref){(uint64_t)field << 32 | run, 0, 0, 0, 0};
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Recomputes the run rollup of (field, run) from that run's series in the open
- * write; removes it when no series is left. */
-static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
+ * write; removes it when no series is left. r[*at..n): the series put since the
+ * last flush, in key order (put_series), each with its record as put, which is
+ * taken instead of decoding the stored value (the same numbers: the encoding is
+ * exact); *at moves past those of (field, run), so runs taken in key order walk r
+ * once. */
+static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, const ser_ref *r,
+                             size_t n, size_t *at, dsq_error *err)
 {
+    const uint64_t fr = (uint64_t)field << 32 | run;
+    size_t i = *at;
+    while (i < n && r[i].a < fr)
+        i++;
     unsigned char pre[8];
     MDB_cursor *c = NULL;
     dsq_series_rec acc, rec;
@@ -1099,11 +1139,24 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_er
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
-        if (series_val_get(&v, &rec, NULL, NULL))
+        uint64_t b = get_be64((const unsigned char *)k.mv_data + 8);
+        uint32_t source = get_be32((const unsigned char *)k.mv_data + 16);
+        while (i < n && r[i].a == fr && (r[i].b < b || (r[i].b == b && r[i].source < source)))
+            i++;
+        if (i < n && r[i].a == fr && r[i].b == b && r[i].source == source) {
+            while (i + 1 < n && r[i + 1].a == fr && r[i + 1].b == b && r[i + 1].source == source)
+                i++; /* the last put is the one stored */
+            const unsigned char *e = st->ser + r[i].at;
+            uint32_t len;
+            memcpy(&len, e + DSQ_SERIES_KEY_LEN, 4);
+            memcpy(&rec, e + DSQ_SERIES_KEY_LEN + 4 + len, sizeof rec);
+        } else if (series_val_get(&v, &rec, NULL, NULL)) {
             continue;
+        }
         dsq_series_merge(&acc, &rec, field >= DSQ_SERIES_KIND_BASE);
     }
     mdb_cursor_close(c);
+    *at = i;
     if (rc && rc != MDB_NOTFOUND)
         return put_failed(st, rc, err, "writing run rollups");
     unsigned char val[SERIES_VAL_MAX];
@@ -1258,7 +1311,7 @@ static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, dsq_error *e
 {
     if (grow_arr((void **)&st->sr_a, &st->sr_acap, st->sr_na, sizeof *st->sr_a))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    st->sr_a[st->sr_na++] = (uint64_t)run << 32 | name;
+    st->sr_a[st->sr_na++] = (ser_ref){(uint64_t)run << 32 | name, 0, 0, 0, 0};
     return 0;
 }
 
@@ -1268,36 +1321,36 @@ static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err
     if (grow_arr((void **)&st->sr_f, &st->sr_fcap, st->sr_nf, sizeof *st->sr_f) ||
         grow_arr((void **)&st->sr_h, &st->sr_hcap, st->sr_nh, sizeof *st->sr_h))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    /* consecutive series repeat a field or a (host, rank): only changes are kept */
+    /* a source's series cycle through its fields (in the order first seen): most are
+     * found in sr_fslot and not noted again (sort_unique drops the rest) */
     uint64_t fr = (uint64_t)k->run << 32 | k->field;
-    if (!st->sr_nf || st->sr_f[st->sr_nf - 1] != fr)
-        st->sr_f[st->sr_nf++] = fr;
-    const uint32_t h[3] = {k->host, (uint32_t)(k->rank + 1), k->run};
-    if (!st->sr_nh || memcmp(st->sr_h[st->sr_nh - 1], h, sizeof h) != 0)
-        memcpy(st->sr_h[st->sr_nh++], h, sizeof h);
+    uint32_t *slot = &st->sr_fslot[(fr * 0x9e3779b97f4a7c15u) >> 58];
+    if (*slot >= st->sr_nf || st->sr_f[*slot].a != fr) {
+        *slot = (uint32_t)st->sr_nf;
+        st->sr_f[st->sr_nf++] = (ser_ref){fr, 0, 0, 0, 0};
+    }
+    /* consecutive series repeat a (host, rank): only changes are kept */
+    uint64_t hr = (uint64_t)k->host << 32 | (uint32_t)(k->rank + 1);
+    if (!st->sr_nh || st->sr_h[st->sr_nh - 1].a != k->run || st->sr_h[st->sr_nh - 1].b != hr)
+        st->sr_h[st->sr_nh++] = (ser_ref){k->run, hr, 0, 0, 0};
     return 0;
 }
 
-/* (host, rank + 1, run) by run, host, rank */
-static int cmp_h(const void *a, const void *b)
-{
-    const uint32_t *x = a, *y = b;
-    int i = x[2] != y[2] ? 2 : x[0] != y[0] ? 0 : 1;
-    return (x[i] > y[i]) - (x[i] < y[i]);
-}
-
-/* Sorts and dedupes n entries of size bytes; returns how many are left. */
-static size_t sort_unique(void *a, size_t n, size_t size, int (*cmp)(const void *, const void *))
+/* Sorts a[0..n) by (a, b) and keeps each once (the other fields are 0); returns
+ * how many are left, in a, or -1 when out of memory (st->ser_tmp: the room). */
+static ptrdiff_t sort_unique(dsq_store *st, ser_ref *a, size_t n)
 {
     if (n < 2)
-        return n;
-    qsort(a, n, size, cmp);
-    unsigned char *p = a;
-    size_t k = 1;
-    for (size_t i = 1; i < n; i++)
-        if (memcmp(p + (k - 1) * size, p + i * size, size) != 0)
-            memmove(p + k++ * size, p + i * size, size);
-    return k;
+        return (ptrdiff_t)n;
+    while (st->ser_tmp_cap < n)
+        if (grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_tmp_cap, sizeof *st->ser_tmp))
+            return -1;
+    const ser_ref *r = sort_ser(a, st->ser_tmp, n);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || a[k - 1].a != r[i].a || a[k - 1].b != r[i].b)
+            a[k++] = r[i];
+    return (ptrdiff_t)k;
 }
 
 int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
@@ -1305,12 +1358,14 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
     unsigned char key[4];
     put_be32(key, source);
     MDB_val k = {4, key};
-    size_t nf = sort_unique(st->sr_f, st->sr_nf, sizeof *st->sr_f, cmp_u64);
-    size_t na = sort_unique(st->sr_a, st->sr_na, sizeof *st->sr_a, cmp_u64);
-    size_t nh = sort_unique(st->sr_h, st->sr_nh, sizeof *st->sr_h, cmp_h);
+    ptrdiff_t snf = sort_unique(st, st->sr_f, st->sr_nf), sna = sort_unique(st, st->sr_a, st->sr_na),
+              snh = sort_unique(st, st->sr_h, st->sr_nh);
     st->sr_nf = st->sr_na = st->sr_nh = 0;
+    if (snf < 0 || sna < 0 || snh < 0)
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    size_t nf = (size_t)snf, na = (size_t)sna, nh = (size_t)snh;
     for (size_t i = 0; i < nf; i++) { /* the run rollups of the source's fields */
-        int rc = dsq_store_runroll_update(st, (uint32_t)st->sr_f[i], (uint32_t)(st->sr_f[i] >> 32), err);
+        int rc = dsq_store_runroll_update(st, (uint32_t)st->sr_f[i].a, (uint32_t)(st->sr_f[i].a >> 32), err);
         if (rc)
             return rc;
     }
@@ -1323,30 +1378,30 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
     unsigned char *p = st->sr_bytes;
     size_t f = 0, a = 0, h = 0;
     while (f < nf || a < na) { /* one group per run, runs ascending */
-        uint32_t run = f < nf ? (uint32_t)(st->sr_f[f] >> 32) : UINT32_MAX;
-        if (a < na && (uint32_t)(st->sr_a[a] >> 32) < run)
-            run = (uint32_t)(st->sr_a[a] >> 32);
+        uint32_t run = f < nf ? (uint32_t)(st->sr_f[f].a >> 32) : UINT32_MAX;
+        if (a < na && (uint32_t)(st->sr_a[a].a >> 32) < run)
+            run = (uint32_t)(st->sr_a[a].a >> 32);
         size_t f1 = f, a1 = a, h1;
-        while (f1 < nf && (uint32_t)(st->sr_f[f1] >> 32) == run)
+        while (f1 < nf && (uint32_t)(st->sr_f[f1].a >> 32) == run)
             f1++;
-        while (a1 < na && (uint32_t)(st->sr_a[a1] >> 32) == run)
+        while (a1 < na && (uint32_t)(st->sr_a[a1].a >> 32) == run)
             a1++;
-        while (h < nh && st->sr_h[h][2] < run)
+        while (h < nh && st->sr_h[h].a < run)
             h++;
-        for (h1 = h; h1 < nh && st->sr_h[h1][2] == run;)
+        for (h1 = h; h1 < nh && st->sr_h[h1].a == run;)
             h1++;
         p = dsq_varint_put(p, run);
         p = dsq_varint_put(p, f1 - f);
         for (; f < f1; f++)
-            p = dsq_varint_put(p, (uint32_t)st->sr_f[f]);
+            p = dsq_varint_put(p, (uint32_t)st->sr_f[f].a);
         p = dsq_varint_put(p, h1 - h);
         for (; h < h1; h++) {
-            p = dsq_varint_put(p, st->sr_h[h][0]);
-            p = dsq_varint_put(p, st->sr_h[h][1]);
+            p = dsq_varint_put(p, (uint32_t)(st->sr_h[h].b >> 32));
+            p = dsq_varint_put(p, (uint32_t)st->sr_h[h].b);
         }
         p = dsq_varint_put(p, a1 - a);
         for (; a < a1; a++)
-            p = dsq_varint_put(p, (uint32_t)st->sr_a[a]);
+            p = dsq_varint_put(p, (uint32_t)st->sr_a[a].a);
     }
     return put_packed(st, st->srcroll, &k, st->sr_bytes, (size_t)(p - st->sr_bytes), &pack_srcroll,
                       err);
@@ -1364,7 +1419,7 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
         grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_n, sizeof *st->ser_tmp))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     if (n > UINT32_MAX - SERIES_VAL_MAX ||
-        reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n))
+        reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n + sizeof *rec))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     unsigned char *e = st->ser + at;
     memcpy(e, key, sizeof key);
@@ -1373,7 +1428,8 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
         memcpy(e + sizeof key + 4 + len, pairs, n);
     len += (uint32_t)n;
     memcpy(e + sizeof key, &len, 4);
-    st->ser_len = at + sizeof key + 4 + len;
+    memcpy(e + sizeof key + 4 + len, rec, sizeof *rec); /* for the run rollup (runroll_recompute) */
+    st->ser_len = at + sizeof key + 4 + len + sizeof *rec;
     st->ser_at[st->ser_n++] = (ser_ref){(uint64_t)sk->field << 32 | sk->run,
                                         (uint64_t)sk->host << 32 | (uint32_t)(sk->rank + 1),
                                         sk->source, 0, at};
@@ -1463,12 +1519,18 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EUSAGE, "commit without a write");
     if (st->map_full)
         return grow_map(st, err);
-    int status = flush_series(st, err);
-    if (st->ndue) /* each run rollup once, however many sources asked for it */
-        qsort(st->due, st->ndue, sizeof *st->due, cmp_u64);
-    for (size_t i = 0; i < st->ndue && !status; i++)
-        if (i == 0 || st->due[i] != st->due[i - 1])
-            status = runroll_recompute(st, (uint32_t)(st->due[i] >> 32), (uint32_t)st->due[i], err);
+    /* each run rollup once, however many sources asked for it (sorted first: the
+     * series' sort may leave them in st->ser_tmp, which this sort uses) */
+    ptrdiff_t ndue = sort_unique(st, st->due, st->ndue);
+    const ser_ref *r;
+    int status = put_series(st, &r, err);
+    if (ndue < 0 && !status)
+        status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
+    size_t at = 0;
+    for (ptrdiff_t i = 0; i < ndue && !status; i++)
+        status = runroll_recompute(st, (uint32_t)(st->due[i].a >> 32), (uint32_t)st->due[i].a, r,
+                                   st->ser_n, &at, err);
+    st->ser_len = st->ser_n = 0;
     st->ndue = 0;
     if (!status)
         status = save_dict(st, err);

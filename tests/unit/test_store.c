@@ -729,6 +729,69 @@ static void test_series_many_in_one_write_last_wins(void)
     }
 }
 
+typedef struct runroll_ref {
+    dsq_series_rec acc[8]; /* by field - 4: the series merged in key order */
+    dsq_series_rec got[8]; /* by field - 4: the stored run rollups */
+    int n;
+} runroll_ref;
+
+static int on_series_merge(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    runroll_ref *rr = ctx;
+    dsq_series_merge(&rr->acc[k->field - 4], rec, k->field >= DSQ_SERIES_KIND_BASE);
+    return 0;
+}
+
+static int on_runroll(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    runroll_ref *rr = ctx;
+    rr->got[k->field - 4] = *rec;
+    rr->n++;
+    return 0;
+}
+
+/* A run rollup is its series merged in key order, bit for bit (sums that depend on
+ * the order of additions), whether the series were put in this write (some more
+ * than once: the last counts) or in an earlier one, interleaved in key order. */
+static void test_runroll_merges_series_in_key_order(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run");
+    uint32_t x = 777;
+    for (int w = 0; w < 3; w++) {
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (int i = 0; i < 300; i++) {
+            x = x * 1103515245u + 12345u;
+            uint32_t r = x >> 8;
+            dsq_series_key k = {4 + r % 4, run, 8 + (r >> 2) % 4, (int32_t)((r >> 4) % 4) - 1,
+                                4 + (r >> 6) % 4};
+            double v = (double)(r >> 8 & 1023) * 0.1 + (r & 1 ? 1e15 : 0);
+            dsq_series_rec rec = {.count = 1 + r % 5, .sum = v * 3, .min = v, .max = v * 2,
+                                  .first_v = v, .last_v = v * 2, .first_t = (int64_t)(r >> 20),
+                                  .last_t = (int64_t)(r >> 20) + 5};
+            CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+            CHECK_INT(dsq_store_runroll_update(st, k.field, run, &err), 0);
+        }
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        static runroll_ref rr;
+        memset(&rr, 0, sizeof rr);
+        CHECK_INT(dsq_store_scan_series(st, 4, 7, run, on_series_merge, &rr, &err), 0);
+        CHECK_INT(dsq_store_scan_runroll(st, 4, 7, run, on_runroll, &rr, &err), 0);
+        CHECK_INT(rr.n, 4);
+        for (int f = 0; f < 4; f++) {
+            CHECK(rr.acc[f].count > 0);
+            CHECK(same_rec(&rr.got[f], &rr.acc[f]));
+        }
+    }
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 typedef struct recs_check {
     const dsq_series_rec *want; /* by source - 1 */
     int n, bad;
@@ -767,6 +830,54 @@ static void test_series_values_repeating_round_trip(void)
     CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series_same, &c, &err), 0);
     CHECK_INT(c.n, 1024);
     CHECK_INT(c.bad, 0);
+    dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
+typedef struct paths {
+    int n;
+    char path[16][16];
+} paths;
+
+static int on_path(void *ctx, const char *path, const dsq_source_rec *rec)
+{
+    paths *ps = ctx;
+    (void)rec;
+    if (ps->n < 16)
+        snprintf(ps->path[ps->n++], sizeof ps->path[0], "%s", path);
+    return 0;
+}
+
+/* Keys come back in memcmp order, a shorter key before the longer one it begins:
+ * paths that differ in an 8-byte word, in the 4 bytes after it, in a byte after
+ * that, or only in length (the store's key comparison takes them in those steps). */
+static void test_keys_in_byte_order(void)
+{
+    static const char *const put[] = {"/b",         "/a",         "/ab",         "/",
+                                      "/abd",       "/abc",       "/abcdefgh",   "/abcdefg",
+                                      "/abcdefgi1", "/abcdefgh0", "/abcdefgh1x", "/abcdefgh0123"};
+    static const char *const want[] = {"/",           "/a",         "/ab",        "/abc",
+                                       "/abcdefg",    "/abcdefgh",  "/abcdefgh0", "/abcdefgh0123",
+                                       "/abcdefgh1x", "/abcdefgi1", "/abd",       "/b"};
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    dsq_source_rec rec;
+    memset(&rec, 0, sizeof rec);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (size_t i = 0; i < sizeof put / sizeof put[0]; i++)
+        CHECK_INT(dsq_store_source_put(st, put[i], &rec, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    paths ps = {0};
+    CHECK_INT(dsq_store_scan_sources(st, on_path, &ps, &err), 0);
+    CHECK_INT(ps.n, (int)(sizeof want / sizeof want[0]));
+    for (int i = 0; i < ps.n && i < (int)(sizeof want / sizeof want[0]); i++)
+        CHECK_STR(ps.path[i], want[i]);
+    for (size_t i = 0; i < sizeof put / sizeof put[0]; i++)
+        CHECK_INT(dsq_store_source_find(st, put[i], &rec, &err), 1);
     dsq_store_close(st);
 done:
     test_tmpdir_remove(tmp);
@@ -1098,6 +1209,6 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
-          T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins),
-          T(test_series_values_repeating_round_trip), T(test_source_record_round_trip),
+          T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
+          T(test_series_values_repeating_round_trip), T(test_source_record_round_trip), T(test_keys_in_byte_order),
           T(test_key_pack))
