@@ -289,8 +289,9 @@ NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const 
     } else if (k < avail && *q == ',' && is_thousands(q, end, p)) {
         return parse_general(s, p, end, neg, out, stop);
     }
-    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128((const __m128i *)(const void *)num_shuffle[k][f]));
-    __m128i m1 = _mm_maddubs_epi16(d, _mm_setr_epi8(10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1));
+    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[k][f];
+    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128(shuf));
+    __m128i m1 = _mm_maddubs_epi16(d, _mm_set1_epi16(0x010A)); /* bytes 10, 1, 10, 1, ... */
     __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
     __m128i m3 = _mm_packus_epi32(m2, m2);
     __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));

@@ -460,6 +460,41 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* A store in a fresh directory, a rollup builder on it and an open write. */
+typedef struct builder_fx {
+    char tmp[64];
+    dsq_store *st;
+    dsq_rollup *r;
+    dsq_dict *d;
+    dsq_error err;
+} builder_fx;
+
+static int builder_open(builder_fx *fx)
+{
+    fx->tmp[0] = 0;
+    fx->st = NULL;
+    fx->r = NULL;
+    dsq_error_clear(&fx->err);
+    CHECK_INT(test_tmpdir_new(fx->tmp), 0);
+    dsq_store_params p = {fx->tmp, 0};
+    CHECK_INT(dsq_store_open(&p, &fx->st, &fx->err), 0);
+    if (!fx->st)
+        return -1;
+    CHECK_INT(dsq_rollup_new(fx->st, &fx->r), 0);
+    CHECK_INT(dsq_store_begin(fx->st, &fx->err), 0);
+    fx->d = dsq_store_dict(fx->st);
+    return 0;
+}
+
+static void builder_close(builder_fx *fx)
+{
+    if (fx->r)
+        dsq_rollup_free(fx->r);
+    if (fx->st)
+        dsq_store_close(fx->st);
+    test_tmpdir_remove(fx->tmp);
+}
+
 typedef struct field_sum {
     uint32_t field;
     uint64_t count;
@@ -482,43 +517,34 @@ static int on_field_sum(void *ctx, const dsq_series_key *k, const dsq_series_rec
  * memo left pointing into the old table reads freed memory: the ASan build fails.) */
 static void test_builder_grows_in_the_middle_of_an_event(void)
 {
-    char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
-    dsq_store_params p = {tmp, 0};
-    dsq_store *st = NULL;
-    dsq_rollup *r = NULL;
-    dsq_error err;
-    dsq_error_clear(&err);
-    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
-    if (!st)
-        goto done;
-    CHECK_INT(dsq_rollup_new(st, &r), 0);
-    CHECK_INT(dsq_store_begin(st, &err), 0);
-    dsq_dict *d = dsq_store_dict(st);
-    uint32_t run = dsq_dict_intern(d, "run", 3), host = dsq_dict_intern(d, "gpu1", 4);
-    uint32_t a = dsq_dict_intern(d, "a", 1), c = dsq_dict_intern(d, "c", 1);
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), host = dsq_dict_intern(fx.d, "gpu1", 4);
+    uint32_t a = dsq_dict_intern(fx.d, "a", 1), c = dsq_dict_intern(fx.d, "c", 1);
     enum { N = 700 };
-    dsq_rollup_begin(r, run, 1);
+    dsq_rollup_begin(fx.r, run, 1);
     for (int i = 0; i < N; i++) {
         char name[16];
         int n = snprintf(name, sizeof name, "b%d", i);
         dsq_event ev = {.kind = DSQ_EV_METRIC_LOGGER, .t_us = T0 + (int64_t)i * 1000000,
                         .host = host, .rank = 0, .nf = 3};
         ev.f[0] = (dsq_field){a, DSQ_U_NONE, 1};
-        ev.f[1] = (dsq_field){dsq_dict_intern(d, name, (size_t)n), DSQ_U_NONE, 2};
+        ev.f[1] = (dsq_field){dsq_dict_intern(fx.d, name, (size_t)n), DSQ_U_NONE, 2};
         ev.f[2] = (dsq_field){c, DSQ_U_NONE, i};
-        CHECK_INT(dsq_rollup_add(r, &ev, &err), 0);
+        CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
     }
-    CHECK_INT(dsq_rollup_finish(r, &err), 0);
-    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
+    CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
     field_sum fs = {c, 0, 0};
-    CHECK_INT(dsq_store_scan_series(st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_field_sum, &fs, &err), 0);
+    CHECK_INT(dsq_store_scan_series(fx.st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_field_sum, &fs,
+                                    &fx.err),
+              0);
     CHECK_INT(fs.count, N);
     CHECK(fs.sum == (double)N * (N - 1) / 2);
-    dsq_rollup_free(r);
-    dsq_store_close(st);
-done:
-    test_tmpdir_remove(tmp);
+    builder_close(&fx);
 }
 
 typedef struct count_check {
@@ -542,43 +568,34 @@ static int on_count_one(void *ctx, const dsq_series_key *k, const dsq_series_rec
  * value to another host's series. Every (source, host) has its own series of one. */
 static void test_builder_forgets_memos_between_sources(void)
 {
-    char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
-    dsq_store_params p = {tmp, 0};
-    dsq_store *st = NULL;
-    dsq_rollup *r = NULL;
-    dsq_error err;
-    dsq_error_clear(&err);
-    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
-    if (!st)
-        goto done;
-    CHECK_INT(dsq_rollup_new(st, &r), 0);
-    CHECK_INT(dsq_store_begin(st, &err), 0);
-    dsq_dict *d = dsq_store_dict(st);
-    uint32_t run = dsq_dict_intern(d, "run", 3), f = dsq_dict_intern(d, "F", 1);
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), f = dsq_dict_intern(fx.d, "F", 1);
     enum { SOURCES = 30, HOSTS = 20 };
     for (int src = 1; src <= SOURCES; src++) {
-        dsq_rollup_begin(r, run, (uint32_t)src);
+        dsq_rollup_begin(fx.r, run, (uint32_t)src);
         for (int h = 0; h <= HOSTS; h++) {
             char name[16];
             int n = h == HOSTS ? snprintf(name, sizeof name, "h0")
                                : snprintf(name, sizeof name, "s%dh%d", src, h + 1);
             dsq_event ev = {.kind = DSQ_EV_METRIC_LOGGER, .t_us = T0,
-                            .host = dsq_dict_intern(d, name, (size_t)n), .rank = 0, .nf = 1};
+                            .host = dsq_dict_intern(fx.d, name, (size_t)n), .rank = 0, .nf = 1};
             ev.f[0] = (dsq_field){f, DSQ_U_NONE, h};
-            CHECK_INT(dsq_rollup_add(r, &ev, &err), 0);
+            CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
         }
-        CHECK_INT(dsq_rollup_finish(r, &err), 0);
+        CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
     }
-    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
     count_check cc = {f, 0, 0};
-    CHECK_INT(dsq_store_scan_series(st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_count_one, &cc, &err), 0);
+    CHECK_INT(dsq_store_scan_series(fx.st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_count_one, &cc,
+                                    &fx.err),
+              0);
     CHECK_INT(cc.series, SOURCES * (HOSTS + 1));
     CHECK_INT(cc.bad, 0);
-    dsq_rollup_free(r);
-    dsq_store_close(st);
-done:
-    test_tmpdir_remove(tmp);
+    builder_close(&fx);
 }
 
 TEST_MAIN(T(test_round_trip_bit_for_bit), T(test_builder_forgets_memos_between_sources), T(test_builder_grows_in_the_middle_of_an_event), T(test_chunk_bytes_as_first_written), T(test_steady_series_is_small), T(test_long_segment_splits),
