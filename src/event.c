@@ -88,26 +88,6 @@ void dsq_block_free_buf(dsq_block *b)
     memset(b, 0, sizeof *b);
 }
 
-/* dsq_num_put's loop: the smallest e whose rounding of v * 10^e gives back v, -1
- * past 2^53. A product farther than 2^-50 relatively from its rounding is passed
- * over without the division (v * 10^e is within 2^-51 of m when v == m / 10^e). */
-static int decimal_loop(double v, int64_t *m)
-{
-    if (v != v || (v == 0 && signbit(v)))
-        return -1;
-    for (int e = 0; e < 7; e++) {
-        double s = v * dsq_pow10_small[e];
-        if (!(fabs(s) < 9007199254740992.0))
-            return -1;
-        int64_t r = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
-        if (fabs(s - (double)r) <= fabs(s) * 0x1p-50 && (double)r / dsq_pow10_small[e] == v) {
-            *m = r;
-            return e;
-        }
-    }
-    return -1;
-}
-
 /* The e and m of dsq_num_put's loop from one product, s = v * 10^6, when |s| < 2^50.
  * If some e passes with m, v is m / 10^e within 2^-53 relatively, so s is within
  * |s| 2^-52 (under 1/4) of the integer N = m 10^(6-e): N is s's nearest integer t.
@@ -122,7 +102,7 @@ static int decimal_of(double v, int64_t *m)
 {
     double s = v * 1e6;
     if (!(fabs(s) < 0x1p50))
-        return decimal_loop(v, m); /* NaN, infinities, big numbers */
+        return dsq_num_decimal(v, m); /* NaN, infinities, big numbers */
     int64_t t = (int64_t)((s + 0x1.8p52) - 0x1.8p52); /* not folded: no -ffast-math */
     if ((double)t / 1e6 != v)
         return -1;

@@ -51,18 +51,31 @@ static inline int64_t dsq_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(in
 
 static const double dsq_pow10_small[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
 
-static inline unsigned char *dsq_num_put(unsigned char *p, double v)
+/* The smallest e (0-6) with v == m / 10^e as the decoder computes it, and m; -1
+ * when there is none (NaN, -0, |v * 10^e| past 2^53, more decimals). */
+static inline int dsq_num_decimal(double v, int64_t *m)
 {
-    if (v == v && !(v == 0 && signbit(v))) {
-        for (int e = 0; e < 7; e++) {
-            double s = v * dsq_pow10_small[e];
-            if (!(fabs(s) < 9007199254740992.0))
-                break;
-            int64_t m = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
-            if ((double)m / dsq_pow10_small[e] == v)
-                return dsq_varint_put(p, dsq_zigzag(m) << 3 | (uint64_t)e);
+    if (v != v || (v == 0 && signbit(v)))
+        return -1;
+    for (int e = 0; e < 7; e++) {
+        double s = v * dsq_pow10_small[e];
+        if (!(fabs(s) < 9007199254740992.0))
+            return -1;
+        int64_t r = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
+        if ((double)r / dsq_pow10_small[e] == v) {
+            *m = r;
+            return e;
         }
     }
+    return -1;
+}
+
+static inline unsigned char *dsq_num_put(unsigned char *p, double v)
+{
+    int64_t m;
+    int e = dsq_num_decimal(v, &m);
+    if (e >= 0)
+        return dsq_varint_put(p, dsq_zigzag(m) << 3 | (uint64_t)e);
     uint64_t bits;
     memcpy(&bits, &v, 8);
     *p++ = 7;

@@ -173,24 +173,6 @@ typedef struct ref_chunk {
     uint64_t x, dx, m, bits, last_bits;
 } ref_chunk;
 
-/* dsq_num_put's loop: the smallest e with v == m / 10^e as the decoder computes it. */
-static int ref_decimal(double v, int64_t *m)
-{
-    if (v != v || (v == 0 && signbit(v)))
-        return -1;
-    for (int e = 0; e < 7; e++) {
-        double s = v * dsq_pow10_small[e];
-        if (!(fabs(s) < 9007199254740992.0))
-            return -1;
-        int64_t r = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
-        if ((double)r / dsq_pow10_small[e] == v) {
-            *m = r;
-            return e;
-        }
-    }
-    return -1;
-}
-
 static int ref_fits(double v, int vm, int64_t *m)
 {
     double s = v * dsq_pow10_small[vm];
@@ -220,7 +202,7 @@ static void ref_add(ref_chunk *c, int64_t t, double v)
         m = (int64_t)c->m;
     if (!c->seg_n || c->seg_n == 65535 || t % q[c->k] != 0 ||
         (c->vm < 7 && !again && !ref_fits(v, c->vm, &m))) {
-        int vm = c->seg_n && c->vm < 7 ? c->vm : 0, e = ref_decimal(v, &m);
+        int vm = c->seg_n && c->vm < 7 ? c->vm : 0, e = dsq_num_decimal(v, &m); /* dsq_num_put's loop */
         ref_close(c);
         if (e < 0)
             vm = 7;
@@ -242,7 +224,7 @@ static void ref_add(ref_chunk *c, int64_t t, double v)
     c->dx = dx;
     if (c->vm == 7) {
         int64_t dm;
-        int e = ref_decimal(v, &dm);
+        int e = dsq_num_decimal(v, &dm);
         uint64_t xb = vb ^ c->bits;
         c->bits = vb;
         if (e >= 0) {
