@@ -27,6 +27,7 @@
 
 #include "error.h"
 #include "rollup.h"
+#include "sergroup.h"
 #include "varint.h"
 
 #define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
@@ -87,6 +88,10 @@ struct dsq_store {
     unsigned char vis_key[DSQ_SERIES_KEY_LEN];
     const unsigned char *vis_pairs;
     ptrdiff_t vis_n;
+    unsigned char *grp; /* a series group being written (put_series, drop_from_group) */
+    size_t grp_cap;
+    int32_t *drop_rank; /* drop_from_group: the ranks of the dropped series with chunks */
+    size_t drop_rank_cap;
     struct ser_ref *due; /* run rollups to recompute at commit: a = field << 32 | run */
     size_t ndue, due_cap;
     char dir[4096];
@@ -701,6 +706,8 @@ void dsq_store_close(dsq_store *st)
     free(st->ser_at);
     free(st->ser_tmp);
     free(st->due);
+    free(st->grp);
+    free(st->drop_rank);
     free(st->dict_all);
     free(st->dict_len);
     if (st->lock_fd >= 0)
@@ -864,95 +871,13 @@ static int drop_prefix(dsq_store *st, MDB_dbi dbi, const unsigned char *pre, siz
     return status;
 }
 
-/* Series summaries (series and runroll values) are stored compactly: varint
- * count, byte unit, varint nchunks, zigzag varints of first_t and of last_t -
- * first_t, a byte saying which values repeat another, then first_v and those of
- * last_v, sum, min and max that do not, as packed numbers (varint.h): bit for bit,
- * about 30 bytes instead of the record's 72, and 15 for the many series of one
- * value. The byte: bits 0-1 for sum, 2-3 for min, 4-5 for max: 1 the same as
- * first_v, 2 as last_v, 0 stored; bit 6: last_v the same as first_v. */
-#define SERIES_VAL_MAX (3 * DSQ_VARINT_MAX + 1 + 2 * DSQ_VARINT_MAX + 1 + 5 * DSQ_NUM_MAX)
-
-static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
-
-static size_t series_val_put(unsigned char *out, const dsq_series_rec *r)
-{
-    unsigned char *p = dsq_varint_put(out, r->count);
-    *p++ = r->unit;
-    p = dsq_varint_put(p, r->nchunks);
-    p = dsq_varint_put(p, dsq_zigzag(r->first_t));
-    p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)r->last_t - (uint64_t)r->first_t)));
-    const double v[3] = {r->sum, r->min, r->max};
-    unsigned char *flags = p++;
-    *flags = same_bits(r->last_v, r->first_v) ? 0x40 : 0;
-    p = dsq_num_put(p, r->first_v);
-    if (!*flags)
-        p = dsq_num_put(p, r->last_v);
-    for (int i = 0; i < 3; i++) {
-        unsigned code = same_bits(v[i], r->first_v) ? 1 : same_bits(v[i], r->last_v) ? 2 : 0;
-        *flags |= (unsigned char)(code << (2 * i));
-        if (!code)
-            p = dsq_num_put(p, v[i]);
-    }
-    return (size_t)(p - out);
-}
-
-/* 0 with *r, or -1 when the value is damaged. What follows the summary are the
- * series' pairs (only without chunks): *pairs and *npairs when pairs is not NULL. */
-static int series_val_get(const MDB_val *val, dsq_series_rec *r, const unsigned char **pairs,
-                          size_t *npairs)
-{
-    const unsigned char *p = val->mv_data, *end = p + val->mv_size;
-    uint64_t count, nchunks, t0, dt;
-    double v[5];
-    memset(r, 0, sizeof *r);
-    if (dsq_varint_get(&p, end, &count) || p == end)
-        return -1;
-    r->unit = *p++;
-    if (dsq_varint_get(&p, end, &nchunks) || nchunks > UINT32_MAX ||
-        dsq_varint_get(&p, end, &t0) || dsq_varint_get(&p, end, &dt))
-        return -1;
-    if (p == end)
-        return -1;
-    unsigned flags = *p++;
-    if ((flags & 0x80) || dsq_num_get(&p, end, &v[3])) /* first_v */
-        return -1;
-    if (flags & 0x40)
-        v[4] = v[3];
-    else if (dsq_num_get(&p, end, &v[4]))
-        return -1;
-    for (int i = 0; i < 3; i++) { /* sum, min, max */
-        unsigned code = flags >> (2 * i) & 3;
-        if (code == 3)
-            return -1;
-        if (code)
-            v[i] = v[2 + code]; /* first_v or last_v */
-        else if (dsq_num_get(&p, end, &v[i]))
-            return -1;
-    }
-    if (p != end && nchunks)
-        return -1;
-    if (pairs) {
-        *pairs = p;
-        *npairs = (size_t)(end - p);
-    }
-    r->count = count;
-    r->nchunks = (uint32_t)nchunks;
-    r->first_t = dsq_unzigzag(t0);
-    r->last_t = (int64_t)((uint64_t)r->first_t + (uint64_t)dsq_unzigzag(dt));
-    r->sum = v[0];
-    r->min = v[1];
-    r->max = v[2];
-    r->first_v = v[3];
-    r->last_v = v[4];
-    return 0;
-}
-
 /* Series summaries wait in st->ser until the write needs them in LMDB (its commit,
- * or a drop): then they go in key order through one cursor, which finds the next
- * key on the page it is on instead of searching from the root (most keys of a group
- * of files share pages: field, run, host, rank, source). A key put twice (a
- * checkpoint, then the end of the source) keeps the last value. */
+ * or a drop): then they go in key order into their groups (sergroup.h) through one
+ * cursor, which finds the next key on the page it is on instead of searching from
+ * the root. A group already in the index (the host's other sources, or this
+ * source's previous commit) is merged with them, an entry of the same (rank,
+ * source) replaced. A key put twice (a checkpoint, then the end of the source)
+ * keeps the last value. */
 static int ser_before(const ser_ref *x, const ser_ref *y)
 {
     if (x->a != y->a)
@@ -997,27 +922,92 @@ static const ser_ref *sort_ser(ser_ref *r, ser_ref *tmp, size_t n)
     return r;
 }
 
-/* Puts the waiting series in key order and returns them so sorted in *sorted; they
- * stay waiting until the caller drops them (flush_series). */
-static int put_series(dsq_store *st, const ser_ref **sorted, dsq_error *err)
+/* A waiting series (its entry: key, pairs' length (u32), pairs, record as put) as
+ * a group entry. */
+static void pending_entry(const dsq_store *st, const ser_ref *r, dsq_group_entry *e)
 {
-    *sorted = NULL;
+    const unsigned char *p = st->ser + r->at;
+    uint32_t n;
+    memcpy(&n, p + DSQ_SERIES_KEY_LEN, 4);
+    e->rank = (int32_t)((uint32_t)r->b - 1u);
+    e->source = r->source;
+    e->pairs = p + DSQ_SERIES_KEY_LEN + 4;
+    e->npairs = n;
+    memcpy(&e->rec, e->pairs + n, sizeof e->rec);
+    e->raw = NULL;
+}
+
+/* Room for a group of `stored` bytes re-packed: an entry takes at least 10 bytes
+ * and a new base adds at most DSQ_VARINT_MAX to its head and summary. */
+#define REPACKED_MAX(stored) (2 * (stored) + DSQ_VARINT_MAX)
+
+/* Writes the group of the waiting series r[0..n) (one field, run and host, in
+ * (rank, source) order) merged with the stored group v (v->mv_data NULL: none)
+ * into st->grp; returns its length. */
+static size_t merge_group(dsq_store *st, const ser_ref *r, size_t n, const MDB_val *v)
+{
+    dsq_group_iter it;
+    dsq_group_entry old, e;
+    int have_old = 0;
+    if (v->mv_data) {
+        dsq_group_iter_init(&it, v->mv_data, v->mv_size);
+        have_old = dsq_group_next(&it, &old) == 1; /* a damaged rest is left out */
+    }
+    unsigned char *o = st->grp;
+    int64_t prev = 0;
+    size_t x = 0;
+    while (x < n || have_old) {
+        while (x + 1 < n && r[x + 1].b == r[x].b && r[x + 1].source == r[x].source)
+            x++; /* the last put is the one stored */
+        uint64_t pk = x < n ? (r[x].b & 0xFFFFFFFFu) << 32 | r[x].source : UINT64_MAX;
+        uint64_t ok = have_old ? (uint64_t)((uint32_t)old.rank + 1u) << 32 | old.source : UINT64_MAX;
+        if (x < n && pk <= ok) {
+            if (have_old && pk == ok) /* replaced */
+                have_old = dsq_group_next(&it, &old) == 1;
+            pending_entry(st, &r[x++], &e);
+            o = dsq_group_put(o, &prev, &e);
+        } else {
+            o = dsq_group_put(o, &prev, &old);
+            have_old = dsq_group_next(&it, &old) == 1;
+        }
+    }
+    return (size_t)(o - st->grp);
+}
+
+/* Puts the waiting series into their groups, in key order; they stay waiting
+ * until the caller drops them (flush_series). */
+static int put_series(dsq_store *st, dsq_error *err)
+{
     if (!st->ser_n)
         return 0;
     const ser_ref *r = sort_ser(st->ser_at, st->ser_tmp, st->ser_n);
-    *sorted = r;
     MDB_cursor *c = NULL;
     int rc = mdb_cursor_open(st->txn, st->series, &c);
-    for (size_t i = 0; i < st->ser_n && !rc; i++) {
-        const unsigned char *e = st->ser + r[i].at;
-        if (i + 1 < st->ser_n && r[i].a == r[i + 1].a && r[i].b == r[i + 1].b &&
-            r[i].source == r[i + 1].source)
-            continue; /* put again later */
-        MDB_val k = {DSQ_SERIES_KEY_LEN, (void *)e};
-        uint32_t len;
-        memcpy(&len, e + DSQ_SERIES_KEY_LEN, 4);
-        MDB_val v = {len, (void *)(e + DSQ_SERIES_KEY_LEN + 4)};
-        rc = mdb_cursor_put(c, &k, &v, 0);
+    for (size_t i = 0, j; i < st->ser_n && !rc; i = j) {
+        size_t room = DSQ_VARINT_MAX;
+        for (j = i; j < st->ser_n && r[j].a == r[i].a && r[j].b >> 32 == r[i].b >> 32; j++) {
+            uint32_t np;
+            memcpy(&np, st->ser + r[j].at + DSQ_SERIES_KEY_LEN, 4);
+            room += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
+        }
+        unsigned char key[DSQ_GROUP_KEY_LEN];
+        memcpy(key, st->ser + r[i].at, sizeof key); /* field, run, host */
+        MDB_val k = {sizeof key, key}, v = {0, NULL};
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
+        if (rc == MDB_NOTFOUND)
+            v.mv_data = NULL;
+        else if (rc)
+            break;
+        if (v.mv_data)
+            room += REPACKED_MAX(v.mv_size);
+        if (reserve(&st->grp, &st->grp_cap, room)) {
+            mdb_cursor_close(c);
+            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+        }
+        MDB_val nv = {merge_group(st, r + i, j - i, &v), st->grp};
+        k.mv_size = sizeof key;
+        k.mv_data = key;
+        rc = mdb_cursor_put(c, &k, &nv, 0);
     }
     if (c)
         mdb_cursor_close(c);
@@ -1026,9 +1016,54 @@ static int put_series(dsq_store *st, const ser_ref **sorted, dsq_error *err)
 
 static int flush_series(dsq_store *st, dsq_error *err)
 {
-    const ser_ref *r;
-    int status = put_series(st, &r, err);
+    int status = put_series(st, err);
     st->ser_len = st->ser_n = 0;
+    return status;
+}
+
+/* Takes the entries of `source` out of the group of key (field, run, host), and
+ * the chunks of those that have any. */
+static int drop_from_group(dsq_store *st, const unsigned char *key, uint32_t source,
+                           dsq_error *err)
+{
+    MDB_val k = {DSQ_GROUP_KEY_LEN, (void *)key}, v;
+    int rc = mdb_get(st->txn, st->series, &k, &v);
+    if (rc)
+        return rc == MDB_NOTFOUND ? 0 : put_failed(st, rc, err, "dropping rollups");
+    if (reserve(&st->grp, &st->grp_cap, REPACKED_MAX(v.mv_size)))
+        return dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
+    dsq_group_iter it;
+    dsq_group_entry e;
+    unsigned char *o = st->grp;
+    int64_t prev = 0;
+    size_t dropped = 0, nchunked = 0;
+    dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+    while (dsq_group_next(&it, &e) == 1) {
+        if (e.source != source) {
+            o = dsq_group_put(o, &prev, &e);
+            continue;
+        }
+        dropped++;
+        if (e.rec.nchunks) { /* its chunks go after the group is written */
+            if (grow_arr((void **)&st->drop_rank, &st->drop_rank_cap, nchunked, sizeof *st->drop_rank))
+                return dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
+            st->drop_rank[nchunked++] = e.rank;
+        }
+    }
+    if (!dropped) /* a damaged rest stays as it is: it may be another source's */
+        return 0;
+    MDB_val nv = {(size_t)(o - st->grp), st->grp};
+    rc = nv.mv_size ? mdb_put(st->txn, st->series, &k, &nv, 0) : mdb_del(st->txn, st->series, &k, NULL);
+    if (rc && rc != MDB_NOTFOUND)
+        return put_failed(st, rc, err, "dropping rollups");
+    unsigned char sk[DSQ_SERIES_KEY_LEN];
+    memcpy(sk, key, DSQ_GROUP_KEY_LEN);
+    put_be32(sk + 16, source);
+    int status = 0;
+    for (size_t i = 0; i < nchunked && !status; i++) {
+        put_be32(sk + 12, (uint32_t)st->drop_rank[i] + 1u);
+        status = drop_prefix(st, st->chunks, sk, sizeof sk, err);
+    }
     return status;
 }
 
@@ -1066,22 +1101,19 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
         for (uint64_t i = 0; i < nh && !dsq_varint_get(&p, end, &x) && !dsq_varint_get(&p, end, &y); i++)
             ;
         put_be32(key + 4, (uint32_t)run);
-        memcpy(key + 16, pre, 4);
         const unsigned char *fp = fields;
         for (uint64_t i = 0; i < nf && !status && !dsq_varint_get(&fp, end, &x); i++) {
             put_be32(key, (uint32_t)x);
             const unsigned char *hp = pairs;
+            uint64_t last_host = UINT64_MAX; /* pairs go by host: each group once */
             for (uint64_t j = 0; j < nh && !status && !dsq_varint_get(&hp, end, &x) &&
                                  !dsq_varint_get(&hp, end, &y);
                  j++) {
+                if (x == last_host)
+                    continue;
+                last_host = x;
                 put_be32(key + 8, (uint32_t)x);
-                put_be32(key + 12, (uint32_t)y);
-                MDB_val sk = {sizeof key, key};
-                int drc = mdb_del(st->txn, st->series, &sk, NULL);
-                if (drc == 0)
-                    status = drop_prefix(st, st->chunks, key, sizeof key, err);
-                else if (drc != MDB_NOTFOUND)
-                    status = put_failed(st, drc, err, "dropping rollups");
+                status = drop_from_group(st, key, source, err);
             }
             if (!status) /* recomputed at commit: removed when no series is left */
                 status = dsq_store_runroll_update(st, get_be32(key), (uint32_t)run, err);
@@ -1113,21 +1145,12 @@ int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_er
 }
 
 /* Recomputes the run rollup of (field, run) from that run's series in the open
- * write; removes it when no series is left. r[*at..n): the series put since the
- * last flush, in key order (put_series), each with its record as put, which is
- * taken instead of decoding the stored value (the same numbers: the encoding is
- * exact); *at moves past those of (field, run), so runs taken in key order walk r
- * once. */
-static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, const ser_ref *r,
-                             size_t n, size_t *at, dsq_error *err)
+ * write (their groups, in key order); removes it when no series is left. */
+static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
 {
-    const uint64_t fr = (uint64_t)field << 32 | run;
-    size_t i = *at;
-    while (i < n && r[i].a < fr)
-        i++;
     unsigned char pre[8];
     MDB_cursor *c = NULL;
-    dsq_series_rec acc, rec;
+    dsq_series_rec acc;
     memset(&acc, 0, sizeof acc);
     put_be32(pre, field);
     put_be32(pre + 4, run);
@@ -1137,30 +1160,19 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, const 
     MDB_val k = {8, pre}, v;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
+        if (k.mv_size != DSQ_GROUP_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
-        uint64_t b = get_be64((const unsigned char *)k.mv_data + 8);
-        uint32_t source = get_be32((const unsigned char *)k.mv_data + 16);
-        while (i < n && r[i].a == fr && (r[i].b < b || (r[i].b == b && r[i].source < source)))
-            i++;
-        if (i < n && r[i].a == fr && r[i].b == b && r[i].source == source) {
-            while (i + 1 < n && r[i + 1].a == fr && r[i + 1].b == b && r[i + 1].source == source)
-                i++; /* the last put is the one stored */
-            const unsigned char *e = st->ser + r[i].at;
-            uint32_t len;
-            memcpy(&len, e + DSQ_SERIES_KEY_LEN, 4);
-            memcpy(&rec, e + DSQ_SERIES_KEY_LEN + 4 + len, sizeof rec);
-        } else if (series_val_get(&v, &rec, NULL, NULL)) {
-            continue;
-        }
-        dsq_series_merge(&acc, &rec, field >= DSQ_SERIES_KIND_BASE);
+        dsq_group_iter it;
+        dsq_group_entry e;
+        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+        while (dsq_group_next(&it, &e) == 1)
+            dsq_series_merge(&acc, &e.rec, field >= DSQ_SERIES_KIND_BASE);
     }
     mdb_cursor_close(c);
-    *at = i;
     if (rc && rc != MDB_NOTFOUND)
         return put_failed(st, rc, err, "writing run rollups");
-    unsigned char val[SERIES_VAL_MAX];
-    MDB_val rk = {8, pre}, rv = {series_val_put(val, &acc), val};
+    unsigned char val[DSQ_SUMMARY_MAX];
+    MDB_val rk = {8, pre}, rv = {dsq_summary_put(val, &acc, 0), val};
     rc = acc.count ? mdb_put(st->txn, st->runroll, &rk, &rv, 0) : mdb_del(st->txn, st->runroll, &rk, NULL);
     return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing run rollups") : 0;
 }
@@ -1290,15 +1302,6 @@ static void series_key_pack(const dsq_series_key *k, unsigned char *out)
     put_be32(out + 16, k->source);
 }
 
-static void series_key_unpack(const unsigned char *in, dsq_series_key *k)
-{
-    k->field = get_be32(in);
-    k->run = get_be32(in + 4);
-    k->host = get_be32(in + 8);
-    k->rank = (int32_t)get_be32(in + 12) - 1;
-    k->source = get_be32(in + 16);
-}
-
 /* --- srcroll: the rollup keys of a source, for dropping it ---------------------
  * A source's series are the fields it has times the hosts and ranks it has, nearly
  * (counting series make most fields appear on every host and rank), all of one run:
@@ -1410,28 +1413,25 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                          const void *pairs, size_t n, dsq_error *err)
 {
-    unsigned char key[DSQ_SERIES_KEY_LEN];
-    series_key_pack(sk, key);
     if (rec->nchunks)
         n = 0;
     size_t at = st->ser_len;
     if (grow_arr((void **)&st->ser_at, &st->ser_at_cap, st->ser_n, sizeof *st->ser_at) ||
         grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_n, sizeof *st->ser_tmp))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    if (n > UINT32_MAX - SERIES_VAL_MAX ||
-        reserve(&st->ser, &st->ser_cap, at + sizeof key + 4 + SERIES_VAL_MAX + n + sizeof *rec))
+    if (n > UINT32_MAX - DSQ_SUMMARY_MAX - DSQ_GROUP_HEAD_MAX ||
+        reserve(&st->ser, &st->ser_cap, at + DSQ_SERIES_KEY_LEN + 4 + n + sizeof *rec))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    unsigned char *e = st->ser + at;
-    memcpy(e, key, sizeof key);
-    uint32_t len = (uint32_t)series_val_put(e + sizeof key + 4, rec);
+    unsigned char *e = st->ser + at; /* key, pairs' length, pairs, record */
+    series_key_pack(sk, e);
+    uint32_t len = (uint32_t)n;
+    memcpy(e + DSQ_SERIES_KEY_LEN, &len, 4);
     if (n)
-        memcpy(e + sizeof key + 4 + len, pairs, n);
-    len += (uint32_t)n;
-    memcpy(e + sizeof key, &len, 4);
-    memcpy(e + sizeof key + 4 + len, rec, sizeof *rec); /* for the run rollup (runroll_recompute) */
-    st->ser_len = at + sizeof key + 4 + len + sizeof *rec;
+        memcpy(e + DSQ_SERIES_KEY_LEN + 4, pairs, n);
+    memcpy(e + DSQ_SERIES_KEY_LEN + 4 + n, rec, sizeof *rec);
+    st->ser_len = at + DSQ_SERIES_KEY_LEN + 4 + n + sizeof *rec;
     st->ser_at[st->ser_n++] = (ser_ref){(uint64_t)sk->field << 32 | sk->run,
-                                        (uint64_t)sk->host << 32 | (uint32_t)(sk->rank + 1),
+                                        (uint64_t)sk->host << 32 | ((uint32_t)sk->rank + 1u),
                                         sk->source, 0, at};
     return srcroll_series(st, sk, err);
 }
@@ -1522,14 +1522,11 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     /* each run rollup once, however many sources asked for it (sorted first: the
      * series' sort may leave them in st->ser_tmp, which this sort uses) */
     ptrdiff_t ndue = sort_unique(st, st->due, st->ndue);
-    const ser_ref *r;
-    int status = put_series(st, &r, err);
+    int status = put_series(st, err);
     if (ndue < 0 && !status)
         status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
-    size_t at = 0;
     for (ptrdiff_t i = 0; i < ndue && !status; i++)
-        status = runroll_recompute(st, (uint32_t)(st->due[i].a >> 32), (uint32_t)st->due[i].a, r,
-                                   st->ser_n, &at, err);
+        status = runroll_recompute(st, (uint32_t)(st->due[i].a >> 32), (uint32_t)st->due[i].a, err);
     st->ser_len = st->ser_n = 0;
     st->ndue = 0;
     if (!status)
@@ -1707,31 +1704,37 @@ typedef struct series_scan {
 static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
 {
     series_scan *ss = ctx;
-    dsq_series_rec rec;
-    const unsigned char *pairs;
-    size_t n;
-    if (k->mv_size != (ss->run_level ? 8 : DSQ_SERIES_KEY_LEN) || series_val_get(v, &rec, &pairs, &n))
-        return 0;
     dsq_series_key sk = {.rank = -1};
-    if (ss->run_level) {
-        sk.field = get_be32(k->mv_data);
-        sk.run = get_be32((const unsigned char *)k->mv_data + 4);
-    } else {
-        series_key_unpack(k->mv_data, &sk);
-    }
+    if (k->mv_size != (ss->run_level ? 8u : DSQ_GROUP_KEY_LEN))
+        return 0;
+    sk.field = get_be32(k->mv_data);
+    sk.run = get_be32((const unsigned char *)k->mv_data + 4);
     if (sk.field > ss->field_hi || (ss->run && sk.run != ss->run))
         return SCAN_STOP;
-    if (ss->run_level)
+    if (ss->run_level) {
+        dsq_series_rec rec;
+        if (dsq_summary_get(v->mv_data, v->mv_size, 0, &rec, NULL, NULL))
+            return 0;
         return ss->fn(ss->ctx, &sk, &rec);
-    memcpy(st->vis_key, k->mv_data, DSQ_SERIES_KEY_LEN);
-    st->vis_pairs = pairs;
-    st->vis_n = (ptrdiff_t)n;
-    int status = ss->fn(ss->ctx, &sk, &rec);
-    st->vis_n = -1;
+    }
+    sk.host = get_be32((const unsigned char *)k->mv_data + 8);
+    dsq_group_iter it;
+    dsq_group_entry e;
+    int status = 0;
+    dsq_group_iter_init(&it, v->mv_data, v->mv_size);
+    while (!status && dsq_group_next(&it, &e) == 1) { /* a damaged rest is skipped */
+        sk.rank = e.rank;
+        sk.source = e.source;
+        series_key_pack(&sk, st->vis_key);
+        st->vis_pairs = e.pairs;
+        st->vis_n = (ptrdiff_t)e.npairs;
+        status = ss->fn(ss->ctx, &sk, &e.rec);
+        st->vis_n = -1;
+    }
     return status;
 }
 
-/* Scans series summaries (keys of 20 bytes) or run rollups (8 bytes: field, run). */
+/* Scans series groups (keys of 12 bytes: field, run, host) or run rollups (8 bytes: field, run). */
 static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_t field_hi,
                           uint32_t run, dsq_store_series_fn fn, void *ctx, dsq_error *err)
 {
@@ -1772,20 +1775,27 @@ static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned c
     return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
 }
 
-/* The pairs kept in a series' own record, looked up (the series is not being visited). */
+/* The pairs kept in a series' own record, looked up in its group (the series is
+ * not being visited). */
 static int visit_own_pairs(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
 {
     chunk_scan *cs = ctx;
-    dsq_series_rec rec;
-    const unsigned char *p;
-    size_t n;
+    dsq_group_iter it;
+    dsq_group_entry e;
+    int got;
     (void)st;
-    if (k->mv_size != DSQ_SERIES_KEY_LEN || memcmp(k->mv_data, cs->pre, DSQ_SERIES_KEY_LEN) != 0)
+    if (k->mv_size != DSQ_GROUP_KEY_LEN || memcmp(k->mv_data, cs->pre, DSQ_GROUP_KEY_LEN) != 0)
         return SCAN_STOP;
-    if (series_val_get(v, &rec, &p, &n))
+    int32_t rank = (int32_t)(get_be32(cs->pre + 12) - 1u);
+    dsq_group_iter_init(&it, v->mv_data, v->mv_size);
+    while ((got = dsq_group_next(&it, &e)) == 1)
+        if (e.rank == rank && e.source == cs->source) {
+            int status = own_pairs(cs, &e.rec, e.pairs, e.npairs);
+            return status ? status : SCAN_STOP;
+        }
+    if (got < 0)
         return dsq_error_set(cs->err, DSQ_EINDEX, "damaged rollup (source %u)", cs->source);
-    int status = own_pairs(cs, &rec, p, n);
-    return status ? status : SCAN_STOP;
+    return SCAN_STOP;
 }
 
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
@@ -1798,7 +1808,7 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
                           "reading rollups", err);
     if (st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
         return own_pairs(&cs, rec, st->vis_pairs, (size_t)st->vis_n);
-    return scan_table(st, st->series, cs.pre, sizeof cs.pre, visit_own_pairs, &cs,
+    return scan_table(st, st->series, cs.pre, DSQ_GROUP_KEY_LEN, visit_own_pairs, &cs,
                       "reading rollups", err);
 }
 

@@ -1,0 +1,127 @@
+/* Packed series summaries and groups of them (see sergroup.h). */
+#include "sergroup.h"
+
+#include <string.h>
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+size_t dsq_summary_put(unsigned char *out, const dsq_series_rec *r, int64_t base)
+{
+    unsigned char *p = dsq_varint_put(out, r->count);
+    *p++ = r->unit;
+    p = dsq_varint_put(p, r->nchunks);
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)r->first_t - (uint64_t)base)));
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)((uint64_t)r->last_t - (uint64_t)r->first_t)));
+    const double v[3] = {r->sum, r->min, r->max};
+    unsigned char *flags = p++;
+    *flags = same_bits(r->last_v, r->first_v) ? 0x40 : 0;
+    p = dsq_num_put(p, r->first_v);
+    if (!*flags)
+        p = dsq_num_put(p, r->last_v);
+    for (int i = 0; i < 3; i++) {
+        unsigned code = same_bits(v[i], r->first_v) ? 1 : same_bits(v[i], r->last_v) ? 2 : 0;
+        *flags |= (unsigned char)(code << (2 * i));
+        if (!code)
+            p = dsq_num_put(p, v[i]);
+    }
+    return (size_t)(p - out);
+}
+
+int dsq_summary_get(const unsigned char *p, size_t n, int64_t base, dsq_series_rec *r,
+                    const unsigned char **pairs, size_t *npairs)
+{
+    const unsigned char *end = p + n;
+    uint64_t count, nchunks, t0, dt;
+    double v[5];
+    memset(r, 0, sizeof *r);
+    if (dsq_varint_get(&p, end, &count) || p == end)
+        return -1;
+    r->unit = *p++;
+    if (dsq_varint_get(&p, end, &nchunks) || nchunks > UINT32_MAX ||
+        dsq_varint_get(&p, end, &t0) || dsq_varint_get(&p, end, &dt))
+        return -1;
+    if (p == end)
+        return -1;
+    unsigned flags = *p++;
+    if ((flags & 0x80) || dsq_num_get(&p, end, &v[3])) /* first_v */
+        return -1;
+    if (flags & 0x40)
+        v[4] = v[3];
+    else if (dsq_num_get(&p, end, &v[4]))
+        return -1;
+    for (int i = 0; i < 3; i++) { /* sum, min, max */
+        unsigned code = flags >> (2 * i) & 3;
+        if (code == 3)
+            return -1;
+        if (code)
+            v[i] = v[2 + code]; /* first_v or last_v */
+        else if (dsq_num_get(&p, end, &v[i]))
+            return -1;
+    }
+    if (p != end && nchunks)
+        return -1;
+    if (pairs) {
+        *pairs = p;
+        *npairs = (size_t)(end - p);
+    }
+    r->count = count;
+    r->nchunks = (uint32_t)nchunks;
+    r->first_t = (int64_t)((uint64_t)base + (uint64_t)dsq_unzigzag(t0));
+    r->last_t = (int64_t)((uint64_t)r->first_t + (uint64_t)dsq_unzigzag(dt));
+    r->sum = v[0];
+    r->min = v[1];
+    r->max = v[2];
+    r->first_v = v[3];
+    r->last_v = v[4];
+    return 0;
+}
+
+void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n)
+{
+    it->p = data;
+    it->end = it->p + n;
+    it->prev_t = 0;
+}
+
+int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e)
+{
+    if (it->p == it->end)
+        return 0;
+    const unsigned char *p = it->p;
+    uint64_t rank1, source, len;
+    if (dsq_varint_get(&p, it->end, &rank1) || rank1 > UINT32_MAX ||
+        dsq_varint_get(&p, it->end, &source) || source > UINT32_MAX ||
+        dsq_varint_get(&p, it->end, &len) || len > (uint64_t)(it->end - p) ||
+        dsq_summary_get(p, (size_t)len, it->prev_t, &e->rec, &e->pairs, &e->npairs)) {
+        it->p = it->end; /* the entries after a damaged one cannot be found */
+        return -1;
+    }
+    e->rank = (int32_t)((uint32_t)rank1 - 1u);
+    e->source = (uint32_t)source;
+    e->raw = it->p;
+    e->raw_len = (size_t)(p + len - it->p);
+    e->base = it->prev_t;
+    it->prev_t = e->rec.first_t;
+    it->p = p + len;
+    return 1;
+}
+
+unsigned char *dsq_group_put(unsigned char *out, int64_t *prev_t, const dsq_group_entry *e)
+{
+    if (e->raw && e->base == *prev_t) { /* as stored: nothing before it changed its base */
+        memcpy(out, e->raw, e->raw_len);
+        *prev_t = e->rec.first_t;
+        return out + e->raw_len;
+    }
+    unsigned char body[DSQ_SUMMARY_MAX];
+    size_t n = dsq_summary_put(body, &e->rec, *prev_t);
+    unsigned char *p = dsq_varint_put(out, (uint32_t)(e->rank + 1));
+    p = dsq_varint_put(p, e->source);
+    p = dsq_varint_put(p, n + e->npairs);
+    memcpy(p, body, n);
+    p += n;
+    if (e->npairs)
+        memcpy(p, e->pairs, e->npairs);
+    *prev_t = e->rec.first_t;
+    return p + e->npairs;
+}

@@ -1,0 +1,74 @@
+/* How series summaries are laid out in the index's values (no LMDB here: store.c
+ * keeps them in its tables).
+ *
+ * A summary (dsq_series_rec) is packed as: varint count, byte unit, varint
+ * nchunks, zigzag varints of first_t - base and of last_t - first_t, a byte saying
+ * which values repeat another, then first_v and those of last_v, sum, min and max
+ * that do not, as packed numbers (varint.h): bit for bit, about 25 bytes instead of
+ * the record's 72, and 12 for the many series of one value. The byte: bits 0-1 for
+ * sum, 2-3 for min, 4-5 for max: 1 the same as first_v, 2 as last_v, 0 stored;
+ * bit 6: last_v the same as first_v. `base` is 0 for a run rollup.
+ *
+ * A group is the series of one (field, run, host) in one value, in (rank, source)
+ * order: per series varint rank + 1, varint source, varint length, then that many
+ * bytes: its summary packed with base = the previous series' first_t (0 for the
+ * first), then the series' own pairs (a chunk, rollup.h) when it has no chunk
+ * records. One key per group instead of one per series: a small file's series
+ * were 70 % of its index, a third of it keys, and the ranks of one host start
+ * logging at nearly the same time.
+ */
+#ifndef DSQ_SERGROUP_H
+#define DSQ_SERGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "varint.h"
+
+/* Bytes a packed summary takes at most. */
+#define DSQ_SUMMARY_MAX (3 * DSQ_VARINT_MAX + 1 + 2 * DSQ_VARINT_MAX + 1 + 5 * DSQ_NUM_MAX)
+/* Bytes a group entry's head (rank, source, length) takes at most. */
+#define DSQ_GROUP_HEAD_MAX (3 * DSQ_VARINT_MAX)
+
+/* Packs r into out (room for DSQ_SUMMARY_MAX); returns the bytes written. */
+size_t dsq_summary_put(unsigned char *out, const dsq_series_rec *r, int64_t base);
+
+/* Unpacks a summary from p[0..n): 0 with *r and, when pairs is not NULL, what
+ * follows the summary in *pairs and *npairs (only a series without chunks may have
+ * any), or -1 when the bytes are damaged. */
+int dsq_summary_get(const unsigned char *p, size_t n, int64_t base, dsq_series_rec *r,
+                    const unsigned char **pairs, size_t *npairs);
+
+/* One series of a group. */
+typedef struct dsq_group_entry {
+    int32_t rank;
+    uint32_t source;
+    dsq_series_rec rec;
+    const unsigned char *pairs; /* its own pairs (none: npairs 0) */
+    size_t npairs;
+    /* dsq_group_next: the entry's bytes as stored and the base its summary was
+     * packed against; dsq_group_put copies them when the base is the same (raw
+     * NULL: packs the entry anew) */
+    const unsigned char *raw;
+    size_t raw_len;
+    int64_t base;
+} dsq_group_entry;
+
+/* Walks a group's entries in order. */
+typedef struct dsq_group_iter {
+    const unsigned char *p, *end;
+    int64_t prev_t; /* the previous entry's first_t: the base of the next */
+} dsq_group_iter;
+
+void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n);
+/* 1 with *e (its pairs and raw bytes point into the group's bytes), 0 at the end,
+ * -1 when the rest of the group is damaged. */
+int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e);
+
+/* Appends entry e after an entry whose first_t was *prev_t (0 for the first) and
+ * sets *prev_t to e's; out needs room for DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX +
+ * e->npairs bytes. Returns the end of what was written. */
+unsigned char *dsq_group_put(unsigned char *out, int64_t *prev_t, const dsq_group_entry *e);
+
+#endif
