@@ -659,6 +659,162 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* The model of test_series_groups_across_sources: source s has ranks -1 (odd s),
+ * 0, s and 7 (not s 2) on host 1, and rank 0 on host 2 (s 4); a series with an
+ * odd s + rank has a chunk record, the others keep their two pairs. */
+static int group_ranks(uint32_t s, int32_t *ranks)
+{
+    int n = 0;
+    if (s % 2)
+        ranks[n++] = -1;
+    ranks[n++] = 0;
+    ranks[n++] = (int32_t)s;
+    if (s != 2)
+        ranks[n++] = 7;
+    return n;
+}
+
+static dsq_series_rec group_rec(uint32_t s, int32_t rank, int version)
+{
+    /* first times far apart and both ways: the delta from the previous entry wraps */
+    static const int64_t t0[] = {DSQ_TIME_NONE, INT64_MAX - 5, -3, 1719835200000000, 7};
+    int64_t t = t0[(s + (uint32_t)(rank + 1)) % 5] + version;
+    double v = s * 10.0 + rank + version / 8.0;
+    return (dsq_series_rec){.count = 2, .sum = 2 * v + 0.5, .min = v, .max = v + 0.5,
+                            .first_v = v, .last_v = v + 0.5, .first_t = t, .last_t = t + 9,
+                            .nchunks = (s + (uint32_t)rank) % 2 ? 1u : 0u, .unit = (uint8_t)s};
+}
+
+static void group_write(dsq_store *st, uint32_t f, uint32_t run, uint32_t s, int version)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    int32_t ranks[4];
+    int n = group_ranks(s, ranks);
+    for (int i = 0; i <= n; i++) {
+        dsq_series_key k = {f, run, i < n ? 1 : 2, i < n ? ranks[i] : 0, s};
+        if (i == n && s != 4)
+            break;
+        dsq_series_rec r = group_rec(s, k.rank, version);
+        dsq_chunk c = {0};
+        CHECK_INT(dsq_chunk_add(&c, r.first_t, r.first_v), 0);
+        CHECK_INT(dsq_chunk_add(&c, r.last_t, r.last_v), 0);
+        dsq_chunk_finish(&c);
+        CHECK_INT(dsq_store_series_put(st, &k, &r, c.buf, c.len, &err), 0);
+        if (r.nchunks)
+            CHECK_INT(dsq_store_chunk_put(st, &k, 0, c.buf, c.len, &err), 0);
+        dsq_chunk_free(&c);
+    }
+    CHECK_INT(dsq_store_rollups_put(st, s, &err), 0);
+}
+
+typedef struct group_seen {
+    dsq_store *st;
+    int n, bad, inner_pairs;
+    dsq_series_key k[32];
+    dsq_series_rec r[32];
+} group_seen;
+
+static int on_group_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    group_seen *g = ctx;
+    if (g->n < 32) {
+        g->k[g->n] = *k;
+        g->r[g->n] = *rec;
+    }
+    g->n++;
+    pairs_seen ps = {.st = g->st};
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_store_scan_chunks(g->st, k, rec, on_chunk, &ps, &err), 0);
+    g->bad += ps.n != 2 || ps.t[0] != rec->first_t || memcmp(&ps.v[1], &rec->last_v, 8) != 0;
+    g->inner_pairs += ps.n;
+    return 0;
+}
+
+static void test_series_groups_across_sources(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    static const uint32_t order[] = {3, 1, 5, 2, 4};
+    for (int i = 0; i < 5; i++) { /* one commit each: later ones merge into the group */
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        group_write(st, f, run, order[i], 0);
+        char path[32];
+        snprintf(path, sizeof path, "/x/%u.log", order[i]);
+        dsq_source_rec rec = {.version = 1, .id = order[i], .run = run};
+        CHECK_INT(dsq_store_source_put(st, path, &rec, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+    }
+    CHECK_INT(dsq_store_begin(st, &err), 0); /* source 3 again: its entries replaced */
+    group_write(st, f, run, 3, 1);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/2.log", &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/1.log", &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+    if (!(st = open_store(tmp, 1)))
+        goto done;
+    /* what is left, in key order: host 1 by (rank, source), then host 2 */
+    dsq_series_key want[16];
+    int nwant = 0, nchunked = 0;
+    for (int32_t rank = -1; rank <= 7; rank++)
+        for (uint32_t s = 3; s <= 5; s++) {
+            int32_t ranks[4];
+            int n = group_ranks(s, ranks);
+            for (int i = 0; i < n; i++)
+                if (ranks[i] == rank)
+                    want[nwant++] = (dsq_series_key){f, run, 1, rank, s};
+        }
+    want[nwant++] = (dsq_series_key){f, run, 2, 0, 4};
+    group_seen g = {.st = st};
+    CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_group_series, &g, &err), 0);
+    CHECK_INT(g.n, nwant);
+    CHECK_INT(g.bad, 0);
+    CHECK_INT(g.inner_pairs, 2 * nwant);
+    dsq_series_rec sum = {0};
+    for (int i = 0; i < g.n && i < nwant; i++) {
+        CHECK(g.k[i].host == want[i].host && g.k[i].rank == want[i].rank &&
+              g.k[i].source == want[i].source);
+        dsq_series_rec r = group_rec(want[i].source, want[i].rank, want[i].source == 3);
+        CHECK(same_rec(&g.r[i], &r));
+        dsq_series_merge(&sum, &r, 0);
+        nchunked += r.nchunks != 0;
+    }
+    pairs_seen out = {.st = st}; /* an own-pairs series looked up, not visited */
+    CHECK_INT(dsq_store_scan_chunks(st, &g.k[1], &g.r[1], on_chunk, &out, &err), 0);
+    CHECK_INT(out.n, 2);
+    CHECK(out.t[1] == g.r[1].last_t);
+    series_seen rr = {0};
+    CHECK_INT(dsq_store_scan_runroll(st, f, f, run, on_series, &rr, &err), 0);
+    CHECK_INT(rr.n, 1);
+    CHECK(same_rec(&rr.r[0], &sum));
+    dsq_store_close(st);
+    MDB_env *env; /* the chunks of the dropped series went with them */
+    MDB_txn *txn;
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        MDB_dbi dbi;
+        MDB_stat ms;
+        CHECK_INT(mdb_dbi_open(txn, "chunks", 0, &dbi), 0);
+        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
+        CHECK_INT(ms.ms_entries, (size_t)nchunked);
+        CHECK_INT(mdb_dbi_open(txn, "series", 0, &dbi), 0);
+        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
+        CHECK_INT(ms.ms_entries, 2); /* one record per host */
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 typedef struct series_count {
     int n, bad;
     uint64_t want[4][4][4][4]; /* count last put per (field, host, rank, source) */
@@ -1209,6 +1365,7 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
+          T(test_series_groups_across_sources),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_series_values_repeating_round_trip), T(test_source_record_round_trip), T(test_keys_in_byte_order),
           T(test_key_pack))
