@@ -19,6 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "dict.h"
 #include "error.h"
@@ -661,9 +664,30 @@ static unsigned is_control(unsigned char c)
     return c < 0x20 ? (0xF7FFC0FEu >> c) & 1 : c == 0x7F;
 }
 
-static int looks_binary(const unsigned char *p, size_t n, size_t *bad_out, size_t *seen_out)
+int dsq_input_sniff(const unsigned char *p, size_t n, size_t *bad_out, size_t *seen_out)
 {
     size_t bad = 0, seen = 0, i = 0;
+#ifdef __SSE2__
+    /* 16 bytes at a time, counted exactly: NULs are not seen; 0x00-0x1F but NUL,
+     * 0x08-0x0D and ESC, and 0x7F are bad (is_control). The test was ~3
+     * instructions a byte over small files, which it reads whole. */
+    const __m128i top = _mm_set1_epi8(0x1F), del = _mm_set1_epi8(0x7F), zero = _mm_setzero_si128(),
+                  eight = _mm_set1_epi8(8), five = _mm_set1_epi8(5), esc = _mm_set1_epi8(0x1B);
+    for (; i + 16 <= n; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i low = _mm_cmpeq_epi8(_mm_min_epu8(x, top), x), d = _mm_cmpeq_epi8(x, del);
+        if (!_mm_movemask_epi8(_mm_or_si128(low, d))) {
+            seen += 16; /* most text: no byte below 0x20 */
+            continue;
+        }
+        __m128i y = _mm_sub_epi8(x, eight);
+        __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(y, five), y), _mm_cmpeq_epi8(x, esc));
+        __m128i nul = _mm_cmpeq_epi8(x, zero);
+        __m128i ctl = _mm_or_si128(_mm_andnot_si128(_mm_or_si128(nul, ok), low), d);
+        seen += 16 - (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(nul));
+        bad += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(ctl));
+    }
+#endif
     const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     /* 8 bytes none of which is below 0x20 or 0x7F are all seen and none bad (the test
      * ran at ~10 cycles a byte over the first 64 KiB of every member); the others
@@ -705,7 +729,7 @@ static int check_chunk(dsq_input *in, const char *data, size_t len, dsq_error *e
     }
     if (in->member_bytes == 0) {
         size_t bad, seen;
-        if (looks_binary((const unsigned char *)data, len < SNIFF_SPAN ? len : SNIFF_SPAN, &bad,
+        if (dsq_input_sniff((const unsigned char *)data, len < SNIFF_SPAN ? len : SNIFF_SPAN, &bad,
                          &seen)) {
             in->all_nul = 0;
             return dsq_error_set(err, DSQ_EFORMAT,

@@ -84,4 +84,10 @@ uint64_t dsq_input_bytes_in(const dsq_input *in);
 /* Closes the file; the handle can open another. */
 void dsq_input_close(dsq_input *in);
 
+/* The binary sniff of a member's first bytes: *bad control bytes that text does
+ * not have (0x01-0x1F but tab, newlines, vertical tab, form feed, carriage return,
+ * backspace and ESC; and DEL) among *seen bytes that are not NUL; 1 when that is
+ * binary data (enough bytes seen and 5 % or more of them bad). */
+int dsq_input_sniff(const unsigned char *p, size_t n, size_t *bad, size_t *seen);
+
 #endif

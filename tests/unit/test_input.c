@@ -599,6 +599,58 @@ static void test_zip_bad_crc(void)
     free(z.p);
 }
 
+/* The sniff's counts, whatever path a byte takes (16 at a time, 8 at a time, one
+ * by one): the same as counting byte by byte, for every byte value at every
+ * offset and length, and over random mixes of text, controls and NULs. */
+static void sniff_reference(const unsigned char *p, size_t n, size_t *bad, size_t *seen)
+{
+    *bad = *seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = p[i];
+        *seen += c != 0;
+        *bad += (c >= 1 && c <= 7) || (c >= 0x0E && c <= 0x1A) || (c >= 0x1C && c <= 0x1F) ||
+                c == 0x7F;
+    }
+}
+
+static void test_sniff_counts_every_byte(void)
+{
+    unsigned char sb[80];
+    size_t bad, seen, rbad, rseen;
+    for (unsigned c = 0; c < 256; c++)
+        for (size_t at = 0; at < 40; at++)
+            for (size_t n = at + 1; n <= 40; n += 7) {
+                memset(sb, 'a', sizeof sb);
+                sb[at] = (unsigned char)c;
+                dsq_input_sniff(sb, n, &bad, &seen);
+                sniff_reference(sb, n, &rbad, &rseen);
+                if (bad != rbad || seen != rseen) {
+                    fprintf(stderr, "byte 0x%02x at %zu of %zu: %zu/%zu, want %zu/%zu\n", c, at, n,
+                            bad, seen, rbad, rseen);
+                    test_failures++;
+                    return;
+                }
+            }
+    uint64_t x = 88172645463325252ull;
+    static const unsigned char pool[] = "abc \t\n\r\x1b\x08\x0d\x0e\x01\x1f\x7f\x80\xff\x00\x1a\x1c";
+    for (int round = 0; round < 20000; round++) {
+        size_t n = 0;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        n = x % sizeof sb;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            sb[i] = pool[x % (sizeof pool - 1)];
+        }
+        int r = dsq_input_sniff(sb, n, &bad, &seen);
+        sniff_reference(sb, n, &rbad, &rseen);
+        CHECK_INT(bad, rbad);
+        CHECK_INT(seen, rseen);
+        CHECK_INT(r, rseen >= 64 && rbad * 100 >= rseen * 5);
+        if (bad != rbad || seen != rseen)
+            return;
+    }
+}
+
 /* The binary test counts exactly: 99 control bytes (0x01-0x1F but tab, newlines,
  * form feed, backspace, ESC; and 0x7F) among 1980 non-NUL bytes are 5% and make a
  * member binary, among 1981 they do not; allowed controls, NULs and bytes from
@@ -691,5 +743,5 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_plain), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
-          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
+          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
