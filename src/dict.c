@@ -53,6 +53,24 @@ uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed)
     return h;
 }
 
+uint64_t dsq_hash64_bulk(const void *p, size_t n, uint64_t seed)
+{
+    const unsigned char *s = p;
+    uint64_t h[4] = {0xcbf29ce484222325ull ^ seed, 0x84222325cbf29ce4ull ^ seed,
+                     0x9e3779b97f4a7c15ull ^ seed, 0xc2b2ae3d27d4eb4full ^ seed};
+    size_t blocks = n / 32;
+    for (size_t b = 0; b < blocks; b++, s += 32)
+        for (int i = 0; i < 4; i++) { /* four independent chains: no wait on a multiply */
+            uint64_t w;
+            memcpy(&w, s + 8 * i, 8);
+            h[i] = (h[i] ^ w) * 0x100000001b3ull;
+            h[i] ^= h[i] >> 29;
+        }
+    uint64_t m = h[0] ^ (h[1] * 0xd6e8feb86659fd93ull) ^ (h[2] * 0x9e3779b97f4a7c15ull) ^
+                 (h[3] * 0xc2b2ae3d27d4eb4full);
+    return dsq_hash64(s, n - 32 * blocks, m ^ (uint64_t)n);
+}
+
 int dsq_dict_new(dsq_dict **out)
 {
     dsq_dict *d = calloc(1, sizeof *d);

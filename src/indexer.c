@@ -455,7 +455,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
         if (len == 0)
             break;
         if (mr.size == 0)
-            mr.fingerprint = dsq_hash64(data, len < 65536 ? len : 65536, 0);
+            mr.fingerprint = dsq_hash64_bulk(data, len < 65536 ? len : 65536, 0);
         mr.size += len;
         for (size_t off = 0, n; off < len; off += n) { /* a mapped plain file is one chunk */
             n = len - off < ix->feed_slice ? len - off : ix->feed_slice;
@@ -1127,7 +1127,7 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
         if (len == 0)
             break;
         if (m.mr.size == 0)
-            m.mr.fingerprint = dsq_hash64(data, len < 65536 ? len : 65536, 0);
+            m.mr.fingerprint = dsq_hash64_bulk(data, len < 65536 ? len : 65536, 0);
         m.mr.size += len;
         for (size_t off = 0, n; off < len; off += n) {
             n = len - off < w->ix->feed_slice ? len - off : w->ix->feed_slice;

@@ -138,4 +138,28 @@ static void test_hash(void)
     free(h);
 }
 
-TEST_MAIN(T(test_basic), T(test_many_strings), T(test_long_strings), T(test_hash))
+/* The bulk hash (member fingerprints) sees every byte, in every lane and in the
+ * tail, and the length: any one bit changed, or one byte more, changes it. */
+static void test_hash_bulk_sees_every_byte(void)
+{
+    unsigned char b[200];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (unsigned char)(i * 37 + 11);
+    for (size_t n = 0; n < sizeof b; n += 13) {
+        uint64_t h = dsq_hash64_bulk(b, n, 0);
+        CHECK(h == dsq_hash64_bulk(b, n, 0));
+        CHECK(h != dsq_hash64_bulk(b, n + 1, 0));
+        CHECK(h != dsq_hash64_bulk(b, n, 1));
+        for (size_t at = 0; at < n; at++)
+            for (int bit = 0; bit < 8; bit += 3) {
+                b[at] ^= (unsigned char)(1u << bit);
+                if (dsq_hash64_bulk(b, n, 0) == h) {
+                    fprintf(stderr, "byte %zu bit %d of %zu: same hash\n", at, bit, n);
+                    test_failures++;
+                }
+                b[at] ^= (unsigned char)(1u << bit);
+            }
+    }
+}
+
+TEST_MAIN(T(test_hash_bulk_sees_every_byte), T(test_basic), T(test_many_strings), T(test_long_strings), T(test_hash))

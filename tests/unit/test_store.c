@@ -677,7 +677,7 @@ static int group_ranks(uint32_t s, int32_t *ranks)
 static dsq_series_rec group_rec(uint32_t s, int32_t rank, int version)
 {
     /* first times far apart and both ways: the delta from the previous entry wraps */
-    static const int64_t t0[] = {DSQ_TIME_NONE, INT64_MAX - 5, -3, 1719835200000000, 7};
+    static const int64_t t0[] = {DSQ_TIME_NONE, INT64_MAX - 20, -3, 1719835200000000, 7};
     int64_t t = t0[(s + (uint32_t)(rank + 1)) % 5] + version;
     double v = s * 10.0 + rank + version / 8.0;
     return (dsq_series_rec){.count = 2, .sum = 2 * v + 0.5, .min = v, .max = v + 0.5,
