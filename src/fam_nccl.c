@@ -91,7 +91,7 @@ static dsq_nccl_slot *slot_find(dsq_nccl_state *st, uint64_t key)
 {
     if (key && st->slot[st->last].key == key)
         return &st->slot[st->last];
-    for (int i = 0; i < DSQ_NCCL_SLOTS; i++)
+    for (int i = 0; i < st->nslots; i++)
         if (st->slot[i].key == key) {
             st->last = i;
             return &st->slot[i];
@@ -106,12 +106,14 @@ static dsq_nccl_slot *slot_get(dsq_nccl_state *st, const dsq_line_ctx *lc, uint6
     dsq_nccl_slot *s = slot_find(st, key), *old = &st->slot[0];
     if (s)
         return s;
-    for (int i = 0; i < DSQ_NCCL_SLOTS && !s; i++) {
+    for (int i = 0; i < st->nslots && !s; i++) {
         if (!st->slot[i].key)
             s = &st->slot[i];
         else if (st->slot[i].used_at < old->used_at)
             old = &st->slot[i];
     }
+    if (!s && st->nslots < DSQ_NCCL_SLOTS) /* the lowest free one, as before */
+        s = &st->slot[st->nslots++];
     if (!s) {
         *rc = slot_flush(lc, old);
         s = old;
@@ -209,7 +211,7 @@ static int init_complete(dsq_nccl_state *st, const dsq_line_ctx *lc, const dsq_n
 {
     dsq_nccl_slot *s = slot_find(st, key);
     if (!s || !s->has_topo)
-        for (int i = 0; i < DSQ_NCCL_SLOTS && (!s || !s->has_topo); i++)
+        for (int i = 0; i < st->nslots && (!s || !s->has_topo); i++)
             if (st->slot[i].key && st->slot[i].proc == proc && st->slot[i].has_topo)
                 s = &st->slot[i];
     if (!s || !s->has_topo)
@@ -342,12 +344,23 @@ static int world_attr(const dsq_line_ctx *at, const char *label, long v)
     return dsq_scan_emit(at, &a);
 }
 
+void dsq_nccl_reset(void *state)
+{
+    dsq_nccl_state *st = state;
+    size_t used = (size_t)st->nslots * sizeof st->slot[0];
+    memset(st->slot, 0, used);
+    memset(st, 0, offsetof(dsq_nccl_state, slot));
+    memset(st->label, 0, sizeof *st - offsetof(dsq_nccl_state, label));
+}
+
 int dsq_nccl_finish(void *state, const dsq_line_ctx *lc)
 {
     dsq_nccl_state *st = state;
     int rc = 0;
-    for (int i = 0; i < DSQ_NCCL_SLOTS && !rc; i++)
+    for (int i = 0; i < st->nslots && !rc; i++)
         rc = slot_flush(lc, &st->slot[i]);
+    if (!rc)
+        st->nslots = 0; /* all flushed, so zero */
     if (!rc && st->world_nranks > 0) {
         dsq_line_ctx at = st->world_at;
         at.sc = lc->sc;

@@ -88,6 +88,8 @@ typedef struct dsq_nccl_state {
     dsq_fam_state base; /* never active: the handler wants NCCL lines only */
     uint32_t clock;
     int last; /* the slot found last: a process prints its lines in runs */
+    int nslots; /* slots from nslots on are free and zero (the state is 33 KB: a
+                   stream of a few lines touches, flushes and clears only these) */
     dsq_nccl_slot slot[DSQ_NCCL_SLOTS];
     char label[96];
     /* the largest communicator the stream's lines named (the world's): its size
@@ -100,5 +102,6 @@ typedef struct dsq_nccl_state {
 int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                     size_t len);
 int dsq_nccl_finish(void *state, const dsq_line_ctx *lc);
+void dsq_nccl_reset(void *state);
 
 #endif

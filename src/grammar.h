@@ -171,6 +171,9 @@ typedef struct dsq_family_def {
     int (*handle)(void *state, const dsq_line_ctx *lc, const struct dsq_match *m,
                   const char *line, size_t len);
     int (*finish)(void *state, const dsq_line_ctx *lc);
+    void (*reset)(void *state); /* when set, zeroes the state for the next stream
+                                   instead of a memset of all of it (a big state that
+                                   a stream touches little of) */
     unsigned watch;       /* 1u << family: the handler also sees these families' lines
                              (the torchrun report begins at a traceback's exception) */
 } dsq_family_def;

@@ -664,6 +664,17 @@ static unsigned is_control(unsigned char c)
     return c < 0x20 ? (0xF7FFC0FEu >> c) & 1 : c == 0x7F;
 }
 
+#ifdef __SSE2__
+/* Bits set in a 16-bit mask (without -mpopcnt __builtin_popcount is a call). */
+static size_t pop16(unsigned x)
+{
+    x -= (x >> 1) & 0x5555u;
+    x = (x & 0x3333u) + ((x >> 2) & 0x3333u);
+    x = (x + (x >> 4)) & 0x0F0Fu;
+    return (x + (x >> 8)) & 0x1Fu;
+}
+#endif
+
 int dsq_input_sniff(const unsigned char *p, size_t n, size_t *bad_out, size_t *seen_out)
 {
     size_t bad = 0, seen = 0, i = 0;
@@ -684,8 +695,8 @@ int dsq_input_sniff(const unsigned char *p, size_t n, size_t *bad_out, size_t *s
         __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(y, five), y), _mm_cmpeq_epi8(x, esc));
         __m128i nul = _mm_cmpeq_epi8(x, zero);
         __m128i ctl = _mm_or_si128(_mm_andnot_si128(_mm_or_si128(nul, ok), low), d);
-        seen += 16 - (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(nul));
-        bad += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(ctl));
+        seen += 16 - pop16((unsigned)_mm_movemask_epi8(nul));
+        bad += pop16((unsigned)_mm_movemask_epi8(ctl));
     }
 #endif
     const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;

@@ -175,7 +175,8 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->lineno = 0;
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
-    memset(sc->pend, 0, sizeof sc->pend);
+    for (int i = 0; i < MAX_PENDING; i++) /* a slot is cleared when taken (21 KB) */
+        sc->pend[i].in_use = 0;
     sc->pend_seq = 0;
     memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
     sc->nhosts_seen = 0;
@@ -192,8 +193,13 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->deferring = 0;
     sc->nqueued = 0;
     memset(&sc->st, 0, sizeof sc->st);
-    if (sc->fam_state)
-        memset(sc->fam_state, 0, sc->fam_state_size);
+    for (size_t i = 0; sc->fam_state && i < dsq_nfamilies; i++) {
+        unsigned char *state = sc->fam_state + sc->fam_off[i];
+        if (dsq_families[i].reset)
+            dsq_families[i].reset(state);
+        else
+            memset(state, 0, dsq_families[i].state_size);
+    }
     sc->active = 0;
 }
 

@@ -284,6 +284,47 @@ static void test_many_streams(void)
     fx_free(f);
 }
 
+/* NCCL setup of more threads than the handler keeps slots for: each thread's
+ * topology comes out once, at its eviction or at the end of the stream; the next
+ * stream starts with none left over, also after a stream cut short (the state is
+ * cleared slot by slot). */
+static int count_kind(const fixture *f, int kind, int from)
+{
+    int n = 0;
+    for (int i = from; i < f->out.n && i < MAXEV; i++)
+        n += f->out.ev[i].kind == kind;
+    return n;
+}
+
+static void test_nccl_threads_beyond_slots(void)
+{
+    fixture *f = fx_new(0);
+    size_t cap = 100 * 200, n = 0;
+    char *text = malloc(cap);
+    for (int t = 0; t < 70; t++)
+        n += (size_t)snprintf(text + n, cap - n,
+                              "node-a07:4411:%d [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via "
+                              "P2P/IPC/read\n",
+                              5000 + t);
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(count_kind(f, DSQ_EV_NCCL_TOPOLOGY, 0), 70);
+    /* a stream cut short (no end: a member that failed) leaves slots in use, which
+     * the next stream must not see */
+    dsq_scan_begin(f->sc, 0, -1);
+    dsq_lines_reset(f->lines);
+    CHECK_INT(dsq_lines_feed(f->lines, text, n / 2), 0);
+    int before = f->out.n;
+    dsq_scan_begin(f->sc, 0, -1);
+    CHECK_INT(fx_scan(f, "node-b01:77:78 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct\n"
+                         "node-b01:77:79 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct\n"),
+              0);
+    CHECK_INT(count_kind(f, DSQ_EV_NCCL_TOPOLOGY, before), 2);
+    for (int i = before; i < f->out.n && i < MAXEV; i++) /* nothing of the cut stream's */
+        CHECK_STR(dsq_dict_str(f->dict, f->out.ev[i].label, NULL), "SHM/direct");
+    free(text);
+    fx_free(f);
+}
+
 static void test_counts_add_up(void)
 {
     fixture *f = fx_new(0);
@@ -489,6 +530,6 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
