@@ -9,13 +9,13 @@
  * sum, 2-3 for min, 4-5 for max: 1 the same as first_v, 2 as last_v, 0 stored;
  * bit 6: last_v the same as first_v. `base` is 0 for a run rollup.
  *
- * A group is the series of one (field, run, host) in one value, in (rank, source)
- * order: per series varint rank + 1, varint source, varint length, then that many
- * bytes: its summary packed with base = the previous series' first_t (0 for the
- * first), then the series' own pairs (a chunk, rollup.h) when it has no chunk
- * records. One key per group instead of one per series: a small file's series
- * were 70 % of its index, a third of it keys, and the ranks of one host start
- * logging at nearly the same time.
+ * A group is series of one (field, run, host) in one value (store.c keeps up to
+ * 64 in one, keyed by the first), in (rank, source) order: per series varint
+ * rank + 1, varint source, varint length, then that many bytes: its summary packed
+ * with base = the previous series' first_t (0 for the first), then the series' own
+ * pairs (a chunk, rollup.h) when it has no chunk records. One key per group instead
+ * of one per series: a small file's series were 70 % of its index, a third of it
+ * keys, and the ranks of one host start logging at nearly the same time.
  */
 #ifndef DSQ_SERGROUP_H
 #define DSQ_SERGROUP_H

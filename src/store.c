@@ -88,9 +88,13 @@ struct dsq_store {
     unsigned char vis_key[DSQ_SERIES_KEY_LEN];
     const unsigned char *vis_pairs;
     ptrdiff_t vis_n;
-    unsigned char *grp; /* a series group being written (put_series, drop_from_group) */
+    unsigned char *grp; /* a series group record being written (write_groups) */
     size_t grp_cap;
-    int32_t *drop_rank; /* drop_from_group: the ranks of the dropped series with chunks */
+    dsq_group_entry *ment; /* the entries of a group being rewritten */
+    size_t ment_cap;
+    size_t *piece_end; /* write_groups: where each record's bytes end in grp */
+    size_t piece_cap;
+    int32_t *drop_rank; /* drop_from_groups: the ranks of the dropped series with chunks */
     size_t drop_rank_cap;
     struct ser_ref *due; /* run rollups to recompute at commit: a = field << 32 | run */
     size_t ndue, due_cap;
@@ -707,6 +711,8 @@ void dsq_store_close(dsq_store *st)
     free(st->ser_tmp);
     free(st->due);
     free(st->grp);
+    free(st->ment);
+    free(st->piece_end);
     free(st->drop_rank);
     free(st->dict_all);
     free(st->dict_len);
@@ -937,81 +943,168 @@ static void pending_entry(const dsq_store *st, const ser_ref *r, dsq_group_entry
     e->raw = NULL;
 }
 
-/* Room for a group of `stored` bytes re-packed: an entry takes at least 10 bytes
- * and a new base adds at most DSQ_VARINT_MAX to its head and summary. */
-#define REPACKED_MAX(stored) (2 * (stored) + DSQ_VARINT_MAX)
-
-/* Writes the group of the waiting series r[0..n) (one field, run and host, in
- * (rank, source) order) merged with the stored group v (v->mv_data NULL: none)
- * into st->grp; returns its length. */
-static size_t merge_group(dsq_store *st, const ser_ref *r, size_t n, const MDB_val *v)
+/* An entry's place in its group's order: rank + 1, then source. */
+static uint64_t entry_order(const dsq_group_entry *e)
 {
-    dsq_group_iter it;
-    dsq_group_entry old, e;
-    int have_old = 0;
-    if (v->mv_data) {
-        dsq_group_iter_init(&it, v->mv_data, v->mv_size);
-        have_old = dsq_group_next(&it, &old) == 1; /* a damaged rest is left out */
+    return (uint64_t)((uint32_t)e->rank + 1u) << 32 | e->source;
+}
+
+/* The group record of the series key target (20 bytes): the last record of its
+ * (field, run, host) whose key is not after target, or else the first of them;
+ * 0 with the cursor on it (*k, *v), MDB_NOTFOUND when (field, run, host) has none,
+ * or an LMDB error. */
+static int group_at(MDB_cursor *c, const unsigned char *target, MDB_val *k, MDB_val *v)
+{
+    *k = (MDB_val){DSQ_SERIES_KEY_LEN, (void *)target};
+    int rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE);
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    if (rc == 0 && key_cmp(k, &(MDB_val){DSQ_SERIES_KEY_LEN, (void *)target}) == 0)
+        return 0;
+    MDB_val pk, pv;
+    int rp = mdb_cursor_get(c, &pk, &pv, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+    if (rp && rp != MDB_NOTFOUND)
+        return rp;
+    if (rp == 0 && pk.mv_size == DSQ_SERIES_KEY_LEN && memcmp(pk.mv_data, target, DSQ_GROUP_PREFIX_LEN) == 0) {
+        *k = pk;
+        *v = pv;
+        return 0;
     }
+    *k = (MDB_val){DSQ_SERIES_KEY_LEN, (void *)target}; /* none before: the first after */
+    if ((rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE)))
+        return rc;
+    return k->mv_size == DSQ_SERIES_KEY_LEN && memcmp(k->mv_data, target, DSQ_GROUP_PREFIX_LEN) == 0
+               ? 0
+               : MDB_NOTFOUND;
+}
+
+/* Writes st->ment[0..n) (one (field, run, host), in order; prefix: its 12 key
+ * bytes) as group records of at most GROUP_MAX entries, each keyed by its first
+ * entry, after deleting the record of key old (NULL: none). The entries may point
+ * into that record: all are packed before anything is deleted. */
+#define GROUP_MAX 64
+#define GROUP_SPLIT 48 /* a group grown past GROUP_MAX is cut into records of about this many */
+static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefix,
+                        const unsigned char *old, size_t n, dsq_error *err)
+{
+    size_t pieces = n <= GROUP_MAX ? 1 : (n + GROUP_SPLIT - 1) / GROUP_SPLIT;
+    while (st->piece_cap < pieces)
+        if (grow_arr((void **)&st->piece_end, &st->piece_cap, st->piece_cap, sizeof *st->piece_end))
+            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     unsigned char *o = st->grp;
-    int64_t prev = 0;
-    size_t x = 0;
-    while (x < n || have_old) {
-        while (x + 1 < n && r[x + 1].b == r[x].b && r[x + 1].source == r[x].source)
-            x++; /* the last put is the one stored */
-        uint64_t pk = x < n ? (r[x].b & 0xFFFFFFFFu) << 32 | r[x].source : UINT64_MAX;
-        uint64_t ok = have_old ? (uint64_t)((uint32_t)old.rank + 1u) << 32 | old.source : UINT64_MAX;
-        if (x < n && pk <= ok) {
-            if (have_old && pk == ok) /* replaced */
-                have_old = dsq_group_next(&it, &old) == 1;
-            pending_entry(st, &r[x++], &e);
-            o = dsq_group_put(o, &prev, &e);
-        } else {
-            o = dsq_group_put(o, &prev, &old);
-            have_old = dsq_group_next(&it, &old) == 1;
-        }
+    for (size_t p = 0; p < pieces && n; p++) {
+        int64_t prev = 0; /* each record on its own */
+        for (size_t i = p * n / pieces; i < (p + 1) * n / pieces; i++)
+            o = dsq_group_put(o, &prev, &st->ment[i]);
+        st->piece_end[p] = (size_t)(o - st->grp);
     }
-    return (size_t)(o - st->grp);
+    int rc = 0;
+    if (old) {
+        MDB_val k = {DSQ_SERIES_KEY_LEN, (void *)old}, v;
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+        if (!rc)
+            rc = mdb_cursor_del(c, 0);
+    }
+    for (size_t p = 0; p < pieces && n && !rc; p++) {
+        size_t lo = p * n / pieces, from = p ? st->piece_end[p - 1] : 0;
+        unsigned char key[DSQ_SERIES_KEY_LEN];
+        memcpy(key, prefix, DSQ_GROUP_PREFIX_LEN);
+        put_be32(key + 12, (uint32_t)st->ment[lo].rank + 1u);
+        put_be32(key + 16, st->ment[lo].source);
+        MDB_val k = {sizeof key, key}, v = {st->piece_end[p] - from, st->grp + from};
+        rc = mdb_cursor_put(c, &k, &v, 0);
+    }
+    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+}
+
+/* Room for n entries in st->ment and for a group of `bytes` stored bytes and
+ * `extra` new ones re-packed in st->grp (an entry takes at least 10 bytes, and a
+ * new base adds at most DSQ_VARINT_MAX to its head and summary). */
+static int group_room(dsq_store *st, size_t n, size_t bytes, size_t extra)
+{
+    while (st->ment_cap < n)
+        if (grow_arr((void **)&st->ment, &st->ment_cap, st->ment_cap, sizeof *st->ment))
+            return -1;
+    return reserve(&st->grp, &st->grp_cap, 2 * bytes + extra + DSQ_VARINT_MAX);
 }
 
 /* Puts the waiting series into their groups, in key order; they stay waiting
- * until the caller drops them (flush_series). */
+ * until the caller drops them (flush_series). Each group record found is merged
+ * with the waiting series that go before the next record of its (field, run,
+ * host), an entry of the same (rank, source) replaced. */
 static int put_series(dsq_store *st, dsq_error *err)
 {
     if (!st->ser_n)
         return 0;
     const ser_ref *r = sort_ser(st->ser_at, st->ser_tmp, st->ser_n);
     MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(st->txn, st->series, &c);
-    for (size_t i = 0, j; i < st->ser_n && !rc; i = j) {
-        size_t room = DSQ_VARINT_MAX;
-        for (j = i; j < st->ser_n && r[j].a == r[i].a && r[j].b >> 32 == r[i].b >> 32; j++) {
-            uint32_t np;
-            memcpy(&np, st->ser + r[j].at + DSQ_SERIES_KEY_LEN, 4);
-            room += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
-        }
-        unsigned char key[DSQ_GROUP_KEY_LEN];
-        memcpy(key, st->ser + r[i].at, sizeof key); /* field, run, host */
-        MDB_val k = {sizeof key, key}, v = {0, NULL};
-        rc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
-        if (rc == MDB_NOTFOUND)
-            v.mv_data = NULL;
-        else if (rc)
+    int rc = mdb_cursor_open(st->txn, st->series, &c), status = 0;
+    for (size_t x = 0; x < st->ser_n && !rc && !status;) {
+        const unsigned char *target = st->ser + r[x].at; /* its key */
+        unsigned char old[DSQ_SERIES_KEY_LEN], next[DSQ_SERIES_KEY_LEN];
+        MDB_val k, v = {0, NULL}, nk, nv;
+        int found = group_at(c, target, &k, &v), has_next = 0;
+        if (found && found != MDB_NOTFOUND) {
+            rc = found;
             break;
-        if (v.mv_data)
-            room += REPACKED_MAX(v.mv_size);
-        if (reserve(&st->grp, &st->grp_cap, room)) {
-            mdb_cursor_close(c);
-            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
         }
-        MDB_val nv = {merge_group(st, r + i, j - i, &v), st->grp};
-        k.mv_size = sizeof key;
-        k.mv_data = key;
-        rc = mdb_cursor_put(c, &k, &nv, 0);
+        if (!found) {
+            memcpy(old, k.mv_data, sizeof old);
+            int rn = mdb_cursor_get(c, &nk, &nv, MDB_NEXT);
+            if (rn && rn != MDB_NOTFOUND) {
+                rc = rn;
+                break;
+            }
+            has_next = !rn && nk.mv_size == DSQ_SERIES_KEY_LEN &&
+                       memcmp(nk.mv_data, target, DSQ_GROUP_PREFIX_LEN) == 0;
+            if (has_next)
+                memcpy(next, nk.mv_data, sizeof next);
+        }
+        /* the waiting series of this record: same (field, run, host), before next */
+        size_t y = x, extra = 0;
+        for (; y < st->ser_n && r[y].a == r[x].a && r[y].b >> 32 == r[x].b >> 32; y++) {
+            const unsigned char *ky = st->ser + r[y].at;
+            if (has_next && memcmp(ky + DSQ_GROUP_PREFIX_LEN, next + DSQ_GROUP_PREFIX_LEN, 8) >= 0)
+                break;
+            uint32_t np;
+            memcpy(&np, ky + DSQ_SERIES_KEY_LEN, 4);
+            extra += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
+        }
+        size_t stored = found ? 0 : v.mv_size;
+        if (group_room(st, (y - x) + stored / 8 + 1, stored, extra)) {
+            status = dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+            break;
+        }
+        dsq_group_iter it;
+        dsq_group_entry oe;
+        int have_old = 0;
+        if (!found) {
+            dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+            have_old = dsq_group_next(&it, &oe) == 1; /* a damaged rest is left out */
+        }
+        size_t n = 0;
+        for (size_t i = x; i < y || have_old;) {
+            while (i + 1 < y && r[i + 1].b == r[i].b && r[i + 1].source == r[i].source)
+                i++; /* the last put is the one stored */
+            uint64_t pk = i < y ? (r[i].b & 0xFFFFFFFFu) << 32 | r[i].source : UINT64_MAX;
+            uint64_t ok = have_old ? entry_order(&oe) : UINT64_MAX;
+            if (i < y && pk <= ok) {
+                if (have_old && pk == ok) /* replaced */
+                    have_old = dsq_group_next(&it, &oe) == 1;
+                pending_entry(st, &r[i++], &st->ment[n++]);
+            } else {
+                st->ment[n++] = oe;
+                have_old = dsq_group_next(&it, &oe) == 1;
+            }
+        }
+        status = write_groups(st, c, target, found ? NULL : old, n, err);
+        x = y;
     }
     if (c)
         mdb_cursor_close(c);
-    return rc ? put_failed(st, rc, err, "writing rollups") : 0;
+    if (rc)
+        return put_failed(st, rc, err, "writing rollups");
+    return status;
 }
 
 static int flush_series(dsq_store *st, dsq_error *err)
@@ -1021,45 +1114,67 @@ static int flush_series(dsq_store *st, dsq_error *err)
     return status;
 }
 
-/* Takes the entries of `source` out of the group of key (field, run, host), and
- * the chunks of those that have any. */
-static int drop_from_group(dsq_store *st, const unsigned char *key, uint32_t source,
-                           dsq_error *err)
+/* Takes the entries of `source` out of the group records of (field, run, host)
+ * (prefix: 12 key bytes), and the chunks of those that have any. */
+static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t source,
+                            dsq_error *err)
 {
-    MDB_val k = {DSQ_GROUP_KEY_LEN, (void *)key}, v;
-    int rc = mdb_get(st->txn, st->series, &k, &v);
-    if (rc)
-        return rc == MDB_NOTFOUND ? 0 : put_failed(st, rc, err, "dropping rollups");
-    if (reserve(&st->grp, &st->grp_cap, REPACKED_MAX(v.mv_size)))
-        return dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
-    dsq_group_iter it;
-    dsq_group_entry e;
-    unsigned char *o = st->grp;
-    int64_t prev = 0;
-    size_t dropped = 0, nchunked = 0;
-    dsq_group_iter_init(&it, v.mv_data, v.mv_size);
-    while (dsq_group_next(&it, &e) == 1) {
-        if (e.source != source) {
-            o = dsq_group_put(o, &prev, &e);
-            continue;
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(st->txn, st->series, &c), status = 0;
+    unsigned char at[DSQ_SERIES_KEY_LEN];
+    memcpy(at, prefix, DSQ_GROUP_PREFIX_LEN);
+    memset(at + DSQ_GROUP_PREFIX_LEN, 0, sizeof at - DSQ_GROUP_PREFIX_LEN);
+    size_t nchunked = 0;
+    while (!rc && !status) { /* each record of the prefix, from `at` on */
+        MDB_val k = {sizeof at, at}, v;
+        if ((rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)))
+            break;
+        if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, prefix, DSQ_GROUP_PREFIX_LEN) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
         }
-        dropped++;
-        if (e.rec.nchunks) { /* its chunks go after the group is written */
-            if (grow_arr((void **)&st->drop_rank, &st->drop_rank_cap, nchunked, sizeof *st->drop_rank))
-                return dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
-            st->drop_rank[nchunked++] = e.rank;
+        unsigned char old[DSQ_SERIES_KEY_LEN];
+        memcpy(old, k.mv_data, sizeof old);
+        if (group_room(st, v.mv_size / 8 + 1, v.mv_size, 0)) {
+            status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
+            break;
         }
+        dsq_group_iter it;
+        dsq_group_entry e;
+        size_t n = 0, dropped = 0;
+        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+        while (dsq_group_next(&it, &e) == 1) {
+            if (e.source != source) {
+                st->ment[n++] = e;
+                continue;
+            }
+            dropped++;
+            if (e.rec.nchunks) { /* its chunks go after the group is written */
+                if (grow_arr((void **)&st->drop_rank, &st->drop_rank_cap, nchunked,
+                             sizeof *st->drop_rank)) {
+                    status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
+                    break;
+                }
+                st->drop_rank[nchunked++] = e.rank;
+            }
+        }
+        if (!status && dropped) /* a damaged rest stays only when nothing was dropped */
+            status = write_groups(st, c, prefix, old, n, err);
+        /* the next record: after old (a record rewritten without the source's
+         * entries starts at or after old, and is read again, for nothing) */
+        memcpy(at, old, sizeof at);
+        for (int i = DSQ_SERIES_KEY_LEN - 1; i >= DSQ_GROUP_PREFIX_LEN && ++at[i] == 0; i--)
+            ;
+        if (memcmp(at + DSQ_GROUP_PREFIX_LEN, "\0\0\0\0\0\0\0\0", 8) == 0)
+            break; /* old was the last key of the prefix */
     }
-    if (!dropped) /* a damaged rest stays as it is: it may be another source's */
-        return 0;
-    MDB_val nv = {(size_t)(o - st->grp), st->grp};
-    rc = nv.mv_size ? mdb_put(st->txn, st->series, &k, &nv, 0) : mdb_del(st->txn, st->series, &k, NULL);
-    if (rc && rc != MDB_NOTFOUND)
-        return put_failed(st, rc, err, "dropping rollups");
+    if (c)
+        mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND && !status)
+        status = put_failed(st, rc, err, "dropping rollups");
     unsigned char sk[DSQ_SERIES_KEY_LEN];
-    memcpy(sk, key, DSQ_GROUP_KEY_LEN);
+    memcpy(sk, prefix, DSQ_GROUP_PREFIX_LEN);
     put_be32(sk + 16, source);
-    int status = 0;
     for (size_t i = 0; i < nchunked && !status; i++) {
         put_be32(sk + 12, (uint32_t)st->drop_rank[i] + 1u);
         status = drop_prefix(st, st->chunks, sk, sizeof sk, err);
@@ -1113,7 +1228,7 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
                     continue;
                 last_host = x;
                 put_be32(key + 8, (uint32_t)x);
-                status = drop_from_group(st, key, source, err);
+                status = drop_from_groups(st, key, source, err);
             }
             if (!status) /* recomputed at commit: removed when no series is left */
                 status = dsq_store_runroll_update(st, get_be32(key), (uint32_t)run, err);
@@ -1160,7 +1275,7 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_er
     MDB_val k = {8, pre}, v;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != DSQ_GROUP_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
+        if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
         dsq_group_iter it;
         dsq_group_entry e;
@@ -1705,7 +1820,7 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
 {
     series_scan *ss = ctx;
     dsq_series_key sk = {.rank = -1};
-    if (k->mv_size != (ss->run_level ? 8u : DSQ_GROUP_KEY_LEN))
+    if (k->mv_size != (ss->run_level ? 8u : DSQ_SERIES_KEY_LEN))
         return 0;
     sk.field = get_be32(k->mv_data);
     sk.run = get_be32((const unsigned char *)k->mv_data + 4);
@@ -1775,29 +1890,6 @@ static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned c
     return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
 }
 
-/* The pairs kept in a series' own record, looked up in its group (the series is
- * not being visited). */
-static int visit_own_pairs(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
-{
-    chunk_scan *cs = ctx;
-    dsq_group_iter it;
-    dsq_group_entry e;
-    int got;
-    (void)st;
-    if (k->mv_size != DSQ_GROUP_KEY_LEN || memcmp(k->mv_data, cs->pre, DSQ_GROUP_KEY_LEN) != 0)
-        return SCAN_STOP;
-    int32_t rank = (int32_t)(get_be32(cs->pre + 12) - 1u);
-    dsq_group_iter_init(&it, v->mv_data, v->mv_size);
-    while ((got = dsq_group_next(&it, &e)) == 1)
-        if (e.rank == rank && e.source == cs->source) {
-            int status = own_pairs(cs, &e.rec, e.pairs, e.npairs);
-            return status ? status : SCAN_STOP;
-        }
-    if (got < 0)
-        return dsq_error_set(cs->err, DSQ_EINDEX, "damaged rollup (source %u)", cs->source);
-    return SCAN_STOP;
-}
-
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err)
 {
@@ -1808,8 +1900,32 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
                           "reading rollups", err);
     if (st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
         return own_pairs(&cs, rec, st->vis_pairs, (size_t)st->vis_n);
-    return scan_table(st, st->series, cs.pre, DSQ_GROUP_KEY_LEN, visit_own_pairs, &cs,
-                      "reading rollups", err);
+    /* looked up: the series is not being visited */
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    int status, rc, own = 0;
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
+    if ((rc = mdb_cursor_open(txn, st->series, &c)) == 0 && (rc = group_at(c, cs.pre, &k, &v)) == 0) {
+        dsq_group_iter it;
+        dsq_group_entry e;
+        int got;
+        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+        while ((got = dsq_group_next(&it, &e)) == 1 && !(e.rank == sk->rank && e.source == sk->source))
+            ;
+        if (got == 1)
+            status = own_pairs(&cs, &e.rec, e.pairs, e.npairs);
+        else if (got < 0)
+            status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup (source %u)", sk->source);
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading rollups");
+    if (c)
+        mdb_cursor_close(c);
+    if (own)
+        mdb_txn_abort(txn);
+    return status;
 }
 
 typedef struct attr_scan {

@@ -7,9 +7,10 @@
  *   sources   absolute path -> dsq_source_rec (packed: store.c)   one per input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
- *   series    field, run, host (BE) -> the group of that host's series: per (rank,
- *             source), its dsq_series_rec and a small series' pairs (a chunk,
- *             rollup.h) when it has no chunks, packed (sergroup.h)
+ *   series    field, run, host, rank + 1, source (BE) of its first series -> a
+ *             group of up to 64 series of that (field, run, host), in (rank,
+ *             source) order: per series, its dsq_series_rec and a small series'
+ *             pairs (a chunk, rollup.h) when it has no chunks, packed (sergroup.h)
  *   chunks    series key (field, run, host, rank + 1, source), chunk seq (BE) ->
  *             (time, value) pairs of that series
  *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
@@ -43,7 +44,7 @@
 /* 3: rollup chunks encoded anew (rollup.c), block shapes (event.c), series values
  * packed, one srcroll record per source; 4: a small series' pairs in its record,
  * srcroll records listing fields and (host, rank) pairs, summaries and source
- * records packed; 5: series in groups, one record per (field, run, host) */
+ * records packed; 5: series in groups, records of up to 64 series of one (field, run, host) */
 #define DSQ_STORE_SCHEMA 5
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
@@ -67,7 +68,7 @@ typedef struct dsq_block_key {
  * kind for the count of that kind's events, in one run/host/rank/source. */
 #define DSQ_SERIES_KIND_BASE 0xFF000000u
 #define DSQ_SERIES_KEY_LEN 20
-#define DSQ_GROUP_KEY_LEN 12 /* the series table's keys: field, run, host */
+#define DSQ_GROUP_PREFIX_LEN 12 /* field, run, host: what a series group record shares */
 
 typedef struct dsq_series_key {
     uint32_t field, run, host;

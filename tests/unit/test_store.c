@@ -7,6 +7,7 @@
 
 #include "dsq/dsq.h"
 #include "rollup.h"
+#include "sergroup.h"
 #include "store.h"
 #include "test.h"
 #include "timeconv.h"
@@ -815,6 +816,125 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* Records of a group hold at most 64 series: a model of one (field, run, host)
+ * (which (rank, source) series exist, in which version) against the index over
+ * random writes (sources with many ranks, written again with others) and drops,
+ * one commit each: after every commit the scan gives exactly the model's series
+ * in key order with their summaries, and every record has 1 to 64 of them. */
+typedef struct model_seen {
+    int n, bad;
+    const int (*ver)[40]; /* [source][rank + 1]: version + 1, 0 absent */
+    int prev_rank;
+    uint32_t prev_source;
+} model_seen;
+
+static int on_model_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    model_seen *m = ctx;
+    if (m->n && ((int)k->rank < m->prev_rank || (k->rank == m->prev_rank && k->source <= m->prev_source)))
+        m->bad++; /* out of order, or twice */
+    m->prev_rank = k->rank;
+    m->prev_source = k->source;
+    m->n++;
+    if (k->source >= 40 || k->rank + 1 < 0 || k->rank + 1 >= 40 || !m->ver[k->source][k->rank + 1]) {
+        m->bad++;
+        return 0;
+    }
+    dsq_series_rec want = group_rec(k->source, k->rank, m->ver[k->source][k->rank + 1] - 1);
+    want.nchunks = 0;
+    m->bad += !same_rec(rec, &want);
+    return 0;
+}
+
+static void test_series_groups_split_and_merge(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    static int ver[40][40];
+    memset(ver, 0, sizeof ver);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int step = 0; step < 60; step++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint32_t src = 1 + (uint32_t)(x % 39);
+        char path[32];
+        snprintf(path, sizeof path, "/x/%u.log", src);
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        if (x % 5 == 0) { /* drop it */
+            CHECK_INT(dsq_store_source_drop(st, path, &err), 0);
+            memset(ver[src], 0, sizeof ver[src]);
+        } else { /* (re)write it with some of ranks -1..38 */
+            CHECK_INT(dsq_store_source_drop(st, path, &err), 0);
+            memset(ver[src], 0, sizeof ver[src]);
+            int v = step % 7;
+            for (int r = -1; r < 39; r++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                if (x % 3)
+                    continue;
+                dsq_series_key k = {f, run, 5, r, src};
+                dsq_series_rec rec = group_rec(src, r, v);
+                rec.nchunks = 0;
+                CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+                ver[src][r + 1] = v + 1;
+            }
+            CHECK_INT(dsq_store_rollups_put(st, src, &err), 0);
+            dsq_source_rec rec = {.version = 1, .id = src, .run = run};
+            CHECK_INT(dsq_store_source_put(st, path, &rec, &err), 0);
+        }
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        model_seen m = {.ver = (const int (*)[40])ver};
+        CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_model_series, &m, &err), 0);
+        int want = 0;
+        for (int a = 0; a < 40; a++)
+            for (int b = 0; b < 40; b++)
+                want += ver[a][b] != 0;
+        CHECK_INT(m.bad, 0);
+        CHECK_INT(m.n, want);
+        if (m.bad || m.n != want) {
+            fprintf(stderr, "after step %d\n", step);
+            break;
+        }
+    }
+    dsq_store_close(st);
+    MDB_env *env; /* every record holds 1 to 64 series, keyed by its first */
+    MDB_txn *txn;
+    MDB_cursor *c;
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        MDB_dbi dbi;
+        MDB_val k, v;
+        int records = 0, bad = 0;
+        CHECK_INT(mdb_dbi_open(txn, "series", 0, &dbi), 0);
+        CHECK_INT(mdb_cursor_open(txn, dbi, &c), 0);
+        while (mdb_cursor_get(c, &k, &v, MDB_NEXT) == 0) {
+            dsq_group_iter it;
+            dsq_group_entry e;
+            int n = 0;
+            dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+            while (dsq_group_next(&it, &e) == 1) {
+                const unsigned char *kb = k.mv_data;
+                uint32_t r1 = (uint32_t)kb[12] << 24 | (uint32_t)kb[13] << 16 | (uint32_t)kb[14] << 8 | kb[15];
+                uint32_t so = (uint32_t)kb[16] << 24 | (uint32_t)kb[17] << 16 | (uint32_t)kb[18] << 8 | kb[19];
+                bad += n == 0 && (r1 != (uint32_t)e.rank + 1u || so != e.source);
+                n++;
+            }
+            bad += n < 1 || n > 64;
+            records++;
+        }
+        CHECK_INT(bad, 0);
+        CHECK(records >= 3); /* the model holds well over 64 series at the end */
+        mdb_cursor_close(c);
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 typedef struct series_count {
     int n, bad;
     uint64_t want[4][4][4][4]; /* count last put per (field, host, rank, source) */
@@ -1365,7 +1485,7 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
-          T(test_series_groups_across_sources),
+          T(test_series_groups_across_sources), T(test_series_groups_split_and_merge),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_series_values_repeating_round_trip), T(test_source_record_round_trip), T(test_keys_in_byte_order),
           T(test_key_pack))
