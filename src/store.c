@@ -92,8 +92,10 @@ struct dsq_store {
     size_t grp_cap;
     dsq_group_entry *ment; /* the entries of a group being rewritten */
     size_t ment_cap;
-    size_t *piece_end; /* write_groups: where each record's bytes end in grp */
-    size_t piece_cap;
+    size_t *piece_end, *piece_first; /* write_groups: where each record's bytes end in
+                                        grp, and its first entry */
+    size_t piece_cap, piece_first_cap;
+    uint64_t read_since_release; /* group bytes read since the map was let go of */
     int32_t *drop_rank; /* drop_from_groups: the ranks of the dropped series with chunks */
     size_t drop_rank_cap;
     struct ser_ref *due; /* run rollups to recompute at commit: a = field << 32 | run */
@@ -369,6 +371,20 @@ static void release_map(const char *dir, const char *name)
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (map_of(path, &addr, &len) == 0)
         madvise(addr, len, MADV_DONTNEED);
+}
+
+/* Counts index bytes a write read through the map; every READ_RELEASE of them the
+ * map's pages are let go of (release_map), also in the middle of a write (LMDB
+ * reads the map only, and pages let go of are mapped again when read): a write
+ * that reads a whole big run's series (its run rollups) keeps the resident size
+ * flat, not the size of what it read. */
+#define READ_RELEASE ((uint64_t)32 << 20)
+static void note_read(dsq_store *st, size_t n)
+{
+    if ((st->read_since_release += n) >= READ_RELEASE) {
+        st->read_since_release = 0;
+        release_map(st->dir, "data.mdb");
+    }
 }
 
 /* LMDB's key order, memcmp's (shorter first on a tie), with the bytes compared 8 and
@@ -713,6 +729,7 @@ void dsq_store_close(dsq_store *st)
     free(st->grp);
     free(st->ment);
     free(st->piece_end);
+    free(st->piece_first);
     free(st->drop_rank);
     free(st->dict_all);
     free(st->dict_len);
@@ -979,24 +996,37 @@ static int group_at(MDB_cursor *c, const unsigned char *target, MDB_val *k, MDB_
 }
 
 /* Writes st->ment[0..n) (one (field, run, host), in order; prefix: its 12 key
- * bytes) as group records of at most GROUP_MAX entries, each keyed by its first
- * entry, after deleting the record of key old (NULL: none). The entries may point
- * into that record: all are packed before anything is deleted. */
+ * bytes) as group records of at most GROUP_MAX entries and GROUP_BYTES bytes (but
+ * one entry bigger than that alone), each keyed by its first entry, after
+ * deleting the record of key old (NULL: none). A record that size stays in its
+ * B-tree page: a bigger one takes overflow pages, which LMDB frees and finds
+ * again on every rewrite, searching its free list. The entries may point into the
+ * record deleted: all are packed before anything is deleted. */
 #define GROUP_MAX 64
-#define GROUP_SPLIT 48 /* a group grown past GROUP_MAX is cut into records of about this many */
+#define GROUP_BYTES 1536
 static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefix,
                         const unsigned char *old, size_t n, dsq_error *err)
 {
-    size_t pieces = n <= GROUP_MAX ? 1 : (n + GROUP_SPLIT - 1) / GROUP_SPLIT;
-    while (st->piece_cap < pieces)
-        if (grow_arr((void **)&st->piece_end, &st->piece_cap, st->piece_cap, sizeof *st->piece_end))
-            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-    unsigned char *o = st->grp;
-    for (size_t p = 0; p < pieces && n; p++) {
-        int64_t prev = 0; /* each record on its own */
-        for (size_t i = p * n / pieces; i < (p + 1) * n / pieces; i++)
-            o = dsq_group_put(o, &prev, &st->ment[i]);
-        st->piece_end[p] = (size_t)(o - st->grp);
+    unsigned char *o = st->grp, *start = st->grp;
+    size_t pieces = 0, in_piece = 0;
+    int64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *at = o;
+        o = dsq_group_put(o, &prev, &st->ment[i]);
+        if (in_piece && (in_piece == GROUP_MAX || (size_t)(o - start) > GROUP_BYTES)) {
+            start = at; /* entry i starts the next record, packed anew from base 0 */
+            prev = 0;
+            in_piece = 0;
+            o = dsq_group_put(at, &prev, &st->ment[i]);
+        }
+        if (!in_piece++) {
+            if (grow_arr((void **)&st->piece_end, &st->piece_cap, pieces, sizeof *st->piece_end) ||
+                grow_arr((void **)&st->piece_first, &st->piece_first_cap, pieces,
+                         sizeof *st->piece_first))
+                return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+            st->piece_first[pieces++] = i;
+        }
+        st->piece_end[pieces - 1] = (size_t)(o - st->grp);
     }
     int rc = 0;
     if (old) {
@@ -1005,8 +1035,8 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
         if (!rc)
             rc = mdb_cursor_del(c, 0);
     }
-    for (size_t p = 0; p < pieces && n && !rc; p++) {
-        size_t lo = p * n / pieces, from = p ? st->piece_end[p - 1] : 0;
+    for (size_t p = 0; p < pieces && !rc; p++) {
+        size_t lo = st->piece_first[p], from = p ? st->piece_end[p - 1] : 0;
         unsigned char key[DSQ_SERIES_KEY_LEN];
         memcpy(key, prefix, DSQ_GROUP_PREFIX_LEN);
         put_be32(key + 12, (uint32_t)st->ment[lo].rank + 1u);
@@ -1071,6 +1101,7 @@ static int put_series(dsq_store *st, dsq_error *err)
             extra += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
         }
         size_t stored = found ? 0 : v.mv_size;
+        note_read(st, stored);
         if (group_room(st, (y - x) + stored / 8 + 1, stored, extra)) {
             status = dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
             break;
@@ -1277,6 +1308,7 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_er
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
+        note_read(st, v.mv_size);
         dsq_group_iter it;
         dsq_group_entry e;
         dsq_group_iter_init(&it, v.mv_data, v.mv_size);
