@@ -115,7 +115,7 @@ unsigned char *dsq_group_put(unsigned char *out, int64_t *prev_t, const dsq_grou
     }
     unsigned char body[DSQ_SUMMARY_MAX];
     size_t n = dsq_summary_put(body, &e->rec, *prev_t);
-    unsigned char *p = dsq_varint_put(out, (uint32_t)(e->rank + 1));
+    unsigned char *p = dsq_varint_put(out, (uint32_t)e->rank + 1u);
     p = dsq_varint_put(p, e->source);
     p = dsq_varint_put(p, n + e->npairs);
     memcpy(p, body, n);

@@ -137,7 +137,7 @@ void dsq_block_key_pack(const dsq_block_key *k, unsigned char out[DSQ_BLOCK_KEY_
 {
     put_be32(out, k->run);
     put_be32(out + 4, k->host);
-    put_be32(out + 8, (uint32_t)(k->rank + 1));
+    put_be32(out + 8, (uint32_t)k->rank + 1u);
     put_be64(out + 12, (uint64_t)k->t_us ^ (1ull << 63));
     put_be32(out + 20, k->source);
     put_be32(out + 24, k->seq);
@@ -1445,7 +1445,7 @@ static void series_key_pack(const dsq_series_key *k, unsigned char *out)
     put_be32(out, k->field);
     put_be32(out + 4, k->run);
     put_be32(out + 8, k->host);
-    put_be32(out + 12, (uint32_t)(k->rank + 1));
+    put_be32(out + 12, (uint32_t)k->rank + 1u);
     put_be32(out + 16, k->source);
 }
 
@@ -1480,7 +1480,7 @@ static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err
         st->sr_f[st->sr_nf++] = (ser_ref){fr, 0, 0, 0, 0};
     }
     /* consecutive series repeat a (host, rank): only changes are kept */
-    uint64_t hr = (uint64_t)k->host << 32 | (uint32_t)(k->rank + 1);
+    uint64_t hr = (uint64_t)k->host << 32 | ((uint32_t)k->rank + 1u);
     if (!st->sr_nh || st->sr_h[st->sr_nh - 1].a != k->run || st->sr_h[st->sr_nh - 1].b != hr)
         st->sr_h[st->sr_nh++] = (ser_ref){k->run, hr, 0, 0, 0};
     return 0;

@@ -10,9 +10,10 @@
  *   query   bytes -> the query parser; an error must point inside the text
  *   input   bytes -> a file -> format detection and every decoder (zstd, gzip,
  *           xz, bzip2, tar, zip, nested members), every member read to the end
- *   values  bytes -> the event block and rollup chunk decoders (an exact-size copy:
- *           damage must be reported, never overrun); and bytes as (time, value)
- *           pairs -> a chunk -> decoded back bit for bit
+ *   values  bytes -> the event block, rollup chunk and series group decoders (an
+ *           exact-size copy: damage must be reported, never overrun); and bytes as
+ *           (time, value) pairs -> a chunk, and as series summaries -> a group,
+ *           each decoded back bit for bit
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "input.h"
 #include "linescan.h"
 #include "lines.h"
+#include "sergroup.h"
 #include "event.h"
 #include "query.h"
 #include "rollup.h"
@@ -198,6 +200,61 @@ static void fuzz_input(const uint8_t *data, size_t size)
     unlink(path);
 }
 
+/* The bytes as a series group (sergroup.h): read from an exact-size copy; then
+ * as summaries (76 bytes each), packed into a group and read back bit for bit. */
+static void fuzz_groups(const uint8_t *data, size_t size)
+{
+    unsigned char *copy = malloc(size ? size : 1);
+    memcpy(copy, data, size);
+    dsq_group_iter it;
+    dsq_group_entry e;
+    dsq_group_iter_init(&it, copy, size);
+    while (dsq_group_next(&it, &e) == 1)
+        if (e.pairs < copy || e.pairs + e.npairs > copy + size || (e.npairs && e.rec.nchunks))
+            abort();
+    free(copy);
+    enum { REC = 76 };
+    size_t n = size / REC;
+    dsq_group_entry *in = calloc(n ? n : 1, sizeof *in);
+    unsigned char *g = malloc(n * (DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX) + 1);
+    unsigned char *o = g;
+    int64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = data + REC * i;
+        dsq_series_rec *r = &in[i].rec;
+        memcpy(&r->count, p, 8);
+        memcpy(&r->sum, p + 8, 8);
+        memcpy(&r->min, p + 16, 8);
+        memcpy(&r->max, p + 24, 8);
+        memcpy(&r->first_v, p + 32, 8);
+        memcpy(&r->last_v, p + 40, 8);
+        memcpy(&r->first_t, p + 48, 8);
+        memcpy(&r->last_t, p + 56, 8);
+        memcpy(&r->nchunks, p + 64, 4);
+        r->unit = p[68];
+        memcpy(&in[i].rank, p + 69, 4);
+        in[i].source = (uint32_t)p[73] | (uint32_t)p[74] << 8 | (uint32_t)p[75] << 16;
+        o = dsq_group_put(o, &prev, &in[i]);
+    }
+    dsq_group_iter_init(&it, g, (size_t)(o - g));
+    size_t k = 0;
+    int got;
+    while ((got = dsq_group_next(&it, &e)) == 1) {
+        const dsq_series_rec *a = &in[k].rec, *b = &e.rec;
+        if (k >= n || e.rank != in[k].rank || e.source != in[k].source || e.npairs ||
+            a->count != b->count || a->first_t != b->first_t || a->last_t != b->last_t ||
+            a->nchunks != b->nchunks || a->unit != b->unit || memcmp(&a->sum, &b->sum, 8) ||
+            memcmp(&a->min, &b->min, 8) || memcmp(&a->max, &b->max, 8) ||
+            memcmp(&a->first_v, &b->first_v, 8) || memcmp(&a->last_v, &b->last_v, 8))
+            abort();
+        k++;
+    }
+    if (got != 0 || k != n)
+        abort();
+    free(in);
+    free(g);
+}
+
 static void fuzz_values(const uint8_t *data, size_t size)
 {
     unsigned char *copy = malloc(size ? size : 1);
@@ -237,6 +294,7 @@ static void fuzz_values(const uint8_t *data, size_t size)
     if (r != 0 || k != n)
         abort();
     dsq_chunk_free(&c);
+    fuzz_groups(data, size);
 }
 
 int fuzz_surface(const char *name, const uint8_t *data, size_t size)
