@@ -285,7 +285,14 @@ int dsq_nccl_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, con
     const dsq_nccl_line *o = (const dsq_nccl_line *)m->aux.bytes; /* parsed by dsq_gram_nccl */
     if (!o->headed)
         return 0;
-    uint64_t proc = dsq_nccl_proc_key(o), key = thread_key(proc, o->tid);
+    if (!st->proc_n || o->host.n != st->proc_n || o->pid != st->proc_pid ||
+        !dsq_same_bytes(o->host.p, st->proc_host, o->host.n)) {
+        st->proc_key = dsq_nccl_proc_key(o);
+        st->proc_pid = o->pid;
+        st->proc_n = o->host.n <= sizeof st->proc_host ? o->host.n : 0; /* longer: not kept */
+        memcpy(st->proc_host, o->host.p, st->proc_n);
+    }
+    uint64_t proc = st->proc_key, key = thread_key(proc, o->tid);
     dsq_line_ctx ctx = *lc; /* the scanner gives the rank a process's init line named */
     st->clock++;
     if (o->nranks > st->world_nranks) {

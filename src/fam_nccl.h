@@ -90,6 +90,12 @@ typedef struct dsq_nccl_state {
     int last; /* the slot found last: a process prints its lines in runs */
     int nslots; /* slots from nslots on are free and zero (the state is 33 KB: a
                    stream of a few lines touches, flushes and clears only these) */
+    /* the process key of the last line (a process prints its lines in runs): its
+       host as printed and pid (proc_n 0: none) */
+    uint64_t proc_key;
+    long proc_pid;
+    size_t proc_n;
+    char proc_host[64];
     dsq_nccl_slot slot[DSQ_NCCL_SLOTS];
     char label[96];
     /* the largest communicator the stream's lines named (the world's): its size

@@ -100,6 +100,10 @@ struct dsq_scan {
     int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
     struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
+    uint64_t proc_h;       /* the hash of the last (host, pid) proc_rank saw: */
+    uint32_t proc_h_host;  /* NCCL prints a process's lines in runs */
+    size_t proc_h_n;       /* 0: none */
+    char proc_h_s[24];
     unsigned char *fam_state;   /* all families' handler states, one allocation */
     /* Events completed by the current line wait here until the observer has seen
      * the line (so the line comes first in `explain` and golden output, and a
@@ -190,6 +194,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->rank_last = -1;
     sc->mem_cpu_seen = 0;
     memset(sc->procs, 0, sizeof sc->procs);
+    sc->proc_h_n = 0;
     sc->deferring = 0;
     sc->nqueued = 0;
     memset(&sc->st, 0, sizeof sc->st);
@@ -688,7 +693,17 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
  * the pid only. Slots are direct-mapped by hash: a collision forgets the older. */
 static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
 {
-    uint64_t h = dsq_hash64(proc.p, proc.n, host) | 1;
+    uint64_t h;
+    if (sc->proc_h_n && proc.n == sc->proc_h_n && host == sc->proc_h_host &&
+        dsq_same_bytes(proc.p, sc->proc_h_s, proc.n)) {
+        h = sc->proc_h;
+    } else {
+        h = dsq_hash64(proc.p, proc.n, host) | 1;
+        sc->proc_h = h;
+        sc->proc_h_host = host;
+        sc->proc_h_n = proc.n <= sizeof sc->proc_h_s ? proc.n : 0; /* longer: not kept */
+        memcpy(sc->proc_h_s, proc.p, sc->proc_h_n);
+    }
     size_t i = h & (PROC_SLOTS - 1);
     if (rank >= 0) {
         sc->procs[i].host = host;

@@ -325,6 +325,51 @@ static void test_nccl_threads_beyond_slots(void)
     fx_free(f);
 }
 
+/* Two hosts whose NCCL processes have the same pid and tid stay two processes:
+ * each keeps the rank its comm line named (also on its other threads' lines) and
+ * its own topology. */
+static void test_nccl_same_pid_two_hosts(void)
+{
+    fixture *f = fx_new(0);
+    CHECK_INT(fx_scan(f, "node-a:77:78 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 2 localRanks 4 "
+                         "localRank 0 MNNVL 0\n"
+                         "node-b:77:78 [1] NCCL INFO comm 0x2 rank 5 nRanks 8 nNodes 2 localRanks 4 "
+                         "localRank 1 MNNVL 0\n"
+                         "node-a:77:78 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+                         "node-b:77:78 [1] NCCL INFO Channel 00/0 : 5[1] -> 6[0] via SHM/direct\n"
+                         "node-a:77:78 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+                         "node-b:77:78 [1] NCCL INFO Channel 01/0 : 5[1] -> 6[0] via SHM/direct\n"
+                         "node-a:77:90 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed\n"
+                         "node-b:77:90 [1] misc/socket.cc:50 NCCL WARN Net : Connection closed\n"),
+              0);
+    CHECK_INT(count_kind(f, DSQ_EV_NCCL_TOPOLOGY, 0), 2);
+    CHECK_INT(count_kind(f, DSQ_EV_NCCL_WARN, 0), 2);
+    for (int i = 0; i < f->out.n && i < MAXEV; i++) /* the rank a process's comm line named */
+        if (f->out.ev[i].kind == DSQ_EV_NCCL_WARN)
+            CHECK_INT(f->out.ev[i].rank,
+                      strcmp(dsq_dict_str(f->dict, f->out.ev[i].host, NULL), "node-a") == 0 ? 0 : 5);
+    int seen = 0;
+    for (int i = 0; i < f->out.n && i < MAXEV; i++) {
+        const dsq_event *ev = &f->out.ev[i];
+        if (ev->kind != DSQ_EV_NCCL_TOPOLOGY)
+            continue;
+        const char *host = dsq_dict_str(f->dict, ev->host, NULL);
+        const char *label = dsq_dict_str(f->dict, ev->label, NULL);
+        if (host && strcmp(host, "node-a") == 0) {
+            CHECK_INT(ev->rank, 0);
+            CHECK_STR(label, "P2P/IPC/read");
+            seen |= 1;
+        } else {
+            CHECK_STR(host, "node-b");
+            CHECK_INT(ev->rank, 5);
+            CHECK_STR(label, "SHM/direct");
+            seen |= 2;
+        }
+    }
+    CHECK_INT(seen, 3);
+    fx_free(f);
+}
+
 static void test_counts_add_up(void)
 {
     fixture *f = fx_new(0);
@@ -530,6 +575,6 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_same_pid_two_hosts), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
