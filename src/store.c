@@ -373,15 +373,18 @@ static void release_map(const char *dir, const char *name)
         madvise(addr, len, MADV_DONTNEED);
 }
 
-/* Counts index bytes a write read through the map; every READ_RELEASE of them the
- * map's pages are let go of (release_map), also in the middle of a write (LMDB
- * reads the map only, and pages let go of are mapped again when read): a write
- * that reads a whole big run's series (its run rollups) keeps the resident size
- * flat, not the size of what it read. */
-#define READ_RELEASE ((uint64_t)32 << 20)
+/* Counts the map a write read through: each record read maps its page and, as
+ * the kernel faults pages around the one read, up to 64 KiB of the file's cached
+ * neighbours (other tables' pages too). Every READ_RELEASE of that the map's pages
+ * are let go of (release_map), also in the middle of a write (LMDB only reads the
+ * map, and pages let go of are mapped again when read): a write that walks a big
+ * run's series (its run rollups) keeps the resident size flat, not the size of the
+ * index around what it read. */
+#define READ_RELEASE ((uint64_t)160 << 20)
+#define READ_AROUND ((size_t)64 << 10)
 static void note_read(dsq_store *st, size_t n)
 {
-    if ((st->read_since_release += n) >= READ_RELEASE) {
+    if ((st->read_since_release += n > READ_AROUND ? n : READ_AROUND) >= READ_RELEASE) {
         st->read_since_release = 0;
         release_map(st->dir, "data.mdb");
     }
@@ -1101,7 +1104,8 @@ static int put_series(dsq_store *st, dsq_error *err)
             extra += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
         }
         size_t stored = found ? 0 : v.mv_size;
-        note_read(st, stored);
+        if (!found)
+            note_read(st, stored);
         if (group_room(st, (y - x) + stored / 8 + 1, stored, extra)) {
             status = dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
             break;
