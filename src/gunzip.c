@@ -3,11 +3,12 @@
  * A small state machine around two ISA-L calls: isal_read_gzip_header for each
  * member's header (it keeps a header cut between input blocks in its own state),
  * then isal_inflate with ISAL_GZIP_NO_HDR_VER, which inflates the body and checks
- * the trailer's CRC-32 and length, stopping on the byte after it. Between members
- * two bytes of look-ahead (copied, since they may straddle blocks) decide whether
- * another member follows. The first member's header must parse; a later header
- * that does not ends the stream before it (what libarchive's gzip reader and gzip
- * itself do), so the caller sees trailing bytes, not an error, and judges them.
+ * the trailer's CRC-32 and length, stopping on the byte after it. Before each
+ * member four bytes of look-ahead (copied, since they may straddle blocks) must be
+ * gzip's magic, method 8 (deflate) and flags without reserved bits, which ISA-L
+ * does not check. The first member's header must parse; a later header that does
+ * not ends the stream before it (what libarchive's gzip reader does), so the
+ * caller sees trailing bytes, not an error, and judges them.
  *
  * Offsets are compressed bytes from the start of the stream. ISA-L takes 32-bit
  * lengths, so a block is fed in slices of at most 1 GiB. Nothing is allocated
@@ -26,7 +27,7 @@
 
 #define SLICE ((size_t)1 << 30)
 
-enum gz_state { G_HEADER, G_BODY, G_BETWEEN, G_END, G_FAILED };
+enum gz_state { G_MAGIC, G_HEADER, G_BODY, G_END, G_FAILED };
 
 struct dsq_gunzip {
     struct inflate_state st;
@@ -40,7 +41,7 @@ struct dsq_gunzip {
     enum gz_state state;
     uint64_t members;         /* members whose header was read */
     uint64_t end_at;          /* offset after the last complete member */
-    unsigned char look[2];    /* G_BETWEEN: the bytes after a member */
+    unsigned char look[4];    /* G_MAGIC: the first bytes of a member */
     size_t look_n;
     int fail_code;            /* G_FAILED: the error, repeated by every read */
     char fail_msg[256];
@@ -69,18 +70,10 @@ int dsq_gunzip_new(dsq_gunzip **out)
 
 void dsq_gunzip_free(dsq_gunzip *g) { free(g); }
 
-static void start_member(dsq_gunzip *g)
-{
-    isal_inflate_reset(&g->st);
-    isal_gzip_header_init(&g->hdr); /* name, comment, extra: NULL, not kept */
-    g->st.crc_flag = ISAL_GZIP_NO_HDR_VER;
-    g->state = G_HEADER;
-}
-
 void dsq_gunzip_start(dsq_gunzip *g, dsq_gunzip_pull pull, void *ctx)
 {
     isal_inflate_init(&g->st);
-    start_member(g);
+    g->state = G_MAGIC;
     g->pull = pull;
     g->ctx = ctx;
     g->blk = NULL;
@@ -140,8 +133,8 @@ static void feed(dsq_gunzip *g)
     g->st.avail_in = (uint32_t)(n < SLICE ? n : SLICE);
 }
 
-/* A header that does not parse (r: ISA-L's code, or ISAL_END_INPUT when the input
- * ended inside it): the first member's is an error, a later one ends the stream. */
+/* A member header that is not there, does not parse or is cut short: before the
+ * first member an error, after one the end of the stream. */
 static int bad_header(dsq_gunzip *g, dsq_error *err)
 {
     if (g->members > 0) {
@@ -186,7 +179,7 @@ static const char *inflate_why(int r)
     }
 }
 
-/* Inflates into out[*len..cap); a finished member moves on to G_BETWEEN. */
+/* Inflates into out[*len..cap); a finished member moves on to G_MAGIC. */
 static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
                      dsq_error *err)
 {
@@ -211,7 +204,7 @@ static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
     if (g->st.block_state == ISAL_BLOCK_FINISH) {
         g->end_at = dsq_gunzip_bytes_in(g);
         g->look_n = 0;
-        g->state = G_BETWEEN;
+        g->state = G_MAGIC;
         return 0;
     }
     if (!more && used == 0 && made == 0)
@@ -224,30 +217,30 @@ static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
     return 0;
 }
 
-/* After a member: gathers two bytes; gzip's magic starts another member, which
- * is fed those bytes first. */
-static int between(dsq_gunzip *g, dsq_error *err)
+/* Before a member: its first four bytes, when they can start one, are fed to the
+ * header reader of a fresh inflate state; else the stream has ended (or, before
+ * the first member, is no gzip). */
+static int member_magic(dsq_gunzip *g, dsq_error *err)
 {
-    while (g->look_n < 2) {
+    while (g->look_n < 4) {
         int r = have_input(g, err);
         if (r < 0)
             return r;
-        if (r == 0) {
-            g->state = G_END;
-            return 0;
-        }
+        if (r == 0) /* the end: of the stream, or of one that never began */
+            return bad_header(g, err);
         g->look[g->look_n++] = g->blk[g->blk_pos++];
     }
-    if (g->look[0] != 0x1F || g->look[1] != 0x8B) {
-        g->state = G_END;
-        return 0;
-    }
-    start_member(g);
+    if (g->look[0] != 0x1F || g->look[1] != 0x8B || g->look[2] != 8 || (g->look[3] & 0xE0))
+        return bad_header(g, err);
+    isal_inflate_reset(&g->st);
+    isal_gzip_header_init(&g->hdr); /* name, comment, extra: NULL, not kept */
+    g->st.crc_flag = ISAL_GZIP_NO_HDR_VER;
     g->st.next_in = g->look;
-    g->st.avail_in = 2;
+    g->st.avail_in = 4;
     int r = isal_read_gzip_header(&g->st, &g->hdr);
     if (r != ISAL_END_INPUT || g->st.avail_in != 0)
         return bad_header(g, err);
+    g->state = G_HEADER;
     return 0;
 }
 
@@ -264,8 +257,8 @@ int dsq_gunzip_read(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
         case G_BODY:
             rc = read_body(g, out, cap, len, err);
             break;
-        case G_BETWEEN:
-            rc = between(g, err);
+        case G_MAGIC:
+            rc = member_magic(g, err);
             break;
         case G_END:
             return 0;
