@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gzip end to end (the ISA-L paths of src/input.c when the build has ISA-L: `dsq
-# --version` names the decoder): a .gz of several members, cut, with a bad CRC,
+# --version` names the decoder; else libarchive's, which does not check CRCs): a .gz of several members, cut, with a bad CRC,
 # with garbage after it; a tar.gz with a cut .gz member; a tar.gz cut in the
 # middle. Each damaged file is named with its reason, what came before the damage
 # is indexed, and the exit status says something was skipped.
@@ -17,6 +17,8 @@ mkdir -p "$C" "$DSQ_TMP/src"
 
 run_dsq --version
 expect_contains "dsq --version names the gzip decoder" "gzip: " "$OUT"
+isal=0
+case $OUT in *"gzip: ISA-L"*) isal=1 ;; esac
 
 by_file() {
     query "$DB" "count Max_MA by file, host" --csv | tail -n +2 | sed "s|^$C/||" | sort
@@ -58,7 +60,11 @@ EOF
 run_dsq --db "$DB" index "$C"
 expect_code "damaged gzip: index exits 1" 1 "$RC"
 expect_problem "cut .gz named with its reason" "trunc.log.gz" "truncated"
-expect_problem "bad CRC named with its reason" "crc.log.gz" "CRC-32"
+if [ $isal = 1 ]; then # libarchive's gzip reader does not check the CRC
+    expect_problem "bad CRC named with its reason" "crc.log.gz" "CRC-32"
+else
+    echo "note: built without ISA-L: the bad CRC goes unnoticed"
+fi
 expect_problem "garbage after the stream named with its offset" "trail.log.gz" "trailing garbage after the gzip data (at byte"
 expect_problem "cut .gz member named with its member" "run.tar.gz: node2.log.gz" "truncated"
 expect_problem "cut tar.gz named with its reason" "cut.tar.gz" "truncated"
