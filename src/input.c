@@ -80,6 +80,7 @@ struct dsq_input {
     unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive */
     int gz_layer;            /* K_ARCHIVE: libarchive reads from layer_read */
     int gz_fed;              /* the map was handed to gz */
+    size_t gz_peeked;        /* K_GZIP: bytes open_gzip inflated into zout, not handed out */
     char gz_bad[256];        /* K_GZIP: why the file is no gzip (said by next_member) */
     char pending[256];       /* an error to report at the next read (data came with it) */
     uint64_t decoded;        /* bytes decoded from this file so far, all members */
@@ -318,25 +319,27 @@ static int gz_ready(dsq_input *in)
 }
 
 /* A gzip file for ISA-L: its first decoded bytes say whether libarchive must parse
- * them (gz_layer) or they are the log itself (K_GZIP). A file that is no gzip is
- * reported by next_member, as libarchive's path does. */
+ * them (gz_layer: inflated again from the start) or they are the log itself
+ * (K_GZIP: they are kept in zout for the first read, so that a small file, often a
+ * single deflate block, is not inflated twice). A file that is no gzip is reported
+ * by next_member, as libarchive's path does. */
 static int open_gzip(dsq_input *in, dsq_error *err)
 {
-    unsigned char head[GZ_PEEK];
     size_t n = 0;
     dsq_error e;
     dsq_error_clear(&e);
     if (gz_ready(in) != 0)
         return dsq_error_set(err, DSQ_ENOMEM, "gzip decoder");
     gz_restart(in);
-    int r = dsq_gunzip_read(in->gz, head, sizeof head, &n, &e);
+    int r = dsq_gunzip_read(in->gz, in->zout, GZ_PEEK, &n, &e);
     if (r < 0 && dsq_gunzip_members(in->gz) == 0)
         snprintf(in->gz_bad, sizeof in->gz_bad, "%s", e.msg);
-    gz_restart(in);
-    if (!in->gz_bad[0] && holds_container(head, n)) {
+    if (!in->gz_bad[0] && holds_container(in->zout, n)) {
+        gz_restart(in);
         in->gz_layer = 1;
         return open_archive(in, err);
     }
+    in->gz_peeked = n;
     in->kind = K_GZIP;
     return 0;
 }
@@ -450,6 +453,7 @@ void dsq_input_close(dsq_input *in)
     in->plain_off = 0;
     in->archive_eof = in->stopped = 0;
     in->gz_layer = in->gz_fed = 0;
+    in->gz_peeked = 0;
     in->gz_bad[0] = 0;
     in->decoded = in->skip_pending = 0;
     in->last_name[0] = in->damage[0] = 0;
@@ -797,13 +801,17 @@ static int check_trailing(dsq_input *in, dsq_error *err)
     return trailing_error(in, (uint64_t)used, archive_filter_name(in->ar, 0), err);
 }
 
-/* A whole .gz file by ISA-L; at its end, bytes after the stream are reported. */
+/* A whole .gz file by ISA-L; at its end, bytes after the stream are reported. The
+ * first read tops up what open_gzip inflated (the binary sniff sees a full chunk). */
 static int gzip_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     uint64_t end;
-    int r = dsq_gunzip_read(in->gz, in->zout, in->zout_cap, len, err);
-    if (r < 0)
-        return r;
+    size_t have = in->gz_peeked;
+    in->gz_peeked = 0;
+    int r = dsq_gunzip_read(in->gz, in->zout + have, in->zout_cap - have, len, err);
+    if (r < 0 && have == 0)
+        return r; /* (with bytes before it, the error comes again at the next read) */
+    *len = r < 0 ? have : *len + have;
     *data = (const char *)in->zout;
     if (*len == 0 && dsq_gunzip_end(in->gz, &end))
         return trailing_error(in, end, "gzip", err);
