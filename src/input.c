@@ -42,8 +42,11 @@ enum kind { K_NONE, K_PLAIN, K_ZSTD, K_GZIP, K_ARCHIVE };
 /* how the current archive member is encoded inside its container */
 enum nested { N_NONE, N_ZSTD, N_GZIP, N_ARCHIVE };
 
-/* Decoded bytes the gzip layer under a tar hands libarchive per callback. */
-#define GZ_LAYER_CAP ((size_t)1 << 20)
+/* Decoded bytes the gzip layer under a tar hands libarchive per callback: 64 KiB,
+ * as libarchive's own gzip filter does, so that the tar reader cuts members into
+ * the same blocks (the indexer keeps a hash of each member's first block: the
+ * index stays byte for byte what the libarchive path writes). */
+#define GZ_LAYER_CAP ((size_t)64 << 10)
 /* Decoded bytes looked at to tell a gzip'd tar (or other container) from a log. */
 #define GZ_PEEK 1024
 
