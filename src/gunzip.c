@@ -160,7 +160,8 @@ static int read_header(dsq_gunzip *g, dsq_error *err)
         g->state = G_BODY;
         return 0;
     }
-    return r == ISAL_END_INPUT ? 0 : bad_header(g, err);
+    /* wanting more input must have taken what it was given (never loop in place) */
+    return r == ISAL_END_INPUT && g->st.avail_in < avail ? 0 : bad_header(g, err);
 }
 
 static const char *inflate_why(int r)
@@ -211,6 +212,13 @@ static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
         return fail(g, dsq_error_set(err, DSQ_EFORMAT,
                                      "gzip: truncated input (the stream ends inside member %llu, "
                                      "at compressed offset %llu)",
+                                     (unsigned long long)g->members,
+                                     (unsigned long long)dsq_gunzip_bytes_in(g)),
+                    err);
+    if (used == 0 && made == 0) /* input and room, and no progress: never loop in place */
+        return fail(g, dsq_error_set(err, DSQ_EFORMAT,
+                                     "gzip: the decoder made no progress (member %llu, "
+                                     "compressed offset %llu)",
                                      (unsigned long long)g->members,
                                      (unsigned long long)dsq_gunzip_bytes_in(g)),
                     err);

@@ -241,6 +241,43 @@ static void test_no_gzip_behind_the_magic(void)
     dsq_gunzip_free(g);
 }
 
+/* Header fields far longer than ISA-L's own header buffer (a 3000-byte name and
+ * comment, a 40,000-byte extra field), cut into blocks of any size. */
+static void test_long_header_fields(void)
+{
+    if (!dsq_gunzip_available())
+        return;
+    const char *a = "behind a long header\n";
+    test_buf m = {0}, z = {0};
+    test_gzip_member(&m, tmp, a, strlen(a), 0, "gzip");
+    unsigned char base[10] = {0x1F, 0x8B, 8, TGZ_FEXTRA | TGZ_FNAME | TGZ_FCOMMENT, 0, 0, 0, 0, 0, 3};
+    test_buf_add(&z, base, 10);
+    unsigned char xlen[2] = {40000 & 0xFF, 40000 >> 8};
+    test_buf_add(&z, xlen, 2);
+    for (int i = 0; i < 40000; i++)
+        test_buf_add(&z, "x", 1);
+    for (int f = 0; f < 2; f++) { /* name, comment */
+        for (int i = 0; i < 3000; i++)
+            test_buf_add(&z, "n", 1);
+        test_buf_add(&z, "", 1);
+    }
+    test_buf_add(&z, m.p + 10, m.n - 10);
+    dsq_gunzip *g = NULL;
+    CHECK_INT(dsq_gunzip_new(&g), 0);
+    const size_t steps[] = {1, 7, 4096, SIZE_MAX};
+    for (size_t i = 0; i < 4; i++) {
+        result r = {0};
+        decode(g, z.p, z.n, steps[i], 4096, SIZE_MAX, &r);
+        CHECK_INT(r.rc, 0);
+        CHECK(r.out.n == strlen(a) && memcmp(r.out.p, a, r.out.n) == 0);
+        CHECK_INT(r.end_at, z.n);
+        free(r.out.p);
+    }
+    dsq_gunzip_free(g);
+    free(m.p);
+    free(z.p);
+}
+
 /* The block source failing: what was decoded before, then its error. */
 static void test_source_error(void)
 {
@@ -281,4 +318,4 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_backend), T(test_members_in_any_block_size),
           T(test_cut_at_every_byte), T(test_corrupt_member), T(test_bytes_after_the_stream),
-          T(test_no_gzip_behind_the_magic), T(test_source_error), T(test_teardown))
+          T(test_no_gzip_behind_the_magic), T(test_long_header_fields), T(test_source_error), T(test_teardown))
