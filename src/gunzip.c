@@ -125,11 +125,13 @@ static int have_input(dsq_gunzip *g, dsq_error *err)
     return g->blk_pos < g->blk_len;
 }
 
-/* Points ISA-L at the unread part of the block (at most a slice). */
+/* Points ISA-L at the unread part of the block (at most a slice); at the end of
+ * the input (the block may then be NULL) at nothing. */
 static void feed(dsq_gunzip *g)
 {
+    static uint8_t nothing[1];
     size_t n = g->blk_len - g->blk_pos;
-    g->st.next_in = (uint8_t *)(uintptr_t)(g->blk + g->blk_pos);
+    g->st.next_in = n ? (uint8_t *)(uintptr_t)(g->blk + g->blk_pos) : nothing;
     g->st.avail_in = (uint32_t)(n < SLICE ? n : SLICE);
 }
 
