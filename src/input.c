@@ -5,6 +5,15 @@
  * reused output buffer; everything libarchive understands is read from the map
  * with archive_read_open_memory, so no byte is read from disk twice. Errors carry
  * the member name and the offset reached.
+ *
+ * gzip, the slowest decoder met, goes to ISA-L (gunzip.h) when the build has it:
+ * a whole .gz file is inflated straight into the output buffer (K_GZIP); under a
+ * tar (or anything else libarchive must parse) libarchive reads the inflated bytes
+ * from a read callback (gz_layer), so it only parses the container; a .gz member
+ * is inflated from the member's blocks (N_GZIP). What each reports matches the
+ * libarchive path, which stays for builds without ISA-L and for the differential
+ * test (dsq_input_set_gzip); ISA-L also checks each member's CRC-32 and length,
+ * which libarchive's gzip reader does not.
  */
 #include "input.h"
 
@@ -25,15 +34,24 @@
 
 #include "dict.h"
 #include "error.h"
+#include "gunzip.h"
 
 /* The fingerprint reads this much at each end of a file: enough to tell a file
  * rewritten with the same size and mtime, small enough that checking thousands of
  * unchanged files costs little more than their stat. */
 #define FP_SPAN (4 * 1024)
 
-enum kind { K_NONE, K_PLAIN, K_ZSTD, K_ARCHIVE };
+enum kind { K_NONE, K_PLAIN, K_ZSTD, K_GZIP, K_ARCHIVE };
 /* how the current archive member is encoded inside its container */
-enum nested { N_NONE, N_ZSTD, N_ARCHIVE };
+enum nested { N_NONE, N_ZSTD, N_GZIP, N_ARCHIVE };
+
+/* Decoded bytes the gzip layer under a tar hands libarchive per callback: 64 KiB,
+ * as libarchive's own gzip filter does, so that the tar reader cuts members into
+ * the same blocks (the indexer keeps a hash of each member's first block: the
+ * index stays byte for byte what the libarchive path writes). */
+#define GZ_LAYER_CAP ((size_t)64 << 10)
+/* Decoded bytes looked at to tell a gzip'd tar (or other container) from a log. */
+#define GZ_PEEK 1024
 
 /* Bytes of a member's first chunk looked at to tell text from binary data, the
  * least number of non-NUL ones that decides, and the share (percent) of control
@@ -61,6 +79,15 @@ struct dsq_input {
     struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
     const void *inner_first; /* the member's first block, handed to inner first */
     size_t inner_first_len;
+    /* gzip by ISA-L (gunzip.h); handles and buffers allocated at the first gzip */
+    dsq_input_gzip gzip_by;  /* DSQ_INPUT_GZIP_*: who decodes gzip from the next open */
+    dsq_gunzip *gz;          /* K_GZIP, and the gzip layer under a tar */
+    dsq_gunzip *gz_member;   /* N_GZIP: a .gz member */
+    unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive */
+    int gz_layer;            /* K_ARCHIVE: libarchive reads from layer_read */
+    int gz_fed;              /* the map was handed to gz */
+    size_t gz_peeked;        /* K_GZIP: bytes open_gzip inflated into zout, not handed out */
+    char gz_bad[256];        /* K_GZIP: why the file is no gzip (said by next_member) */
     char pending[256];       /* an error to report at the next read (data came with it) */
     uint64_t decoded;        /* bytes decoded from this file so far, all members */
     uint64_t decode_limit;   /* decoded beyond this: a decompression bomb (see input.h) */
@@ -111,6 +138,7 @@ int dsq_input_new(dsq_input **out)
     dsq_input *in = calloc(1, sizeof *in);
     if (!in)
         return DSQ_ENOMEM;
+    in->gzip_by = dsq_gunzip_available() ? DSQ_INPUT_GZIP_ISAL : DSQ_INPUT_GZIP_LIBARCHIVE;
     in->dctx = ZSTD_createDCtx();
     in->zout_cap = ZSTD_DStreamOutSize() * 8;
     in->zout = malloc(in->zout_cap);
@@ -129,6 +157,9 @@ void dsq_input_free(dsq_input *in)
     dsq_input_close(in);
     ZSTD_freeDCtx(in->dctx);
     free(in->zout);
+    dsq_gunzip_free(in->gz);
+    dsq_gunzip_free(in->gz_member);
+    free(in->gz_out);
     free(in);
 }
 
@@ -198,6 +229,22 @@ static void support_filters(struct archive *a)
     archive_read_support_filter_compress(a);
 }
 
+/* libarchive read callback of the gzip layer under a tar: ISA-L inflates the map. */
+static la_ssize_t layer_read(struct archive *a, void *ctx, const void **buf)
+{
+    dsq_input *in = ctx;
+    size_t n;
+    dsq_error e;
+    dsq_error_clear(&e);
+    if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, &e) < 0) {
+        archive_set_error(a, EIO, "%s", e.msg);
+        return -1;
+    }
+    *buf = in->gz_out;
+    return (la_ssize_t)n;
+}
+
+/* The file through libarchive: from the map, or (gz_layer) inflated by ISA-L. */
 static int open_archive(dsq_input *in, dsq_error *err)
 {
     in->ar = archive_read_new();
@@ -208,9 +255,98 @@ static int open_archive(dsq_input *in, dsq_error *err)
     archive_read_support_format_zip(in->ar);
     archive_read_support_format_raw(in->ar); /* a single compressed file */
     archive_read_support_format_empty(in->ar); /* ... that holds nothing */
-    if (archive_read_open_memory(in->ar, in->map, in->size) != ARCHIVE_OK)
+    int r = in->gz_layer ? archive_read_open(in->ar, in, NULL, layer_read, NULL)
+                         : archive_read_open_memory(in->ar, in->map, in->size);
+    if (r != ARCHIVE_OK)
         return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
     in->kind = K_ARCHIVE;
+    return 0;
+}
+
+/* dsq_gunzip_pull of a whole file: the map in one block. */
+static int pull_map(void *ctx, const unsigned char **buf, size_t *len, dsq_error *err)
+{
+    dsq_input *in = ctx;
+    (void)err;
+    *buf = in->map;
+    *len = in->gz_fed ? 0 : in->size;
+    in->gz_fed = 1;
+    return 0;
+}
+
+static void gz_restart(dsq_input *in)
+{
+    in->gz_fed = 0;
+    dsq_gunzip_start(in->gz, pull_map, in);
+}
+
+/* A valid tar header checksum: the bytes of the 512-byte header, its checksum
+ * field read as spaces, add up to the octal number in that field. What lets
+ * libarchive take a tar without the ustar magic. */
+static int tar_checksum_ok(const unsigned char *p, size_t n)
+{
+    if (n < 512)
+        return 0;
+    unsigned long sum = 0, want = 0;
+    size_t i = 148;
+    for (size_t j = 0; j < 512; j++)
+        sum += j >= 148 && j < 156 ? ' ' : p[j];
+    while (i < 156 && p[i] == ' ')
+        i++;
+    if (i == 156 || p[i] < '0' || p[i] > '7')
+        return 0;
+    for (; i < 156 && p[i] >= '0' && p[i] <= '7'; i++)
+        want = want * 8 + (p[i] - '0');
+    return sum == want;
+}
+
+/* Decoded gzip content libarchive has to parse rather than a log read as it is:
+ * a tar (or its end-of-archive block of zeros), a zip, or a further compression. */
+static int holds_container(const unsigned char *p, size_t n)
+{
+    size_t z = 0;
+    while (z < n && z < 512 && p[z] == 0)
+        z++;
+    return z == 512 || is_tar(p, n) || tar_checksum_ok(p, n) || is_zstd(p, n) ||
+           archive_magic(p, n) || (n >= 4 && memcmp(p, "LZIP", 4) == 0) ||
+           (n >= 4 && memcmp(p, "\x04\x22\x4D\x18", 4) == 0) ||
+           (n >= 2 && p[0] == 0x1F && p[1] == 0x9D);
+}
+
+static int gz_ready(dsq_input *in)
+{
+    if (!in->gz && dsq_gunzip_new(&in->gz) != 0)
+        return DSQ_ENOMEM;
+    if (!in->gz_member && dsq_gunzip_new(&in->gz_member) != 0)
+        return DSQ_ENOMEM;
+    if (!in->gz_out && !(in->gz_out = malloc(GZ_LAYER_CAP)))
+        return DSQ_ENOMEM;
+    return 0;
+}
+
+/* A gzip file for ISA-L: its first decoded bytes say whether libarchive must parse
+ * them (gz_layer: inflated again from the start) or they are the log itself
+ * (K_GZIP: they are kept in zout for the first read, so that a small file, often a
+ * single deflate block, is not inflated twice). A file that is no gzip is reported
+ * by next_member, as libarchive's path does. */
+static int open_gzip(dsq_input *in, dsq_error *err)
+{
+    size_t n = 0;
+    dsq_error e;
+    dsq_error_clear(&e);
+    if (gz_ready(in) != 0)
+        return dsq_error_set(err, DSQ_ENOMEM, "gzip decoder");
+    gz_restart(in);
+    int r = dsq_gunzip_read(in->gz, in->zout, GZ_PEEK, &n, &e);
+    if (r < 0 && dsq_gunzip_members(in->gz) == 0)
+        snprintf(in->gz_bad, sizeof in->gz_bad, "%s", e.msg);
+    if (!in->gz_bad[0] && holds_container(in->zout, n)) {
+        gz_restart(in);
+        in->gz_layer = 1;
+        return open_archive(in, err);
+    }
+    in->gz_peeked = n;
+    in->kind = K_GZIP;
     return 0;
 }
 
@@ -254,10 +390,20 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     }
     if (am) {
         in->format = am;
+        if (strcmp(am, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL)
+            return open_gzip(in, err);
         return open_archive(in, err);
     }
     in->kind = K_PLAIN;
     in->format = "plain";
+    return 0;
+}
+
+int dsq_input_set_gzip(dsq_input *in, dsq_input_gzip by)
+{
+    if (by == DSQ_INPUT_GZIP_ISAL && !dsq_gunzip_available())
+        return DSQ_EUSAGE;
+    in->gzip_by = by;
     return 0;
 }
 
@@ -267,6 +413,8 @@ uint64_t dsq_input_bytes_in(const dsq_input *in)
 {
     if (in->kind == K_ZSTD)
         return in->zin.pos;
+    if (in->kind == K_GZIP || in->gz_layer)
+        return dsq_gunzip_bytes_in(in->gz);
     if (in->kind == K_ARCHIVE && in->ar)
         return (uint64_t)archive_filter_bytes(in->ar, -1);
     return in->size;
@@ -310,6 +458,9 @@ void dsq_input_close(dsq_input *in)
     in->member_done = in->data_done = 0;
     in->plain_off = 0;
     in->archive_eof = in->stopped = 0;
+    in->gz_layer = in->gz_fed = 0;
+    in->gz_peeked = 0;
+    in->gz_bad[0] = 0;
     in->decoded = in->skip_pending = 0;
     in->last_name[0] = in->damage[0] = 0;
 }
@@ -339,7 +490,7 @@ static int check_container(dsq_input *in, dsq_error *err)
     else if (strcmp(f, "tar") == 0)
         ok = fmt == ARCHIVE_FORMAT_TAR;
     else
-        ok = filtered;
+        ok = filtered || in->gz_layer; /* gz_layer: ISA-L read the gzip header */
     if (ok)
         return 0;
     return dsq_error_set(err, DSQ_EFORMAT, "starts with %s magic bytes but is no valid %s data",
@@ -362,7 +513,7 @@ static int limit_error(dsq_input *in, dsq_error *err)
  * before libarchive does it. */
 static int check_skip(dsq_input *in, dsq_error *err)
 {
-    if (archive_filter_count(in->ar) < 2) {
+    if (archive_filter_count(in->ar) < 2 && !in->gz_layer) {
         in->skip_pending = 0; /* not compressed: skipping is free */
         return 0;
     }
@@ -382,6 +533,22 @@ static int check_skip(dsq_input *in, dsq_error *err)
     return 0;
 }
 
+/* The tar under a gzip layer ended: inflates what is left of the gzip stream, so
+ * that a cut or corrupt end (a bad CRC) is reported as libarchive's gzip reader,
+ * decoding ahead, would. What this decodes counts against the limit. */
+static int drain_layer(dsq_input *in, dsq_error *err)
+{
+    size_t n;
+    do {
+        if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, err) < 0)
+            return DSQ_EFORMAT;
+        in->skip_pending += n;
+        if (check_skip(in, err) != 0)
+            return DSQ_ELIMIT;
+    } while (n > 0);
+    return 0;
+}
+
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
 {
     struct archive_entry *e;
@@ -395,6 +562,11 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             return DSQ_ELIMIT;
         int first = archive_file_count(in->ar) == 0;
         int r = archive_read_next_header(in->ar, &e);
+        int drained = r == ARCHIVE_EOF && in->gz_layer ? drain_layer(in, err) : 0;
+        if (drained != 0) {
+            in->archive_eof = 1;
+            return drained;
+        }
         if (r == ARCHIVE_EOF) {
             in->archive_eof = 1;
             if (first && archive_format(in->ar) == ARCHIVE_FORMAT_EMPTY &&
@@ -461,6 +633,8 @@ int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)
     if (in->member_done)
         return 0;
     in->member_done = 1;
+    if (in->gz_bad[0])
+        return dsq_error_set(err, DSQ_EFORMAT, "%s", in->gz_bad);
     start_member(in);
     mi->name = "";
     mi->mtime_ns = in->mtime_ns;
@@ -601,13 +775,10 @@ static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *
     return 0;
 }
 
-/* End of a single gzip/xz/bzip2 file: bytes after the compressed stream are reported. */
-static int check_trailing(dsq_input *in, dsq_error *err)
+/* Bytes of the file after its compressed stream, which ended at byte used. */
+static int trailing_error(dsq_input *in, uint64_t used, const char *what, dsq_error *err)
 {
-    if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW || archive_filter_count(in->ar) < 2)
-        return 0;
-    la_int64_t used = archive_filter_bytes(in->ar, -1);
-    if (used < 0 || (uint64_t)used >= in->size)
+    if (used >= in->size)
         return 0;
     size_t at = (size_t)used, extra = in->size - at;
     size_t nz = 0;
@@ -617,7 +788,67 @@ static int check_trailing(dsq_input *in, dsq_error *err)
         return 0;
     return dsq_error_set(err, DSQ_EFORMAT,
                          "%zu bytes of trailing garbage after the %s data (at byte %zu)", extra,
-                         archive_filter_name(in->ar, 0), at);
+                         what, at);
+}
+
+/* End of a single gzip/xz/bzip2 file: bytes after the compressed stream are reported. */
+static int check_trailing(dsq_input *in, dsq_error *err)
+{
+    uint64_t end;
+    if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW)
+        return 0;
+    if (in->gz_layer) /* a gzip'd compressed file: what follows the gzip stream */
+        return dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    if (archive_filter_count(in->ar) < 2)
+        return 0;
+    la_int64_t used = archive_filter_bytes(in->ar, -1);
+    if (used < 0)
+        return 0;
+    return trailing_error(in, (uint64_t)used, archive_filter_name(in->ar, 0), err);
+}
+
+/* A whole .gz file by ISA-L; at its end, bytes after the stream are reported. The
+ * first read tops up what open_gzip inflated (the binary sniff sees a full chunk). */
+static int gzip_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    uint64_t end;
+    size_t have = in->gz_peeked;
+    in->gz_peeked = 0;
+    int r = dsq_gunzip_read(in->gz, in->zout + have, in->zout_cap - have, len, err);
+    if (r < 0 && have == 0)
+        return r; /* (with bytes before it, the error comes again at the next read) */
+    *len = r < 0 ? have : *len + have;
+    *data = (const char *)in->zout;
+    if (*len == 0 && dsq_gunzip_end(in->gz, &end))
+        return trailing_error(in, end, "gzip", err);
+    return 0;
+}
+
+/* dsq_gunzip_pull of a .gz member: its first block (read to see the magic) first. */
+static int pull_member(void *ctx, const unsigned char **buf, size_t *len, dsq_error *err)
+{
+    dsq_input *in = ctx;
+    if (in->inner_first_len) {
+        *buf = in->inner_first;
+        *len = in->inner_first_len;
+        in->inner_first_len = 0;
+        return 0;
+    }
+    const void *b = NULL;
+    int r = member_block(in, &b, len, err);
+    *buf = b;
+    if (r == 0)
+        *len = 0;
+    return r < 0 ? r : 0;
+}
+
+/* A .gz member by ISA-L; bytes after its stream are not looked at (libarchive's
+ * gzip reader stops there too). */
+static int gzip_member_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, len, err);
+    *data = (const char *)in->zout;
+    return r;
 }
 
 static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
@@ -626,6 +857,8 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
         return zstd_read(in, data, len, err);
     if (in->nested == N_ARCHIVE)
         return inner_read(in, data, len, err);
+    if (in->nested == N_GZIP)
+        return gzip_member_read(in, data, len, err);
     const void *buf;
     size_t sz;
     int r = member_block(in, &buf, &sz, err);
@@ -642,6 +875,14 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
             in->nested = N_ZSTD;
             in->zin = (ZSTD_inBuffer){buf, sz, 0};
             return zstd_read(in, data, len, err);
+        }
+        if (m && strcmp(m, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL &&
+            gz_ready(in) == 0) {
+            in->nested = N_GZIP;
+            in->inner_first = buf;
+            in->inner_first_len = sz;
+            dsq_gunzip_start(in->gz_member, pull_member, in);
+            return gzip_member_read(in, data, len, err);
         }
         if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "xz") == 0 || strcmp(m, "bzip2") == 0)) {
             if ((r = open_inner(in, buf, sz, m, err)) != 0)
@@ -796,6 +1037,9 @@ int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err
         break;
     case K_ZSTD:
         rc = zstd_read(in, data, len, err);
+        break;
+    case K_GZIP:
+        rc = gzip_read(in, data, len, err);
         break;
     case K_ARCHIVE:
         rc = archive_read(in, data, len, err);

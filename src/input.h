@@ -59,6 +59,14 @@ void dsq_input_free(dsq_input *in);
  * decoding it: what decides whether an indexed file changed. */
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
 
+/* Who decodes gzip (files, the gzip layer under a tar, .gz members): ISA-L, the
+ * default when the build has it (gunzip.h), or libarchive's zlib-based reader. */
+typedef enum dsq_input_gzip { DSQ_INPUT_GZIP_LIBARCHIVE, DSQ_INPUT_GZIP_ISAL } dsq_input_gzip;
+
+/* Takes effect at the next open. DSQ_EUSAGE (nothing changed) when ISA-L is asked
+ * for and this build has none. */
+int dsq_input_set_gzip(dsq_input *in, dsq_input_gzip by);
+
 /* Opens path and detects its format. */
 int dsq_input_open(dsq_input *in, const char *path, dsq_error *err);
 

@@ -25,6 +25,7 @@
 #include "dsq/dsq.h"
 #include "error.h"
 #include "explain.h"
+#include "gunzip.h"
 #include "indexer.h"
 #include "linescan.h"
 #include "prune.h"
@@ -874,8 +875,9 @@ int main(int argc, char **argv)
             version |= strcmp(argv[i], "--version") == 0;
         }
         if (version)
-            printf("dsq %s (line splitting: %s%s)\n", DSQ_VERSION,
-                   dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)), DSQ_BUILD_NOTE);
+            printf("dsq %s (line splitting: %s%s)\ngzip: %s\n", DSQ_VERSION,
+                   dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)), DSQ_BUILD_NOTE,
+                   dsq_gunzip_backend());
         else
             fputs(usage_text, help ? stdout : stderr);
         code = (help || version) ? 0 : EXIT_USAGE;

@@ -5,6 +5,7 @@
 #define DSQ_TEST_ALLOC_COUNT_H
 
 #include <stddef.h>
+#include <string.h>
 
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
@@ -32,5 +33,26 @@ void *realloc(void *p, size_t n)
 }
 
 void free(void *p) { __libc_free(p); }
+
+/* strdup and strndup too: a sanitizer build would otherwise allocate their copies
+ * with its own allocator, which the free above cannot release (libarchive's
+ * charset conversions use them) */
+char *strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    return p ? memcpy(p, s, n) : NULL;
+}
+
+char *strndup(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
 
 #endif
