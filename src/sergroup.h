@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "store.h"
 #include "varint.h"
@@ -39,6 +40,17 @@ size_t dsq_summary_put(unsigned char *out, const dsq_series_rec *r, int64_t base
  * any), or -1 when the bytes are damaged. */
 int dsq_summary_get(const unsigned char *p, size_t n, int64_t base, dsq_series_rec *r,
                     const unsigned char **pairs, size_t *npairs);
+
+/* Whether a and b are the same summary bit for bit (NaN and -0 included): what
+ * packing and unpacking keep. */
+static inline int dsq_summary_same(const dsq_series_rec *a, const dsq_series_rec *b)
+{
+    return a->count == b->count && a->unit == b->unit && a->nchunks == b->nchunks &&
+           a->first_t == b->first_t && a->last_t == b->last_t &&
+           memcmp(&a->sum, &b->sum, 8) == 0 && memcmp(&a->min, &b->min, 8) == 0 &&
+           memcmp(&a->max, &b->max, 8) == 0 && memcmp(&a->first_v, &b->first_v, 8) == 0 &&
+           memcmp(&a->last_v, &b->last_v, 8) == 0;
+}
 
 /* One series of a group. */
 typedef struct dsq_group_entry {

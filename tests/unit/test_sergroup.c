@@ -9,15 +9,6 @@
 #include "test.h"
 #include "timeconv.h"
 
-static int same_rec(const dsq_series_rec *a, const dsq_series_rec *b)
-{
-    return a->count == b->count && a->unit == b->unit && a->nchunks == b->nchunks &&
-           a->first_t == b->first_t && a->last_t == b->last_t &&
-           memcmp(&a->sum, &b->sum, 8) == 0 && memcmp(&a->min, &b->min, 8) == 0 &&
-           memcmp(&a->max, &b->max, 8) == 0 && memcmp(&a->first_v, &b->first_v, 8) == 0 &&
-           memcmp(&a->last_v, &b->last_v, 8) == 0;
-}
-
 static const int64_t times[] = {DSQ_TIME_NONE, INT64_MIN, INT64_MAX, -1, 0, 1,
                                 1719835200000000, 1719835200000001, -5};
 
@@ -45,7 +36,7 @@ static void test_summary_round_trip_any_base(void)
             const unsigned char *pairs = NULL;
             size_t np = 99;
             CHECK_INT(dsq_summary_get(buf, len, times[b], &got, &pairs, &np), 0);
-            CHECK(same_rec(&got, &r));
+            CHECK(dsq_summary_same(&got, &r));
             CHECK(pairs == buf + len && np == 0);
             if (!r.nchunks) { /* pairs follow a series without chunks */
                 memcpy(buf + len, "abc", 3);
@@ -93,7 +84,7 @@ static void test_group_round_trip_and_copy(void)
         if (n < N) {
             CHECK_INT(e.rank, in[n].rank);
             CHECK_INT(e.source, in[n].source);
-            CHECK(same_rec(&e.rec, &in[n].rec));
+            CHECK(dsq_summary_same(&e.rec, &in[n].rec));
             CHECK_INT(e.npairs, in[n].npairs);
             CHECK(e.npairs == 0 || memcmp(e.pairs, in[n].pairs, e.npairs) == 0);
         }
@@ -118,7 +109,7 @@ static void test_group_round_trip_and_copy(void)
     n = 0;
     while (dsq_group_next(&it, &e) == 1) {
         int want = n < 4 ? n : n + 1;
-        CHECK(same_rec(&e.rec, &in[want].rec));
+        CHECK(dsq_summary_same(&e.rec, &in[want].rec));
         CHECK_INT(e.source, in[want].source);
         n++;
     }

@@ -42,6 +42,32 @@ static uint32_t intern(dsq_store *st, const char *s)
 }
 
 /* A block of n events whose fields carry `tag`, starting at time t. */
+/* Entries in table `name` of the (closed) index in dir, read with LMDB directly;
+ * (size_t)-1, a failure counted, when it cannot be read. */
+static size_t table_entries(const char *dir, const char *name)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_stat ms;
+    size_t n = (size_t)-1;
+    if (mdb_env_create(&env))
+        goto fail;
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_stat(txn, dbi, &ms) == 0)
+            n = ms.ms_entries;
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+    if (n != (size_t)-1)
+        return n;
+fail:
+    fprintf(stderr, "table %s of %s: cannot be read\n", name, dir);
+    test_failures++;
+    return n;
+}
+
 static void fill_block(dsq_block *b, int n, double tag, int64_t t, uint32_t field)
 {
     dsq_block_reset(b);
@@ -342,15 +368,6 @@ static int on_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *r
     return 0;
 }
 
-static int same_rec(const dsq_series_rec *a, const dsq_series_rec *b)
-{
-    return a->count == b->count && a->unit == b->unit && a->nchunks == b->nchunks &&
-           a->first_t == b->first_t && a->last_t == b->last_t &&
-           memcmp(&a->sum, &b->sum, 8) == 0 && memcmp(&a->min, &b->min, 8) == 0 &&
-           memcmp(&a->max, &b->max, 8) == 0 && memcmp(&a->first_v, &b->first_v, 8) == 0 &&
-           memcmp(&a->last_v, &b->last_v, 8) == 0;
-}
-
 /* Series summaries come back bit for bit (they are stored packed), the run rollup
  * merges them, and dropping the source removes them with its attributes and
  * chunks (all listed in its one srcroll record), rollups put twice listed once. */
@@ -387,8 +404,8 @@ static void test_series_round_trip_and_drop(void)
     series_seen s = {0};
     CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series, &s, &err), 0);
     CHECK_INT(s.n, 2);
-    CHECK(same_rec(&s.r[0], &b)); /* rank -1 sorts first */
-    CHECK(same_rec(&s.r[1], &a));
+    CHECK(dsq_summary_same(&s.r[0], &b)); /* rank -1 sorts first */
+    CHECK(dsq_summary_same(&s.r[1], &a));
     CHECK_INT(s.k[1].rank, 3);
     memset(&s, 0, sizeof s);
     CHECK_INT(dsq_store_scan_runroll(st, f, f, run, on_series, &s, &err), 0);
@@ -404,24 +421,13 @@ static void test_series_round_trip_and_drop(void)
     CHECK_INT(s.n, 0);
     dsq_store_close(st);
     /* nothing else is left: every table but meta and the dictionary is empty */
-    MDB_env *env;
-    MDB_txn *txn;
-    CHECK_INT(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        const char *tabs[] = {"series", "chunks", "attrs", "srcroll", "runroll", "sources"};
-        for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
-            MDB_dbi dbi;
-            MDB_stat ms;
-            CHECK_INT(mdb_dbi_open(txn, tabs[i], 0, &dbi), 0);
-            CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
-            if (ms.ms_entries)
-                fprintf(stderr, "table %s: %zu entries left\n", tabs[i], ms.ms_entries);
-            CHECK_INT(ms.ms_entries, 0);
-        }
-        mdb_txn_abort(txn);
+    const char *tabs[] = {"series", "chunks", "attrs", "srcroll", "runroll", "sources"};
+    for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
+        size_t left = table_entries(tmp, tabs[i]);
+        if (left)
+            fprintf(stderr, "table %s: %zu entries left\n", tabs[i], left);
+        CHECK_INT(left, 0);
     }
-    mdb_env_close(env);
 done:
     test_tmpdir_remove(tmp);
 }
@@ -566,7 +572,7 @@ static void test_series_last_put_wins_and_drop_sees_pending(void)
     CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series, &s, &err), 0);
     CHECK_INT(s.n, 1);
     CHECK_INT(s.k[0].source, 2);
-    CHECK(same_rec(&s.r[0], &two));
+    CHECK(dsq_summary_same(&s.r[0], &two));
     dsq_store_close(st);
 done:
     test_tmpdir_remove(tmp);
@@ -643,19 +649,7 @@ static void test_drop_lists_fields_times_pairs(void)
     CHECK(a.source[0] == 2 && a.source[1] == 2);
     dsq_store_close(st);
     /* the chunk of source 1's first series went with it: one chunk left */
-    MDB_env *env;
-    MDB_txn *txn;
-    CHECK_INT(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        MDB_dbi dbi;
-        MDB_stat ms;
-        CHECK_INT(mdb_dbi_open(txn, "chunks", 0, &dbi), 0);
-        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
-        CHECK_INT(ms.ms_entries, 1);
-        mdb_txn_abort(txn);
-    }
-    mdb_env_close(env);
+    CHECK_INT(table_entries(tmp, "chunks"), 1);
 done:
     test_tmpdir_remove(tmp);
 }
@@ -783,7 +777,7 @@ static void test_series_groups_across_sources(void)
         CHECK(g.k[i].host == want[i].host && g.k[i].rank == want[i].rank &&
               g.k[i].source == want[i].source);
         dsq_series_rec r = group_rec(want[i].source, want[i].rank, want[i].source == 3);
-        CHECK(same_rec(&g.r[i], &r));
+        CHECK(dsq_summary_same(&g.r[i], &r));
         dsq_series_merge(&sum, &r, 0);
         nchunked += r.nchunks != 0;
     }
@@ -794,24 +788,10 @@ static void test_series_groups_across_sources(void)
     series_seen rr = {0};
     CHECK_INT(dsq_store_scan_runroll(st, f, f, run, on_series, &rr, &err), 0);
     CHECK_INT(rr.n, 1);
-    CHECK(same_rec(&rr.r[0], &sum));
+    CHECK(dsq_summary_same(&rr.r[0], &sum));
     dsq_store_close(st);
-    MDB_env *env; /* the chunks of the dropped series went with them */
-    MDB_txn *txn;
-    CHECK_INT(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        MDB_dbi dbi;
-        MDB_stat ms;
-        CHECK_INT(mdb_dbi_open(txn, "chunks", 0, &dbi), 0);
-        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
-        CHECK_INT(ms.ms_entries, (size_t)nchunked);
-        CHECK_INT(mdb_dbi_open(txn, "series", 0, &dbi), 0);
-        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
-        CHECK_INT(ms.ms_entries, 2); /* one record per host */
-        mdb_txn_abort(txn);
-    }
-    mdb_env_close(env);
+    CHECK_INT(table_entries(tmp, "chunks"), (size_t)nchunked); /* the dropped ones' went */
+    CHECK_INT(table_entries(tmp, "series"), 2);                /* one record per host */
 done:
     test_tmpdir_remove(tmp);
 }
@@ -843,7 +823,7 @@ static int on_model_series(void *ctx, const dsq_series_key *k, const dsq_series_
     }
     dsq_series_rec want = group_rec(k->source, k->rank, m->ver[k->source][k->rank + 1] - 1);
     want.nchunks = 0;
-    m->bad += !same_rec(rec, &want);
+    m->bad += !dsq_summary_same(rec, &want);
     return 0;
 }
 
@@ -1061,7 +1041,7 @@ static void test_runroll_merges_series_in_key_order(void)
         CHECK_INT(rr.n, 4);
         for (int f = 0; f < 4; f++) {
             CHECK(rr.acc[f].count > 0);
-            CHECK(same_rec(&rr.got[f], &rr.acc[f]));
+            CHECK(dsq_summary_same(&rr.got[f], &rr.acc[f]));
         }
     }
     dsq_store_close(st);
@@ -1077,7 +1057,7 @@ typedef struct recs_check {
 static int on_series_same(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
 {
     recs_check *c = ctx;
-    c->bad += !same_rec(rec, &c->want[k->source - 1]);
+    c->bad += !dsq_summary_same(rec, &c->want[k->source - 1]);
     c->n++;
     return 0;
 }
