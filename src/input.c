@@ -533,9 +533,12 @@ static int check_skip(dsq_input *in, dsq_error *err)
     return 0;
 }
 
+static int trailing_error(dsq_input *in, uint64_t used, const char *what, dsq_error *err);
+
 /* The tar under a gzip layer ended: inflates what is left of the gzip stream, so
  * that a cut or corrupt end (a bad CRC) is reported as libarchive's gzip reader,
- * decoding ahead, would. What this decodes counts against the limit. */
+ * decoding ahead, would, and then bytes after the stream as after a single .gz's.
+ * What this decodes counts against the limit. */
 static int drain_layer(dsq_input *in, dsq_error *err)
 {
     size_t n;
@@ -546,7 +549,8 @@ static int drain_layer(dsq_input *in, dsq_error *err)
         if (check_skip(in, err) != 0)
             return DSQ_ELIMIT;
     } while (n > 0);
-    return 0;
+    uint64_t end;
+    return dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
 }
 
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)

@@ -55,6 +55,8 @@ open(out + "/run.tar.gz", "wb").write(gz(tar([("node1.log", good),
                                               ("node3.log", good)])))
 cut = gz(tar([("node1.log", good), ("node2.log", filler), ("node3.log", good)]))
 open(out + "/cut.tar.gz", "wb").write(cut[:len(cut) * 2 // 3])
+open(out + "/trail.tar.gz", "wb").write(gz(tar([("node1.log", good)])) + b"GARBAGE after the tar.gz\n")
+open(out + "/pad.tar.gz", "wb").write(gz(tar([("node1.log", good)])) + bytes(1024))
 EOF
 
 run_dsq --db "$DB" index "$C"
@@ -68,15 +70,21 @@ fi
 expect_problem "garbage after the stream named with its offset" "trail.log.gz" "trailing garbage after the gzip data (at byte"
 expect_problem "cut .gz member named with its member" "run.tar.gz: node2.log.gz" "truncated"
 expect_problem "cut tar.gz named with its reason" "cut.tar.gz" "truncated"
+if [ $isal = 1 ]; then # libarchive's tar.gz reader does not look past the stream
+    expect_problem "garbage after a tar.gz's stream named with its offset" "trail.tar.gz" "trailing garbage after the gzip data (at byte"
+fi
+expect_not_contains "zero padding after a tar.gz is no problem" "pad.tar.gz" "$ERR"
 expect_not_contains "two gzip members are no problem" "multi.log.gz" "$ERR"
 expect_eq "damaged gzip: everything before the damage is indexed" "crc.log.gz,-,2
 cut.tar.gz,node1,2
 good.log,-,2
 multi.log.gz,-,4
+pad.tar.gz,node1,2
 run.tar.gz,node1,2
 run.tar.gz,node2,2
 run.tar.gz,node3,2
 trail.log.gz,-,2
+trail.tar.gz,node1,2
 trunc.log.gz,-,2" "$(by_file)"
 
 e2e_finish
