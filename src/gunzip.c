@@ -106,6 +106,16 @@ static int fail(dsq_gunzip *g, int code, dsq_error *err)
     return code;
 }
 
+/* Fails with "gzip: what (member N, compressed offset M)": where the damage is. */
+static int fail_here(dsq_gunzip *g, const char *what, dsq_error *err)
+{
+    return fail(g,
+                dsq_error_set(err, DSQ_EFORMAT, "gzip: %s (member %llu, compressed offset %llu)",
+                              what, (unsigned long long)g->members,
+                              (unsigned long long)dsq_gunzip_bytes_in(g)),
+                err);
+}
+
 /* Makes sure the current block has unread bytes: 1 when it has, 0 at the end of
  * the input, < 0 when the pull failed. */
 static int have_input(dsq_gunzip *g, dsq_error *err)
@@ -200,10 +210,7 @@ static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
     g->blk_pos += used;
     *len += made;
     if (r < 0)
-        return fail(g, dsq_error_set(err, DSQ_EFORMAT, "gzip: %s (member %llu, compressed offset %llu)",
-                                     inflate_why(r), (unsigned long long)g->members,
-                                     (unsigned long long)dsq_gunzip_bytes_in(g)),
-                    err);
+        return fail_here(g, inflate_why(r), err);
     if (g->st.block_state == ISAL_BLOCK_FINISH) {
         g->end_at = dsq_gunzip_bytes_in(g);
         g->look_n = 0;
@@ -218,12 +225,7 @@ static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
                                      (unsigned long long)dsq_gunzip_bytes_in(g)),
                     err);
     if (used == 0 && made == 0) /* input and room, and no progress: never loop in place */
-        return fail(g, dsq_error_set(err, DSQ_EFORMAT,
-                                     "gzip: the decoder made no progress (member %llu, "
-                                     "compressed offset %llu)",
-                                     (unsigned long long)g->members,
-                                     (unsigned long long)dsq_gunzip_bytes_in(g)),
-                    err);
+        return fail_here(g, "the decoder made no progress", err);
     return 0;
 }
 

@@ -1076,12 +1076,13 @@ static int put_series(dsq_store *st, dsq_error *err)
         const unsigned char *target = st->ser + r[x].at; /* its key */
         unsigned char old[DSQ_SERIES_KEY_LEN], next[DSQ_SERIES_KEY_LEN];
         MDB_val k, v = {0, NULL}, nk, nv;
-        int found = group_at(c, target, &k, &v), has_next = 0;
-        if (found && found != MDB_NOTFOUND) {
-            rc = found;
+        int at = group_at(c, target, &k, &v), has_next = 0;
+        if (at && at != MDB_NOTFOUND) {
+            rc = at;
             break;
         }
-        if (!found) {
+        int found = at == 0; /* a record to merge into (the cursor is on it) */
+        if (found) {
             memcpy(old, k.mv_data, sizeof old);
             int rn = mdb_cursor_get(c, &nk, &nv, MDB_NEXT);
             if (rn && rn != MDB_NOTFOUND) {
@@ -1103,8 +1104,8 @@ static int put_series(dsq_store *st, dsq_error *err)
             memcpy(&np, ky + DSQ_SERIES_KEY_LEN, 4);
             extra += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
         }
-        size_t stored = found ? 0 : v.mv_size;
-        if (!found)
+        size_t stored = found ? v.mv_size : 0;
+        if (found)
             note_read(st, stored);
         if (group_room(st, (y - x) + stored / 8 + 1, stored, extra)) {
             status = dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
@@ -1113,7 +1114,7 @@ static int put_series(dsq_store *st, dsq_error *err)
         dsq_group_iter it;
         dsq_group_entry oe;
         int have_old = 0;
-        if (!found) {
+        if (found) {
             dsq_group_iter_init(&it, v.mv_data, v.mv_size);
             have_old = dsq_group_next(&it, &oe) == 1; /* a damaged rest is left out */
         }
@@ -1132,7 +1133,7 @@ static int put_series(dsq_store *st, dsq_error *err)
                 have_old = dsq_group_next(&it, &oe) == 1;
             }
         }
-        status = write_groups(st, c, target, found ? NULL : old, n, err);
+        status = write_groups(st, c, target, found ? old : NULL, n, err);
         x = y;
     }
     if (c)
