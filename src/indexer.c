@@ -1560,6 +1560,8 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
         ix->walk_root[0] = 0;
     int status = ix->p.jobs > 1 ? par_add(ix, &wp, path, err) : serial_add(ix, &wp, path, err);
     ix->walk_root[0] = 0;
+    if (!status) /* the run rollups of runs written last, then to disk */
+        status = dsq_store_settle(ix->p.store, err);
     if (!status)
         status = dsq_store_sync(ix->p.store, err);
     ix->st.seconds = elapsed(&ix->t0);

@@ -73,6 +73,8 @@ int dsq_prune(dsq_store *st, const char *const *runs, int nruns, uint64_t *dropp
         if (!status)
             *dropped += end - i;
     }
+    if (!status)
+        status = dsq_store_settle(st, err);
     for (size_t i = 0; i < pc.n; i++)
         free(pc.paths[i]);
     free(pc.paths);

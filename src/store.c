@@ -98,8 +98,14 @@ struct dsq_store {
     uint64_t read_since_release; /* group bytes read since the map was let go of */
     int32_t *drop_rank; /* drop_from_groups: the ranks of the dropped series with chunks */
     size_t drop_rank_cap;
-    struct ser_ref *due; /* run rollups to recompute at commit: a = field << 32 | run */
+    struct ser_ref *due; /* run rollups the open write touched: a = field << 32 | run */
     size_t ndue, due_cap;
+    /* run rollups marked stale in the index (see settle_runrolls), field << 32 | run in
+     * key order; pend_next: the list being made by the open commit */
+    uint64_t *pend, *pend_next;
+    size_t npend, npend_next, pend_cap, pend_next_cap;
+    int stale_meta;        /* the index's meta holds STALE_KEY */
+    MDB_txn *scan_txn;     /* the transaction scan_table walks in */
     char dir[4096];
 };
 
@@ -171,8 +177,10 @@ static const packing pack_chunks = {1, 1024, "writing rollups"};
 /* a source's rollup keys (srcroll_put): zstd only for big ones */
 static const packing pack_srcroll = {3, 4096, "writing rollups"};
 #define SYNC_SECONDS 1
+#define STALE_KEY "stale" /* meta: some run rollups are marked stale (settle_runrolls) */
 
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
+static int load_stale(dsq_store *st, MDB_txn *txn, dsq_error *err);
 
 static int reserve(unsigned char **buf, size_t *cap, size_t n)
 {
@@ -621,6 +629,8 @@ static int init_tables(dsq_store *st, dsq_error *err)
         status = check_schema(st, txn, err);
     if (!status && !st->empty && !st->readonly)
         status = load_dict(st, txn, err);
+    if (!status && !st->empty && !st->readonly)
+        status = load_stale(st, txn, err);
     if (status) {
         mdb_txn_abort(txn);
         return status;
@@ -718,6 +728,8 @@ void dsq_store_close(dsq_store *st)
     dsq_dict_free(st->dict);
     ZSTD_freeCCtx(st->zc);
     ZSTD_freeDCtx(st->zd);
+    free(st->pend);
+    free(st->pend_next);
     free(st->raw);
     free(st->packed);
     free(st->unpacked);
@@ -1295,38 +1307,138 @@ int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_er
     return 0;
 }
 
-/* Recomputes the run rollup of (field, run) from that run's series in the open
- * write (their groups, in key order); removes it when no series is left. */
-static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
+/* The merge of (field, run)'s series as txn sees them: their groups in key order,
+ * the order every run rollup is made in, so its sums are the same bit for bit
+ * whoever makes it. 0 or LMDB's code. */
+static int runroll_merge(dsq_store *st, MDB_txn *txn, uint32_t field, uint32_t run,
+                         dsq_series_rec *acc)
 {
     unsigned char pre[8];
     MDB_cursor *c = NULL;
-    dsq_series_rec acc;
-    memset(&acc, 0, sizeof acc);
+    memset(acc, 0, sizeof *acc);
     put_be32(pre, field);
     put_be32(pre + 4, run);
-    int rc = mdb_cursor_open(st->txn, st->series, &c);
+    int rc = mdb_cursor_open(txn, st->series, &c);
     if (rc)
-        return put_failed(st, rc, err, "writing run rollups");
+        return rc;
     MDB_val k = {8, pre}, v;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, pre, 8) != 0)
             break;
-        note_read(st, v.mv_size);
+        if (!st->readonly)
+            note_read(st, v.mv_size);
         dsq_group_iter it;
         dsq_group_entry e;
         dsq_group_iter_init(&it, v.mv_data, v.mv_size);
         while (dsq_group_next(&it, &e) == 1)
-            dsq_series_merge(&acc, &e.rec, field >= DSQ_SERIES_KIND_BASE);
+            dsq_series_merge(acc, &e.rec, field >= DSQ_SERIES_KIND_BASE);
     }
     mdb_cursor_close(c);
-    if (rc && rc != MDB_NOTFOUND)
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Recomputes the run rollup of (field, run) from that run's series in the open
+ * write; removes it when no series is left. */
+static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
+{
+    dsq_series_rec acc;
+    int rc = runroll_merge(st, st->txn, field, run, &acc);
+    if (rc)
         return put_failed(st, rc, err, "writing run rollups");
-    unsigned char val[DSQ_SUMMARY_MAX];
+    unsigned char pre[8], val[DSQ_SUMMARY_MAX];
+    put_be32(pre, field);
+    put_be32(pre + 4, run);
     MDB_val rk = {8, pre}, rv = {dsq_summary_put(val, &acc, 0), val};
     rc = acc.count ? mdb_put(st->txn, st->runroll, &rk, &rv, 0) : mdb_del(st->txn, st->runroll, &rk, NULL);
     return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing run rollups") : 0;
+}
+
+/* Run rollups are recomputed once their run goes quiet, not at every commit that
+ * touches the run: a run of thousands of files, written over hundreds of commits,
+ * would otherwise have all its series read again at each (quadratic). A commit
+ * marks the run rollups it touches stale (an empty value: readers merge the run's
+ * series instead, visit_series) and lists them in pend; the next commit that does
+ * not touch one recomputes it, and dsq_store_settle recomputes the rest. While any
+ * is marked, meta holds STALE_KEY, so a writer killed before settling leaves the
+ * next writer a reason to look for them (load_stale). Fills pend_next, the list
+ * once this commit succeeds. */
+static int settle_runrolls(dsq_store *st, const ser_ref *due, size_t ndue, dsq_error *err)
+{
+    while (st->pend_next_cap < ndue)
+        if (grow_arr((void **)&st->pend_next, &st->pend_next_cap, st->pend_next_cap, sizeof *st->pend_next))
+            return dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
+    size_t i = 0, j = 0, n = 0;
+    int status = 0;
+    while (!status && (i < st->npend || j < ndue)) {
+        if (j == ndue || (i < st->npend && st->pend[i] < due[j].a)) { /* gone quiet */
+            status = runroll_recompute(st, (uint32_t)(st->pend[i] >> 32), (uint32_t)st->pend[i], err);
+            i++;
+            continue;
+        }
+        if (i < st->npend && st->pend[i] == due[j].a) {
+            i++; /* marked already */
+        } else {
+            unsigned char pre[8];
+            put_be32(pre, (uint32_t)(due[j].a >> 32));
+            put_be32(pre + 4, (uint32_t)due[j].a);
+            MDB_val rk = {8, pre}, rv = {0, pre};
+            int rc = mdb_put(st->txn, st->runroll, &rk, &rv, 0);
+            if (rc)
+                status = put_failed(st, rc, err, "writing run rollups");
+        }
+        st->pend_next[n++] = due[j++].a;
+    }
+    MDB_val mk = {sizeof STALE_KEY - 1, STALE_KEY}, mv = {1, "1"};
+    int rc = 0;
+    if (!status && n && !st->stale_meta)
+        rc = mdb_put(st->txn, st->meta, &mk, &mv, 0);
+    else if (!status && !n && st->stale_meta)
+        rc = mdb_del(st->txn, st->meta, &mk, NULL);
+    if (rc && rc != MDB_NOTFOUND)
+        status = put_failed(st, rc, err, "writing run rollups");
+    st->npend_next = n;
+    return status;
+}
+
+/* Writers: the run rollups a writer killed before settling left marked stale. */
+static int load_stale(dsq_store *st, MDB_txn *txn, dsq_error *err)
+{
+    MDB_val mk = {sizeof STALE_KEY - 1, STALE_KEY}, k, v;
+    int rc = mdb_get(txn, st->meta, &mk, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    MDB_cursor *c = NULL;
+    if (!rc)
+        rc = mdb_cursor_open(txn, st->runroll, &c);
+    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8 || v.mv_size != 0)
+            continue;
+        if (grow_arr((void **)&st->pend, &st->pend_cap, st->npend, sizeof *st->pend)) {
+            mdb_cursor_close(c);
+            return dsq_error_set(err, DSQ_ENOMEM, "reading run rollups");
+        }
+        st->pend[st->npend++] = get_be64(k.mv_data);
+    }
+    if (c)
+        mdb_cursor_close(c);
+    st->stale_meta = 1;
+    return rc == MDB_NOTFOUND ? 0 : lmdb_error(err, rc, "reading run rollups");
+}
+
+int dsq_store_settle(dsq_store *st, dsq_error *err)
+{
+    if (st->readonly || (!st->npend && !st->stale_meta))
+        return 0;
+    if (st->txn)
+        return dsq_error_set(err, DSQ_EUSAGE, "settling run rollups inside a write");
+    int status = 0;
+    for (int attempt = 0; attempt < 10; attempt++) { /* DSQ_ELIMIT: map grown, redo */
+        if ((status = dsq_store_begin(st, err)) || (status = dsq_store_commit(st, err)) != DSQ_ELIMIT)
+            break;
+    }
+    return status;
 }
 
 int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err)
@@ -1677,8 +1789,8 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     int status = put_series(st, err);
     if (ndue < 0 && !status)
         status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
-    for (ptrdiff_t i = 0; i < ndue && !status; i++)
-        status = runroll_recompute(st, (uint32_t)(st->due[i].a >> 32), (uint32_t)st->due[i].a, err);
+    if (!status)
+        status = settle_runrolls(st, st->due, (size_t)ndue, err);
     st->ser_len = st->ser_n = 0;
     st->ndue = 0;
     if (!status)
@@ -1695,6 +1807,14 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     }
     if (rc)
         return write_error(st, err, rc, "committing");
+    uint64_t *t = st->pend; /* the stale run rollups as committed */
+    st->pend = st->pend_next;
+    st->pend_next = t;
+    size_t tc = st->pend_cap;
+    st->pend_cap = st->pend_next_cap;
+    st->pend_next_cap = tc;
+    st->npend = st->npend_next;
+    st->stale_meta = st->npend > 0;
     st->commits++;
     st->dict_saved = dsq_dict_count(st->dict);
     struct timespec now;
@@ -1754,6 +1874,7 @@ static int scan_table(dsq_store *st, MDB_dbi dbi, const void *from, size_t n, vi
         goto done;
     }
     MDB_val k = {n, (void *)from}, v;
+    st->scan_txn = txn;
     for (rc = mdb_cursor_get(c, &k, &v, n ? MDB_SET_RANGE : MDB_FIRST); rc == 0 && !status;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
         status = visit(st, ctx, &k, &v);
@@ -1851,6 +1972,7 @@ typedef struct series_scan {
     void *ctx;
     uint32_t field_hi, run;
     int run_level; /* run rollups: keys of 8 bytes (field, run) */
+    dsq_error *err;
 } series_scan;
 
 static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
@@ -1865,6 +1987,12 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
         return SCAN_STOP;
     if (ss->run_level) {
         dsq_series_rec rec;
+        if (v->mv_size == 0) { /* stale (settle_runrolls): merged from the run's series */
+            int rc = runroll_merge(st, st->scan_txn, sk.field, sk.run, &rec);
+            if (rc)
+                return lmdb_error(ss->err, rc, "reading rollups");
+            return rec.count ? ss->fn(ss->ctx, &sk, &rec) : 0;
+        }
         if (dsq_summary_get(v->mv_data, v->mv_size, 0, &rec, NULL, NULL))
             return 0;
         return ss->fn(ss->ctx, &sk, &rec);
@@ -1890,7 +2018,7 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
 static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_t field_hi,
                           uint32_t run, dsq_store_series_fn fn, void *ctx, dsq_error *err)
 {
-    series_scan ss = {fn, ctx, field_hi, run, dbi == st->runroll};
+    series_scan ss = {fn, ctx, field_hi, run, dbi == st->runroll, err};
     unsigned char pre[8];
     put_be32(pre, field_lo);
     put_be32(pre + 4, run);

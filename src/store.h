@@ -14,7 +14,8 @@
  *   chunks    series key (field, run, host, rank + 1, source), chunk seq (BE) ->
  *             (time, value) pairs of that series
  *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
- *             that field
+ *             that field; an empty value while it is stale (a write touched the run
+ *             and the run has not gone quiet yet: readers merge the series instead)
  *   attrs     run, name, source (BE) -> dsq_attr_rec   latest run attribute per source
  *   srcroll   source id (BE) -> its rollup keys: 'S' field run host rank | 'A' run
  *             name, one after another, packed (one record per source: for dropping)
@@ -44,8 +45,9 @@
 /* 3: rollup chunks encoded anew (rollup.c), block shapes (event.c), series values
  * packed, one srcroll record per source; 4: a small series' pairs in its record,
  * srcroll records listing fields and (host, rank) pairs, summaries and source
- * records packed; 5: series in groups, records of up to 64 series of one (field, run, host) */
-#define DSQ_STORE_SCHEMA 5
+ * records packed; 5: series in groups, records of up to 64 series of one (field, run, host);
+ * 6: run rollups marked stale (empty) until their run goes quiet */
+#define DSQ_STORE_SCHEMA 6
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -189,6 +191,10 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err);
  * next commit, in the same write (once, however many sources of the run asked);
  * it is removed when no series is left. 0 or DSQ_ENOMEM. */
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err);
+/* Recomputes the run rollups still marked stale (store.c, settle_runrolls) in a write
+ * of its own; writers call it when they are done (the indexer, prune). Without it
+ * the index answers the same, reading those runs' series, until a writer settles. */
+int dsq_store_settle(dsq_store *st, dsq_error *err);
 /* Commits, saving new dictionary strings first. When the map is full the write is
  * aborted, the map grown, and DSQ_ELIMIT returned so the caller redoes its work. */
 int dsq_store_commit(dsq_store *st, dsq_error *err);

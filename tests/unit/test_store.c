@@ -41,22 +41,32 @@ static uint32_t intern(dsq_store *st, const char *s)
     return dsq_dict_intern(dsq_store_dict(st), s, strlen(s));
 }
 
-/* A block of n events whose fields carry `tag`, starting at time t. */
-/* Entries in table `name` of the (closed) index in dir, read with LMDB directly;
- * (size_t)-1, a failure counted, when it cannot be read. */
-static size_t table_entries(const char *dir, const char *name)
+/* Entries in table `name` of the (closed) index in dir, read with LMDB directly:
+ * all of them, or (empty_only) those whose value is empty; (size_t)-1, a failure
+ * counted, when it cannot be read. */
+static size_t table_count(const char *dir, const char *name, int empty_only)
 {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi dbi;
     MDB_stat ms;
+    MDB_cursor *c;
+    MDB_val k, v;
     size_t n = (size_t)-1;
     if (mdb_env_create(&env))
         goto fail;
     mdb_env_set_maxdbs(env, 16);
     if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_stat(txn, dbi, &ms) == 0)
+        if (mdb_dbi_open(txn, name, 0, &dbi) != 0)
+            ;
+        else if (!empty_only && mdb_stat(txn, dbi, &ms) == 0)
             n = ms.ms_entries;
+        else if (empty_only && mdb_cursor_open(txn, dbi, &c) == 0) {
+            n = 0;
+            for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+                n += v.mv_size == 0;
+            mdb_cursor_close(c);
+        }
         mdb_txn_abort(txn);
     }
     mdb_env_close(env);
@@ -67,6 +77,10 @@ fail:
     test_failures++;
     return n;
 }
+
+static size_t table_entries(const char *dir, const char *name) { return table_count(dir, name, 0); }
+
+/* A block of n events whose fields carry `tag`, starting at time t. */
 
 static void fill_block(dsq_block *b, int n, double tag, int64_t t, uint32_t field)
 {
@@ -419,6 +433,7 @@ static void test_series_round_trip_and_drop(void)
     CHECK_INT(s.n, 0);
     CHECK_INT(dsq_store_scan_runroll(st, 0, UINT32_MAX, 0, on_series, &s, &err), 0);
     CHECK_INT(s.n, 0);
+    CHECK_INT(dsq_store_settle(st, &err), 0); /* the run rollup was stale until now */
     dsq_store_close(st);
     /* nothing else is left: every table but meta and the dictionary is empty */
     const char *tabs[] = {"series", "chunks", "attrs", "srcroll", "runroll", "sources"};
@@ -1049,6 +1064,91 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* Whether the run rollups of fields 4-7 in `run` read back as the merge of its
+ * series in key order, bit for bit (stale or not); *nfields: how many there are. */
+static int runroll_matches(dsq_store *st, uint32_t run, int *nfields)
+{
+    static runroll_ref rr;
+    dsq_error err;
+    dsq_error_clear(&err);
+    memset(&rr, 0, sizeof rr);
+    if (dsq_store_scan_series(st, 4, 7, run, on_series_merge, &rr, &err) ||
+        dsq_store_scan_runroll(st, 4, 7, run, on_runroll, &rr, &err))
+        return 0;
+    int same = 1;
+    for (int f = 0; f < 4; f++)
+        same &= dsq_summary_same(&rr.got[f], &rr.acc[f]);
+    *nfields = rr.n;
+    return same;
+}
+
+/* One source's series of field 4 in `run` (two ranks), its run rollup noted. */
+static void put_source_series(dsq_store *st, uint32_t run, uint32_t source, double v)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    for (int32_t rank = 0; rank < 2; rank++) {
+        dsq_series_key k = {4, run, 9, rank, source};
+        dsq_series_rec rec = {.count = 2, .sum = v + 0.1, .min = 0.1, .max = v,
+                              .first_v = v, .last_v = 0.1, .first_t = source, .last_t = 99};
+        CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+    }
+    CHECK_INT(dsq_store_runroll_update(st, 4, run, &err), 0);
+}
+
+/* A run rollup is marked stale by the commits that touch its run and recomputed by
+ * the first one that does not (or by dsq_store_settle); readers merge a stale
+ * one's series, so the answers are the same throughout. A writer closed before
+ * settling (killed) leaves its stale ones to the next writer. */
+static void test_runroll_stale_until_its_run_goes_quiet(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t a = intern(st, "run-a"), b = intern(st, "run-b");
+    int n = 0;
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    put_source_series(st, a, 1, 1e15);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK(runroll_matches(st, a, &n));
+    CHECK_INT(n, 1);
+    dsq_store_close(st); /* not settled */
+    CHECK_INT(table_count(tmp, "runroll", 1), 1);
+    if (!(st = open_store(tmp, 1))) /* a reader of the stale one */
+        goto done;
+    CHECK(runroll_matches(st, a, &n));
+    CHECK_INT(n, 1);
+    dsq_store_close(st);
+    if (!(st = open_store(tmp, 0)))
+        goto done;
+    CHECK_INT(dsq_store_begin(st, &err), 0); /* run-a goes quiet: recomputed */
+    put_source_series(st, b, 2, 0.3);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK(runroll_matches(st, a, &n) && runroll_matches(st, b, &n));
+    dsq_store_close(st);
+    CHECK_INT(table_count(tmp, "runroll", 0), 2);
+    CHECK_INT(table_count(tmp, "runroll", 1), 1); /* run-b's */
+    if (!(st = open_store(tmp, 0)))
+        goto done;
+    for (uint32_t src = 3; src < 5; src++) { /* run-b still being written: stays stale */
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        put_source_series(st, b, src, 7.0 * src);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        CHECK(runroll_matches(st, b, &n));
+        CHECK_INT(n, 1);
+    }
+    CHECK_INT(dsq_store_settle(st, &err), 0);
+    CHECK(runroll_matches(st, a, &n) && runroll_matches(st, b, &n));
+    dsq_store_close(st);
+    CHECK_INT(table_count(tmp, "runroll", 1), 0);
+    CHECK_INT(table_count(tmp, "runroll", 0), 2);
+    CHECK_INT(table_count(tmp, "meta", 0), 1); /* the schema: "stale" is gone */
+done:
+    test_tmpdir_remove(tmp);
+}
+
 typedef struct recs_check {
     const dsq_series_rec *want; /* by source - 1 */
     int n, bad;
@@ -1468,5 +1568,6 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_series_groups_across_sources), T(test_series_groups_split_and_merge),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
+          T(test_runroll_stale_until_its_run_goes_quiet),
           T(test_series_values_repeating_round_trip), T(test_source_record_round_trip), T(test_keys_in_byte_order),
           T(test_key_pack))
