@@ -18,7 +18,8 @@
  *
  * Per (field, run), the merge of all that run's series is kept too (the run
  * rollup: a query by run reads one record per run, not one per host and file); the
- * store recomputes it whenever a source of the run is written or dropped.
+ * store recomputes it once the commits writing or dropping the run's sources are
+ * over (store.h, dsq_store_runroll_update).
  *
  * The builder collects one source's series in memory (chunks are written as they
  * fill) and writes the summaries into the open store transaction at the end.

@@ -175,8 +175,9 @@ int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *
                          dsq_error *err);
 /* Rollups (see rollup.h). Series and attributes of one source are put, then
  * dsq_store_rollups_put records all their keys under the source (for dropping)
- * and has the run rollups of their fields recomputed at the commit; each call of
- * it replaces the record with what was put since the last one. */
+ * and has the run rollups of their fields brought up to date (marked stale at the
+ * commit, recomputed once the run goes quiet: dsq_store_runroll_update); each call
+ * of it replaces the record with what was put since the last one. */
 /* A field series' pairs are either in nchunks chunk records (dsq_store_chunk_put),
  * or, with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when
  * it has one value (its pair is (first_t, first_v)). */
@@ -187,9 +188,11 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, co
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
                        const dsq_attr_rec *rec, dsq_error *err);
 int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err);
-/* Has the run rollup of (field, run) recomputed from that run's series at the
- * next commit, in the same write (once, however many sources of the run asked);
- * it is removed when no series is left. 0 or DSQ_ENOMEM. */
+/* Has the run rollup of (field, run) brought up to date with that run's series:
+ * the next commit marks it stale (once, however many sources of the run asked),
+ * the first later commit that does not touch it, or dsq_store_settle, recomputes
+ * it (removed when no series is left). Readers of a stale one merge the series
+ * themselves, the same way. 0 or DSQ_ENOMEM. */
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err);
 /* Recomputes the run rollups still marked stale (store.c, settle_runrolls) in a write
  * of its own; writers call it when they are done (the indexer, prune). Without it
