@@ -130,6 +130,53 @@ static void test_plain(void)
     expect_file("junk.bin", "plain", &j, 1);
 }
 
+/* Small files are read into a buffer, big ones (over 1 MiB) mapped: one handle
+ * reused across both kinds, in turns, hands out every file's bytes exactly, plain
+ * (the big one in slices) or zstd. */
+static void test_read_or_mapped(void)
+{
+    const size_t sizes[] = {(1u << 20) + 1, 100, 1u << 20, (5u << 20) + 3, (1u << 20) - 1, 0, 7};
+    size_t most = (5u << 20) + 3;
+    char *text = malloc(most);
+    if (!text) {
+        CHECK(0);
+        return;
+    }
+    for (size_t i = 0; i < most; i++) /* lines of varying length, no two alike */
+        text[i] = i % 61 == 60 ? '\n' : (char)('a' + (i * 7 + i / 61) % 26);
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    buf got = {0}, z = {0};
+    for (size_t k = 0; in && k < 2 * sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k % (sizeof sizes / sizeof sizes[0])];
+        int zstd = k >= sizeof sizes / sizeof sizes[0];
+        char name[32];
+        snprintf(name, sizeof name, "f%zu.%s", k, zstd ? "zst" : "log");
+        if (zstd) {
+            z.n = 0;
+            zstd_frame(&z, text, n, 1);
+            CHECK_INT(test_write_file(tmp, name, z.p, z.n), 0);
+        } else {
+            CHECK_INT(test_write_file(tmp, name, text, n), 0);
+        }
+        dsq_member_info mi;
+        CHECK_INT(dsq_input_open(in, path_of(name), &err), 0);
+        CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+        CHECK_INT(read_member(in, &got, &err), 0);
+        if (got.n != n || (n && memcmp(got.p, text, n) != 0)) {
+            fprintf(stderr, "%s: %zu bytes read back, expected %zu\n", name, got.n, n);
+            test_failures++;
+        }
+        dsq_input_close(in);
+    }
+    dsq_input_free(in);
+    free(got.p);
+    free(z.p);
+    free(text);
+}
+
 static void test_zstd(void)
 {
     /* single frame, named as if it were plain */
@@ -740,7 +787,7 @@ static void test_binary_and_nul(void)
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
-TEST_MAIN(T(test_setup), T(test_plain), T(test_zstd), T(test_truncated_zstd),
+TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
           T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
