@@ -5,7 +5,8 @@
 # event (`dsq show`), `dsq runs`, `dsq fields` and several queries answer the same,
 # the summaries count the same files, members, lines and events, the problems are
 # reported the same, in the same order, with the same exit status, also when the
-# index map fills and grows under the writer. Re-running over
+# index map fills and grows under the writer, and when walking and writing take
+# turns (a small DSQ_JOB_WINDOW). Re-running over
 # the unchanged archive, and after one file changed, does the same as -j 1 too.
 source "$(dirname "$0")/lib.sh"
 e2e_init
@@ -97,6 +98,34 @@ for jobs in 4 1; do
     check "-j $jobs, growing map: every event and answer as -j 1" \
         cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
 done
+
+# walking and writing take turns once DSQ_JOB_WINDOW files wait (1024 by default):
+# with a window of 4 the job list is cut many times, across damaged files, groups
+# and a growing map
+for spec in 4:65536 7:1048576 5:4194304; do
+    win=${spec%%:*} map=${spec#*:}
+    DSQ_JOB_WINDOW=$win DSQ_MAP_BYTES=$map index "$DSQ_TMP/jwin$win" -j 2
+    expect_same_index "-j 2, job window $win, first map $map" "$DSQ_TMP/jwin$win" dump \
+        "$DSQ_TMP/dump1.txt" "-j 1"
+done
+
+# ... and a map that fills late, after the list was cut many times: 40 runs of a
+# few lines, then 250 of 20 kB; the files of the group open when it fills are read
+# again, so the list is only cut between groups
+M="$DSQ_TMP/many"
+gen 0.02 "$G/one.log" --seed 5
+head -3 "$G/one.log" >"$G/tiny.log"
+for i in $(seq -w 1 40); do mkdir -p "$M/a$i" && cp "$G/tiny.log" "$M/a$i/gpu01.log"; done
+for i in $(seq -w 1 250); do mkdir -p "$M/b$i" && cp "$G/one.log" "$M/b$i/gpu01.log"; done
+index_quiet "$DSQ_TMP/many1" -j 1 "$M"
+REF_STATUS=$STATUS REF_SUMMARY=$SUMMARY REF_PROBLEMS=$PROBLEMS
+dump "$DSQ_TMP/many1" >"$DSQ_TMP/dump-many.txt" 2>&1
+for map in 2097152 4194304; do
+    DSQ_JOB_WINDOW=8 DSQ_MAP_BYTES=$map index_quiet "$DSQ_TMP/many$map" -j 2 "$M"
+    expect_same_index "-j 2, job window 8, first map $map, many runs" "$DSQ_TMP/many$map" dump \
+        "$DSQ_TMP/dump-many.txt" "-j 1"
+done
+REF_STATUS=$s1 REF_SUMMARY=$sum1 REF_PROBLEMS=$err1
 
 # DSQ_JOBS is the default for -j
 DSQ_JOBS=3 index "$DSQ_TMP/jenv"
