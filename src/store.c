@@ -1874,10 +1874,12 @@ static int scan_table(dsq_store *st, MDB_dbi dbi, const void *from, size_t n, vi
         goto done;
     }
     MDB_val k = {n, (void *)from}, v;
+    MDB_txn *outer = st->scan_txn; /* a visit may scan too (in its own transaction) */
     st->scan_txn = txn;
     for (rc = mdb_cursor_get(c, &k, &v, n ? MDB_SET_RANGE : MDB_FIRST); rc == 0 && !status;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
         status = visit(st, ctx, &k, &v);
+    st->scan_txn = outer;
     if (status == SCAN_STOP)
         status = 0;
     else if (!status && rc && rc != MDB_NOTFOUND)
