@@ -1,9 +1,10 @@
 /* Input decoding (see input.h).
  *
  * Every file is read once: a small one into a buffer kept for the next file, a
- * big one mmap'd (MADV_SEQUENTIAL). Plain text is handed out straight from there; zstd is decompressed with one reused DCtx into one
- * reused output buffer; everything libarchive understands is read from the map
- * with archive_read_open_memory, so no byte is read from disk twice. Errors carry
+ * big one mmap'd (MADV_SEQUENTIAL). Plain text is handed out straight from there;
+ * zstd is decompressed with one reused DCtx into one reused output buffer;
+ * everything libarchive understands is read from memory with
+ * archive_read_open_memory, so no byte is read from disk twice. Errors carry
  * the member name and the offset reached.
  *
  * gzip, the slowest decoder met, goes to ISA-L (gunzip.h) when the build has it:
