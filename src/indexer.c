@@ -1450,6 +1450,15 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
     return rc ? rc : group_take(ix, i, status, err);
 }
 
+/* The writer's part of the jobs from jobs_done up to `upto`. */
+static int write_jobs(dsq_indexer *ix, size_t upto, dsq_error *err)
+{
+    int status = 0;
+    while (!status && ix->jobs_done < upto)
+        status = par_job(ix, ix->jobs_done++, err);
+    return status;
+}
+
 /* Walking with workers: once job_window jobs wait (JOB_WINDOW), the older half is
  * written here, in the walk (whose file, just added as a job, needs no more of
  * the writer's state: the next file sets it anew). */
@@ -1457,10 +1466,8 @@ static int write_window(dsq_indexer *ix, dsq_error *err)
 {
     if (ix->njobs - ix->jobs_done < ix->job_window)
         return 0;
-    int status = 0;
     ix->defer = 0; /* problems met now are reported now, in walk order */
-    while (!status && ix->jobs_done < ix->njobs - ix->job_window / 2)
-        status = par_job(ix, ix->jobs_done++, err);
+    int status = write_jobs(ix, ix->njobs - ix->job_window / 2, err);
     ix->defer = 1;
     if (!status) /* at most a group's files more than the window wait */
         trim_jobs(ix);
@@ -1496,8 +1503,8 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
     ix->walk_done = 1;
     pthread_cond_broadcast(&ix->cv);
     pthread_mutex_unlock(&ix->mu);
-    while (!status && ix->jobs_done < ix->njobs)
-        status = par_job(ix, ix->jobs_done++, err);
+    if (!status)
+        status = write_jobs(ix, ix->njobs, err);
     if ((status = group_finish(ix, status, err)))
         stop_workers(ix);
     for (int i = 0; i < ix->nw; i++) {

@@ -73,7 +73,6 @@ struct dsq_input {
     size_t size;
     int mapped;
     unsigned char *rbuf;     /* small files are read into this (READ_MAX bytes) */
-    size_t rbuf_cap;
     int64_t mtime_ns;
     int member_done;         /* plain/zstd: the one member was handed out */
     int data_done;           /* plain: the whole file was handed out */
@@ -151,8 +150,7 @@ int dsq_input_new(dsq_input **out)
     in->dctx = ZSTD_createDCtx();
     in->zout_cap = ZSTD_DStreamOutSize() * 8;
     in->zout = malloc(in->zout_cap);
-    in->rbuf_cap = READ_MAX; /* once: reading a file allocates nothing (pages are touched as used) */
-    in->rbuf = malloc(in->rbuf_cap);
+    in->rbuf = malloc(READ_MAX); /* once: reading a file allocates nothing (pages are touched as used) */
     if (!in->dctx || !in->zout || !in->rbuf) {
         dsq_input_free(in);
         return DSQ_ENOMEM;
@@ -373,7 +371,7 @@ static int map_file(dsq_input *in, int fd, dsq_error *err)
     return 0;
 }
 
-/* The whole of a small file (up to rbuf_cap) into rbuf; a file cut short meanwhile
+/* The whole of a small file (up to READ_MAX) into rbuf; a file cut short meanwhile
  * is what was read. */
 static int read_file(dsq_input *in, int fd, dsq_error *err)
 {
@@ -410,7 +408,7 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     in->decode_limit = (uint64_t)in->size > DSQ_INPUT_MAX_DECODED / DSQ_INPUT_MAX_RATIO
                            ? (uint64_t)in->size * DSQ_INPUT_MAX_RATIO
                            : DSQ_INPUT_MAX_DECODED;
-    int rc = in->size > in->rbuf_cap ? map_file(in, fd, err) : in->size ? read_file(in, fd, err) : 0;
+    int rc = in->size > READ_MAX ? map_file(in, fd, err) : in->size ? read_file(in, fd, err) : 0;
     close(fd);
     if (rc)
         return rc;

@@ -1307,6 +1307,13 @@ int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_er
     return 0;
 }
 
+/* The key of (field, run)'s run rollup, and the prefix of its series' keys. */
+static void runroll_key(unsigned char pre[8], uint32_t field, uint32_t run)
+{
+    put_be32(pre, field);
+    put_be32(pre + 4, run);
+}
+
 /* The merge of (field, run)'s series as txn sees them: their groups in key order,
  * the order every run rollup is made in, so its sums are the same bit for bit
  * whoever makes it. 0 or LMDB's code. */
@@ -1316,8 +1323,7 @@ static int runroll_merge(dsq_store *st, MDB_txn *txn, uint32_t field, uint32_t r
     unsigned char pre[8];
     MDB_cursor *c = NULL;
     memset(acc, 0, sizeof *acc);
-    put_be32(pre, field);
-    put_be32(pre + 4, run);
+    runroll_key(pre, field, run);
     int rc = mdb_cursor_open(txn, st->series, &c);
     if (rc)
         return rc;
@@ -1347,8 +1353,7 @@ static int runroll_recompute(dsq_store *st, uint32_t field, uint32_t run, dsq_er
     if (rc)
         return put_failed(st, rc, err, "writing run rollups");
     unsigned char pre[8], val[DSQ_SUMMARY_MAX];
-    put_be32(pre, field);
-    put_be32(pre + 4, run);
+    runroll_key(pre, field, run);
     MDB_val rk = {8, pre}, rv = {dsq_summary_put(val, &acc, 0), val};
     rc = acc.count ? mdb_put(st->txn, st->runroll, &rk, &rv, 0) : mdb_del(st->txn, st->runroll, &rk, NULL);
     return rc && rc != MDB_NOTFOUND ? put_failed(st, rc, err, "writing run rollups") : 0;
@@ -1380,8 +1385,7 @@ static int settle_runrolls(dsq_store *st, const ser_ref *due, size_t ndue, dsq_e
             i++; /* marked already */
         } else {
             unsigned char pre[8];
-            put_be32(pre, (uint32_t)(due[j].a >> 32));
-            put_be32(pre + 4, (uint32_t)due[j].a);
+            runroll_key(pre, (uint32_t)(due[j].a >> 32), (uint32_t)due[j].a);
             MDB_val rk = {8, pre}, rv = {0, pre};
             int rc = mdb_put(st->txn, st->runroll, &rk, &rv, 0);
             if (rc)
@@ -1405,14 +1409,13 @@ static int settle_runrolls(dsq_store *st, const ser_ref *due, size_t ndue, dsq_e
 static int load_stale(dsq_store *st, MDB_txn *txn, dsq_error *err)
 {
     MDB_val mk = {sizeof STALE_KEY - 1, STALE_KEY}, k, v;
+    MDB_cursor *c = NULL;
     int rc = mdb_get(txn, st->meta, &mk, &v);
     if (rc == MDB_NOTFOUND)
         return 0;
-    MDB_cursor *c = NULL;
-    if (!rc)
-        rc = mdb_cursor_open(txn, st->runroll, &c);
-    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (rc || (rc = mdb_cursor_open(txn, st->runroll, &c)))
+        return lmdb_error(err, rc, "reading run rollups");
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != 8 || v.mv_size != 0)
             continue;
         if (grow_arr((void **)&st->pend, &st->pend_cap, st->npend, sizeof *st->pend)) {
@@ -1421,8 +1424,7 @@ static int load_stale(dsq_store *st, MDB_txn *txn, dsq_error *err)
         }
         st->pend[st->npend++] = get_be64(k.mv_data);
     }
-    if (c)
-        mdb_cursor_close(c);
+    mdb_cursor_close(c);
     st->stale_meta = 1;
     return rc == MDB_NOTFOUND ? 0 : lmdb_error(err, rc, "reading run rollups");
 }
@@ -2022,8 +2024,7 @@ static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_
 {
     series_scan ss = {fn, ctx, field_hi, run, dbi == st->runroll, err};
     unsigned char pre[8];
-    put_be32(pre, field_lo);
-    put_be32(pre + 4, run);
+    runroll_key(pre, field_lo, run);
     return scan_table(st, dbi, pre, run ? 8 : 4, visit_series, &ss, "reading rollups", err);
 }
 

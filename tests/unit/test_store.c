@@ -365,16 +365,17 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+#define SEEN_MAX 32
 typedef struct series_seen {
     int n;
-    dsq_series_key k[8];
-    dsq_series_rec r[8];
+    dsq_series_key k[SEEN_MAX];
+    dsq_series_rec r[SEEN_MAX];
 } series_seen;
 
 static int on_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
 {
     series_seen *s = ctx;
-    if (s->n < 8) {
+    if (s->n < SEEN_MAX) {
         s->k[s->n] = *k;
         s->r[s->n] = *rec;
     }
@@ -719,20 +720,16 @@ static void group_write(dsq_store *st, uint32_t f, uint32_t run, uint32_t s, int
 }
 
 typedef struct group_seen {
+    series_seen seen;
     dsq_store *st;
-    int n, bad, inner_pairs;
-    dsq_series_key k[32];
-    dsq_series_rec r[32];
+    int bad, inner_pairs;
 } group_seen;
 
+/* on_series, and each series' pairs read back through its chunks. */
 static int on_group_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
 {
     group_seen *g = ctx;
-    if (g->n < 32) {
-        g->k[g->n] = *k;
-        g->r[g->n] = *rec;
-    }
-    g->n++;
+    on_series(&g->seen, k, rec);
     pairs_seen ps = {.st = g->st};
     dsq_error err;
     dsq_error_clear(&err);
@@ -784,22 +781,23 @@ static void test_series_groups_across_sources(void)
     want[nwant++] = (dsq_series_key){f, run, 2, 0, 4};
     group_seen g = {.st = st};
     CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_group_series, &g, &err), 0);
-    CHECK_INT(g.n, nwant);
+    const series_seen *gs = &g.seen;
+    CHECK_INT(gs->n, nwant);
     CHECK_INT(g.bad, 0);
     CHECK_INT(g.inner_pairs, 2 * nwant);
     dsq_series_rec sum = {0};
-    for (int i = 0; i < g.n && i < nwant; i++) {
-        CHECK(g.k[i].host == want[i].host && g.k[i].rank == want[i].rank &&
-              g.k[i].source == want[i].source);
+    for (int i = 0; i < gs->n && i < nwant; i++) {
+        CHECK(gs->k[i].host == want[i].host && gs->k[i].rank == want[i].rank &&
+              gs->k[i].source == want[i].source);
         dsq_series_rec r = group_rec(want[i].source, want[i].rank, want[i].source == 3);
-        CHECK(dsq_summary_same(&g.r[i], &r));
+        CHECK(dsq_summary_same(&gs->r[i], &r));
         dsq_series_merge(&sum, &r, 0);
         nchunked += r.nchunks != 0;
     }
     pairs_seen out = {.st = st}; /* an own-pairs series looked up, not visited */
-    CHECK_INT(dsq_store_scan_chunks(st, &g.k[1], &g.r[1], on_chunk, &out, &err), 0);
+    CHECK_INT(dsq_store_scan_chunks(st, &gs->k[1], &gs->r[1], on_chunk, &out, &err), 0);
     CHECK_INT(out.n, 2);
-    CHECK(out.t[1] == g.r[1].last_t);
+    CHECK(out.t[1] == gs->r[1].last_t);
     series_seen rr = {0};
     CHECK_INT(dsq_store_scan_runroll(st, f, f, run, on_series, &rr, &err), 0);
     CHECK_INT(rr.n, 1);
