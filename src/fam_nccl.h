@@ -59,6 +59,11 @@ typedef struct dsq_nccl_line {
  * line is an NCCL / RCCL line, 0 otherwise (then *o is unspecified). */
 int dsq_nccl_parse(const char *line, size_t len, dsq_nccl_line *o);
 
+/* The same without the fast path for the common "host:pid:tid [dev] NCCL INFO "
+ * header: every line through the DFA. For the differential test (test_nccl_parse):
+ * both must fill *o byte for byte alike. */
+int dsq_nccl_parse_dfa(const char *line, size_t len, dsq_nccl_line *o);
+
 /* A process: FNV-1a of the host, mixed with the pid; never 0. */
 uint64_t dsq_nccl_proc_key(const dsq_nccl_line *l);
 

@@ -1,0 +1,163 @@
+/* The NCCL line parser's header fast path (grammar/nccl.re, info_header) against
+ * the DFA alone (dsq_nccl_parse_dfa): for seed lines of every header shape, for
+ * every cut of them and for every header byte replaced by each byte that changes
+ * the shape, both must say the same and fill the same bytes. Then every line of the
+ * corpus logs (when DSQ_CORPUS names it). Each line is an exact-size heap copy
+ * with its '\n' sentinel (grammar.h), so ASan sees any read past it. */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "fam_nccl.h"
+#include "test.h"
+
+static const char *const seeds[] = {
+    "gpu0856:32568:32639 [0] NCCL INFO Channel 00/0 : 31[7] -> 0[0] [receive] via NET/IB/0",
+    "gpu0856:32568:32639 [3] NCCL INFO Channel 01/08 :   0   1   2   3",
+    "gpu0856:32568:32639 [0] NCCL INFO comm 0x55d026e7d858 rank 0 nranks 32 cudaDev 0 "
+    "nvmlDev 0 busId 18000 commId 0x9c4d37a746762cd8 - Init START",
+    "gpu0856:32568:32568 [0] NCCL INFO Bootstrap : Using ib0:10.31.0.2<0>",
+    "gpu0856:32568:32639 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1",
+    "gpu0856:32568:32639 [0] NCCL INFO Trees [0] 1/-1/-1->0->31 [1] 1/-1/-1->0->31",
+    "gpu0856:32568:32639 [0] NCCL INFO",
+    "gpu0856:32568:32639 [0] NCCL INFO ",
+    "gpu0856:32568:32639 [0] NCCL INFOx",
+    "n1:1:2 [12] NCCL INFO 4 coll channels, 0 nvls channels, 4 p2p channels, 1 p2p channels per peer",
+    "node:77 [0] NCCL INFO Using network IB",
+    "node [0] NCCL INFO cudaDriverVersion 12020",
+    "<cluster_name>:1:2 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so)",
+    "a<b>:1:2 [0] NCCL INFO Using network Socket",
+    "h:1:2 [-1] NCCL INFO Setting affinity for GPU 0 to ffff",
+    "h:12345678901:2 [0] NCCL INFO eleven digits of pid",
+    "h:1234567890:1234567890 [1234] NCCL INFO ten digits each",
+    "h:1:2 [12345] NCCL INFO five digits of device",
+    "  gpu1:1:2 [0] NCCL INFO indented",
+    "[155] gpu1:1:2 [0] NCCL INFO with an MPI rank",
+    "[2025-11-12 11:11:57] gpu1:1:2 [0] NCCL INFO stamped",
+    "gpu1:1:2 [0] misc/ibvwrap.cc:63 NCCL WARN Call to ibv_open_device failed",
+    "gpu1:1:2 [0] enqueue.cc:301 (ncclLaunch) NCCL WARN Cuda failure",
+    "gpu1:1:2 [0] 12.345 init.cc:100 NCCL TRACE something",
+    "gpu1:1:2 NCCL CALL ncclAllReduce",
+    "NCCL version 2.18.5+cuda12.2",
+    "RCCL version : 2.27.7-HEAD:abc",
+    "HIP version  : 6.0.1",
+    "gpu1:1:2 [0] NCCL WARN bare warn",
+    "gpu1:1:2 [0] NCCL INFO transport/net.cc:1034 -> 2",
+    "gpu1:1:2\t[0] NCCL INFO a tab",
+    "gpu1::2 [0] NCCL INFO empty pid",
+};
+
+/* Bytes that end or change a header's parts. */
+static const char swaps[] = {' ', '\t', ':', '[', ']', '<', '>', '-', '0', '9', 'a', 'N', 'I', '\0', '.'};
+
+static long lines_compared, lines_nccl;
+
+static void compare(const char *text, size_t len)
+{
+    char *line = malloc(len + 1);
+    if (!line) {
+        CHECK(line != NULL);
+        return;
+    }
+    memcpy(line, text, len);
+    line[len] = '\n';
+    dsq_nccl_line fast, dfa;
+    memset(&fast, 0xA5, sizeof fast);
+    memset(&dfa, 0x5A, sizeof dfa);
+    int rf = dsq_nccl_parse(line, len, &fast), rd = dsq_nccl_parse_dfa(line, len, &dfa);
+    lines_compared++;
+    lines_nccl += rd;
+    if (rf != rd || (rd && memcmp(&fast, &dfa, sizeof fast) != 0)) {
+        fprintf(stderr, "differs (%d vs %d): \"%.*s\"\n", rf, rd, (int)len, line);
+        test_failures++;
+    }
+    free(line);
+}
+
+static void test_fast_header_same_as_dfa_on_variants(void)
+{
+    char buf[512];
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+        size_t n = strlen(seeds[s]);
+        for (size_t cut = 0; cut <= n; cut++)
+            compare(seeds[s], cut);
+        /* every byte of the header part (up to 48) replaced by each swap byte */
+        for (size_t i = 0; i < n && i < 48; i++) {
+            for (size_t k = 0; k < sizeof swaps; k++) {
+                memcpy(buf, seeds[s], n);
+                buf[i] = swaps[k];
+                compare(buf, n);
+            }
+        }
+    }
+    CHECK(lines_nccl > 1000); /* most variants still are NCCL lines: both paths ran */
+}
+
+/* Lines of one file (each without its terminator). */
+static void compare_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        size_t len = (size_t)n;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (memchr(line, '\r', len)) /* a \r splits lines (lines.h) */
+            continue;
+        compare(line, len);
+        /* and what follows each blank of its start, as after a peeled prefix
+         * ("gpu1: gpu1:12:34 [0] NCCL INFO ...") */
+        for (size_t i = 0; i < len && i < 64; i++)
+            if (line[i] == ' ')
+                compare(line + i + 1, len - i - 1);
+    }
+    free(line);
+    fclose(f);
+}
+
+static void walk(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d || depth > 4) {
+        if (d)
+            closedir(d);
+        return;
+    }
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            continue;
+        size_t nl = strlen(e->d_name);
+        if (S_ISDIR(sb.st_mode))
+            walk(path, depth + 1);
+        else if (nl > 4 && (strcmp(e->d_name + nl - 4, ".log") == 0 ||
+                            strcmp(e->d_name + nl - 4, ".txt") == 0))
+            compare_file(path);
+    }
+    closedir(d);
+}
+
+static void test_fast_header_same_as_dfa_on_corpus(void)
+{
+    const char *dir = getenv("DSQ_CORPUS");
+    long before = lines_nccl;
+    if (!dir || !*dir) {
+        printf("  (no corpus: DSQ_CORPUS unset)\n");
+        return;
+    }
+    walk(dir, 0);
+    printf("  corpus: %ld NCCL lines among %ld compared\n", lines_nccl - before, lines_compared);
+}
+
+TEST_MAIN({"fast_header_same_as_dfa_on_variants", test_fast_header_same_as_dfa_on_variants},
+          {"fast_header_same_as_dfa_on_corpus", test_fast_header_same_as_dfa_on_corpus})
