@@ -137,8 +137,8 @@ check "DSQ_JOBS=3: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "
 # the index's bytes too, where mdb_dump (lmdb-utils) is installed: every table as
 # -j 1 writes it, whichever worker read which file and however far the walk ran
 # ahead (the dictionary's ids are in every key). A map that grew is compared with
-# -j 1 on the same first map: a file written again after the map grew has taken a
-# new source id, so those bytes differ from a map that never filled, with -j 1 too.
+# -j 1 on the same first map: there the source ids (meta's next_source) come out
+# otherwise than in a map that never filled, with -j 1 too.
 if command -v mdb_dump >/dev/null; then
     tables() { # DB: every table, as mdb_dump prints it (without its header)
         local t
