@@ -86,6 +86,7 @@ struct dsq_indexer {
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
     int walk_link;          /* the walk's file is a symbolic link: 1, 0, -1 not known */
     const char *walk_rel;   /* ... its path below the walked directory */
+    const char *walk_run;   /* ... its run's name (a job keeps a copy) */
     char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
     dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
@@ -732,37 +733,44 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
         ix->st.files_failed++;
         return 0;
     }
-    ix->cur_run = dsq_dict_intern(dsq_store_dict(ix->p.store), run, strlen(run));
-    if (!ix->cur_run)
+    /* walking for workers, a new run is interned by the writer when it writes the
+     * file (par_job), so ids follow the files, not how far the walk ran ahead; a
+     * run not interned yet has no file indexed */
+    dsq_dict *d = dsq_store_dict(ix->p.store);
+    ix->cur_run = ix->defer ? dsq_dict_find(d, run, strlen(run))
+                            : dsq_dict_intern(d, run, strlen(run));
+    if (!ix->cur_run && !ix->defer)
         return dsq_error_set(err, DSQ_ENOMEM, "dictionary");
-    int r = skip_unchanged(ix, abs, fi, err);
+    int r = ix->cur_run ? skip_unchanged(ix, abs, fi, err) : 0;
     return r < 0 ? r : !r;
 }
 
 /* ==== Indexing with worker threads (jobs > 1) ===================================
  *
- * The walk (in the writer, the calling thread) turns files into jobs, in walk
- * order; a file that needs no decoding (skipped, failed to stat) becomes a job that
- * only reports its problem. Walking and writing take turns (write_window), so the
- * job list stays short however many files there are. Worker threads take the files to index in that order,
- * each decoding, splitting and scanning one file at a time with its own decoder,
- * scanner and dictionary, and put what they find into batches (batch.h): events
- * with worker-local ids, the new strings before them, decoded byte counts, member
- * results and problems. Each worker has a few batches circulating between a free
- * queue and a full queue (bq.h), which bounds memory and lets it run ahead of the
- * writer by that much. The writer takes jobs in order and replays each file's
- * messages exactly as the single-threaded path writes a file: into the open group,
- * checkpoints every commit_bytes, the same blocks, rollups and records. Only the
- * writer touches the store. When the map is full the file's remaining messages
- * are drained and the writer indexes the group and the file again itself. A worker
- * decodes a big compressed file on a second thread when another worker is idle
- * (w_ahead). */
+ * The walk (in the writer, the calling thread) turns files into jobs, in walk order; a
+ * file that needs no decoding (skipped, failed to stat) becomes a job that only
+ * reports its problem. Walking and writing take turns (write_window), so the job list
+ * stays short however many files there are. Worker threads take the files to index in
+ * that order, each decoding, splitting and scanning one file at a time with its own
+ * decoder, scanner and dictionary, and put what they find into batches (batch.h):
+ * events with worker-local ids, the new strings before them (and at the file's end
+ * those after its last event), decoded byte counts, member results and problems. So
+ * the index's dictionary takes each file's new strings while the writer writes it,
+ * after its run's name (interned there too, not in the walk), as in one thread: its
+ * ids do not depend on which worker read which file, nor on how far the walk ran
+ * ahead. Each worker has a few batches circulating between a free queue and a full
+ * queue (bq.h), which bounds memory and lets it run ahead of the writer by that much.
+ * The writer takes jobs in order and replays each file's messages exactly as the
+ * single-threaded path writes a file: into the open group, checkpoints every
+ * commit_bytes, the same blocks, rollups and records. Only the writer touches the
+ * store. When the map is full the file's remaining messages are drained and the writer
+ * indexes the group and the file again itself. A worker decodes a big compressed file
+ * on a second thread when another worker is idle (w_ahead). */
 
 typedef struct job {
     int kind;
     int worker;        /* JOB_INDEX: the worker that took it; -1 until one does */
-    char *path, *abs, *inner; /* one allocation (inner may be NULL) */
-    uint32_t run;
+    char *path, *abs, *inner, *run; /* one allocation (inner may be NULL) */
     dsq_file_info fi;
     dsq_error *err;    /* JOB_*PROBLEM: what to report */
 } job;
@@ -834,15 +842,16 @@ typedef struct worker {
 static int add_job(dsq_indexer *ix, int kind, const char *path, const char *abs,
                    const dsq_file_info *fi, const dsq_error *e, dsq_error *err)
 {
-    job j = {.kind = kind, .worker = -1, .run = ix->cur_run};
+    job j = {.kind = kind, .worker = -1};
     if (kind == JOB_INDEX) {
-        size_t lp = strlen(path) + 1, la = strlen(abs) + 1;
+        size_t lp = strlen(path) + 1, la = strlen(abs) + 1, lr = strlen(ix->walk_run) + 1;
         size_t li = ix->cur_inner ? strlen(ix->cur_inner) + 1 : 0;
-        if (!(j.path = malloc(lp + la + li)))
+        if (!(j.path = malloc(lp + la + lr + li)))
             return dsq_error_set(err, DSQ_ENOMEM, "job list");
         memcpy(j.path, path, lp);
         j.abs = memcpy(j.path + lp, abs, la);
-        j.inner = li ? memcpy(j.path + lp + la, ix->cur_inner, li) : NULL;
+        j.run = memcpy(j.path + lp + la, ix->walk_run, lr);
+        j.inner = li ? memcpy(j.path + lp + la + lr, ix->cur_inner, li) : NULL;
         j.fi = *fi;
     } else {
         if (!(j.err = malloc(sizeof *j.err)))
@@ -934,14 +943,21 @@ static int group_reserve(dsq_indexer *ix, dsq_error *err)
     return 0;
 }
 
+/* Makes job j's file the current one (its run interned: see prepare_file). */
+static int job_current(dsq_indexer *ix, const job *j, dsq_error *err)
+{
+    ix->cur_path = j->path;
+    ix->cur_inner = j->inner;
+    ix->cur_run = dsq_dict_intern(dsq_store_dict(ix->p.store), j->run, strlen(j->run));
+    return ix->cur_run ? 0 : dsq_error_set(err, DSQ_ENOMEM, "dictionary");
+}
+
 /* Indexes the file of job i here, in a commit of its own. */
 static int job_now(dsq_indexer *ix, size_t i, dsq_error *err)
 {
     const job *j = &ix->jobs[i];
-    ix->cur_path = j->path;
-    ix->cur_inner = j->inner;
-    ix->cur_run = j->run;
-    return index_file_now(ix, j->abs, &j->fi, err);
+    int status = job_current(ix, j, err);
+    return status ? status : index_file_now(ix, j->abs, &j->fi, err);
 }
 
 /* The map filled and grew, and the open write is gone with the files of the open
@@ -1075,15 +1091,22 @@ static int w_put(worker *w, uint32_t type, const void *a, size_t na, const void 
     return rc;
 }
 
+/* Puts the strings of the worker's dictionary the writer has not seen. */
+static int w_strings(worker *w)
+{
+    int rc;
+    while ((rc = dsq_batch_put_strings(w->cur, w->dict, &w->sent)) == 1)
+        if ((rc = w_send(w)))
+            return rc;
+    return rc;
+}
+
 /* Scanner sink: the strings the event may use that the writer has not seen, then
  * the event. */
 static int w_on_event(void *ctx, const dsq_event *ev)
 {
     worker *w = ctx;
-    int rc;
-    while ((rc = dsq_batch_put_strings(w->cur, w->dict, &w->sent)) == 1)
-        if ((rc = w_send(w)))
-            return rc;
+    int rc = w_strings(w);
     if (rc)
         return rc;
     while ((rc = dsq_batch_put_event(w->cur, MSG_EVENT, ev)) == 1)
@@ -1212,7 +1235,13 @@ static int w_file(worker *w, const job *j)
     dsq_readahead_close(w->ra);
     if (rc == WORKER_STOPPED)
         return rc;
-    int rc2 = w_put(w, MSG_FILE_END, &fe, sizeof fe, NULL, 0);
+    /* the strings the file added after its last event (a host named by lines that
+     * gave no event) go with it: the writer interns every file's new strings while
+     * writing that file, as the single-threaded path does, not with whichever file
+     * this worker happens to take next */
+    int rc2 = w_strings(w);
+    if (!rc2)
+        rc2 = w_put(w, MSG_FILE_END, &fe, sizeof fe, NULL, 0);
     if (!rc2)
         rc2 = w_send(w);
     return rc ? rc : rc2;
@@ -1432,12 +1461,12 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
         pthread_cond_wait(&ix->cv, &ix->mu);
     worker *w = &ix->w[j->worker];
     pthread_mutex_unlock(&ix->mu);
-    ix->cur_path = j->path;
-    ix->cur_inner = j->inner;
-    ix->cur_run = j->run;
+    int status = job_current(ix, j, err);
+    if (status)
+        return status;
     /* the same file twice (a link to it): the first one's index is kept, as in
      * the single-threaded path (the open write sees the first one) */
-    int status = skip_unchanged(ix, j->abs, &j->fi, err);
+    status = skip_unchanged(ix, j->abs, &j->fi, err);
     if (status)
         return status < 0 ? status : drain_file(ix, w, err);
     if ((status = group_reserve(ix, err)))
@@ -1574,7 +1603,9 @@ static int walk_file(void *ctx, const char *full, const char *rel, int link)
         ix->cur_inner = NULL;
         return 0;
     }
+    ix->walk_run = run;
     int status = index_file(ix, full, run, ix->walk_err);
+    ix->walk_run = NULL;
     ix->cur_inner = NULL;
     ix->walk_link = -1;
     ix->walk_rel = NULL;

@@ -690,7 +690,10 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
 
 /* Remembers or applies the rank of a process (host, pid): NCCL names a process's
  * global rank once ("comm ... rank R nranks N") and prints its other lines with
- * the pid only. Slots are direct-mapped by hash: a collision forgets the older. */
+ * the pid only. Slots are direct-mapped by hash: a collision forgets the older.
+ * The hash takes the host's name, not its id: an indexing worker's dictionary
+ * numbers hosts otherwise than the index's (and than another run's workers), and
+ * which processes collide must not depend on that. */
 static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
 {
     uint64_t h;
@@ -698,13 +701,15 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
         dsq_same_bytes(proc.p, sc->proc_h_s, proc.n)) {
         h = sc->proc_h;
     } else {
-        h = dsq_hash64(proc.p, proc.n, host) | 1;
+        size_t hn;
+        const char *hs = dsq_dict_str(sc->p.dict, host, &hn);
+        h = dsq_hash64(proc.p, proc.n, dsq_hash64(hs, hn, 0)) | 1;
         sc->proc_h = h;
         sc->proc_h_host = host;
         sc->proc_h_n = proc.n <= sizeof sc->proc_h_s ? proc.n : 0; /* longer: not kept */
         memcpy(sc->proc_h_s, proc.p, sc->proc_h_n);
     }
-    size_t i = h & (PROC_SLOTS - 1);
+    size_t i = (h >> 1) & (PROC_SLOTS - 1); /* (bit 0 is always set) */
     if (rank >= 0) {
         sc->procs[i].host = host;
         sc->procs[i].proc = h;

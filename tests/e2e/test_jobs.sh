@@ -6,7 +6,8 @@
 # the summaries count the same files, members, lines and events, the problems are
 # reported the same, in the same order, with the same exit status, also when the
 # index map fills and grows under the writer, and when walking and writing take
-# turns (a small DSQ_JOB_WINDOW). Re-running over
+# turns (a small DSQ_JOB_WINDOW); where mdb_dump is installed, every table's bytes are
+# -j 1's too. Re-running over
 # the unchanged archive, and after one file changed, does the same as -j 1 too.
 source "$(dirname "$0")/lib.sh"
 e2e_init
@@ -132,6 +133,35 @@ DSQ_JOBS=3 index "$DSQ_TMP/jenv"
 expect_eq "DSQ_JOBS=3: summary as -j 1" "$sum1" "$SUMMARY"
 dump "$DSQ_TMP/jenv" >"$DSQ_TMP/dump.txt" 2>&1
 check "DSQ_JOBS=3: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
+
+# the index's bytes too, where mdb_dump (lmdb-utils) is installed: every table as
+# -j 1 writes it, whichever worker read which file and however far the walk ran
+# ahead (the dictionary's ids are in every key). A map that grew is compared with
+# -j 1 on the same first map: there the source ids (meta's next_source) come out
+# otherwise than in a map that never filled, with -j 1 too.
+if command -v mdb_dump >/dev/null; then
+    tables() { # DB: every table, as mdb_dump prints it (without its header)
+        local t
+        for t in $(mdb_dump -l "$1"); do
+            echo "table $t"
+            mdb_dump -s "$t" "$1" | sed '1,/^HEADER=END/d'
+        done
+    }
+    same_tables() { # REF DB...: every table of each DB as REF's
+        local ref=$1 db
+        shift
+        tables "$DSQ_TMP/$ref" >"$DSQ_TMP/tables1.txt"
+        check "$ref: mdb_dump lists the tables" grep -q "^table dict" "$DSQ_TMP/tables1.txt"
+        for db in "$@"; do
+            tables "$DSQ_TMP/$db" >"$DSQ_TMP/tables.txt"
+            check "$db: every table's bytes as $ref" cmp -s "$DSQ_TMP/tables1.txt" \
+                "$DSQ_TMP/tables.txt"
+        done
+    }
+    same_tables j1 j-4 j-2 j-3 jenv jwin5
+    same_tables jmap1 jmap4 jwin4 # first map 64 KiB
+    same_tables many1 many4194304
+fi
 
 # re-runs: unchanged (nothing read, damage reported again), then one file changed
 index "$DSQ_TMP/j1" -j 1

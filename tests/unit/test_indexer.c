@@ -379,6 +379,67 @@ static void test_jobs_same_index(void)
     dsq_store_close(st[1]);
 }
 
+/* Writes text to tmp/rel. */
+static void write_text(const char *rel, const char *text)
+{
+    CHECK_INT(test_write_file(tmp, rel, text, strlen(text)), 0);
+}
+
+/* Worker threads number the index's strings as one thread does: each file's new
+ * strings while it is written, in walk order (its run's name first), whichever
+ * worker read it and whatever it read before. Runs b and d name a host on a line
+ * that gives no event (nothing in the file uses its id); d is the walk's last file,
+ * so its worker reads no file after it. */
+static void test_jobs_same_dictionary(void)
+{
+    mkdirs("dictorder");
+    static const char *const runs[] = {"a", "b", "c", "d"};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "dictorder/%s", runs[i]);
+        mkdirs(rel);
+    }
+    const double a[] = {1.5, 2.5}, c[] = {4};
+    write_log("dictorder/a/gpu001.log", a, 2);
+    write_text("dictorder/b/nodes.log", "node-b7:11:12 [0] NCCL INFO  0 : GPU/0 GPU/1\n");
+    write_log("dictorder/c/gpu003.log", c, 1);
+    write_text("dictorder/c/rank1.log", "[rank1]: RuntimeError: CUDA out of memory\n");
+    write_text("dictorder/d/nodes.log", "node-d7:11:12 [0] NCCL INFO  0 : GPU/0 GPU/1\n");
+    static const struct { const char *db; unsigned jobs; } ways[] = {
+        {"dict-j1", 1}, {"dict-j2", 2}, {"dict-j3", 3}};
+    dsq_store *st[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        ctx x;
+        CHECK_INT(open_ctx_jobs(&x, ways[k].db, NULL, ways[k].jobs), 0);
+        CHECK_INT(add(&x, "dictorder"), 0);
+        close_ctx(&x);
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/%s", tmp, ways[k].db);
+        dsq_store_params sp = {dir, 1};
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_store_open(&sp, &st[k], &err), 0);
+    }
+    const dsq_dict *one = st[0] ? dsq_store_dict(st[0]) : NULL;
+    CHECK(one && dsq_dict_find(one, "node-d7", 7) != 0);
+    for (int k = 1; one && k < 3; k++) {
+        const dsq_dict *d = st[k] ? dsq_store_dict(st[k]) : NULL;
+        if (!d)
+            continue;
+        CHECK_INT(dsq_dict_count(d), dsq_dict_count(one));
+        for (uint32_t id = 1; id <= dsq_dict_count(one) && id <= dsq_dict_count(d); id++) {
+            if (strcmp(dsq_dict_str(d, id, NULL), dsq_dict_str(one, id, NULL)) == 0)
+                continue;
+            fprintf(stderr, "-j %u: id %u is \"%s\", with -j 1 \"%s\"\n", ways[k].jobs, id,
+                    dsq_dict_str(d, id, NULL), dsq_dict_str(one, id, NULL));
+            test_failures++;
+            break;
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        dsq_store_close(st[k]);
+}
+
 /* An archive of 100 runs of one small file each, and a damaged file among them. */
 static void make_many(void)
 {
@@ -561,5 +622,6 @@ static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
-          T(test_damaged_file), T(test_jobs_same_index), T(test_small_files_share_commits),
+          T(test_damaged_file), T(test_jobs_same_index), T(test_jobs_same_dictionary),
+          T(test_small_files_share_commits),
           T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))

@@ -474,6 +474,49 @@ static void test_odd_bytes(void)
 /* Which ranks a stream had: one rank_lines event per (host, rank) at the end of the
  * stream, in order of first appearance, at its first line, with its line count;
  * lines without a rank count for none. Many ranks: the table fills, nothing breaks. */
+/* The rank an NCCL process's comm line named applies to its later lines whatever
+ * id the dictionary gave its host: an indexing worker's dictionary numbers hosts
+ * otherwise than the index's, by the files it read before, and the index must not
+ * depend on which worker read which file. Two processes of one host, scanned with
+ * 0 to 299 strings interned first (their host ids made processes of one host share
+ * a slot, the older forgotten, for some of them). */
+static void test_nccl_ranks_whatever_the_host_id(void)
+{
+    static const char text[] =
+        "TARS:829507:829507 [0] NCCL INFO Bootstrap : Using eno1:10.0.20.2<0>\n"
+        "TARS:829507:829550 [0] NCCL INFO ncclCommInitRankConfig_impl comm 0x2bc1f840 rank 0 "
+        "nranks 2 cudaDev 0 nvmlDev 0 busId 3000 commId 0xcde2ea451c75c2ba - Init START\n"
+        "TARS:829508:829551 [1] NCCL INFO ncclCommInitRankConfig_impl comm 0x3ab1b680 rank 1 "
+        "nranks 2 cudaDev 1 nvmlDev 1 busId d000 commId 0xcde2ea451c75c2ba - Init START\n"
+        "TARS:829507:829550 [0] NCCL INFO Retrieving state for Socket\n"
+        "TARS:829508:829551 [1] NCCL INFO Retrieving state for Socket\n"
+        "TARS:829507:829550 [0] NCCL INFO Initialized state 0 for Socket\n";
+    int bad = 0;
+    for (int k = 0; k < 300; k++) {
+        fixture *f = fx_new(0);
+        f->out.ranks = 1;
+        for (int i = 0; i < k; i++) {
+            char s[32];
+            int n = snprintf(s, sizeof s, "filler-%d", i);
+            CHECK(dsq_dict_intern(f->dict, s, (size_t)n) != 0);
+        }
+        CHECK_INT(fx_scan(f, text), 0);
+        double lines[2] = {0, 0};
+        for (int i = 0; i < f->out.n && i < MAXEV; i++) {
+            const dsq_event *ev = &f->out.ev[i];
+            if (ev->kind == DSQ_EV_RANK_LINES && ev->rank >= 0 && ev->rank < 2)
+                lines[ev->rank] += ev->f[0].v;
+        }
+        if (lines[0] != 3 || lines[1] != 2) { /* the first line names no rank */
+            if (bad++ < 3)
+                fprintf(stderr, "%d strings first: rank 0 %g lines, rank 1 %g (want 3, 2)\n", k,
+                        lines[0], lines[1]);
+        }
+        fx_free(f);
+    }
+    CHECK_INT(bad, 0);
+}
+
 static void test_rank_lines(void)
 {
     fixture *f = fx_new(0);
@@ -575,6 +618,6 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_same_pid_two_hosts), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
