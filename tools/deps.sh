@@ -1,11 +1,11 @@
 #!/bin/sh
 # Installs what dsq needs on Debian/Ubuntu, only if something is missing.
 #   tools/deps.sh          build dependencies
-#   tools/deps.sh --test   build + test dependencies (compressors, zip, python3)
+#   tools/deps.sh --test   build + test dependencies (compressors, zip, python3, mdb_dump)
 set -eu
 pkgs="build-essential cmake pkg-config re2c libzstd-dev liblmdb-dev libarchive-dev libisal-dev"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs zstd gzip xz-utils bzip2 tar zip python3"
+  pkgs="$pkgs zstd gzip xz-utils bzip2 tar zip python3 lmdb-utils"
 fi
 missing=""
 for p in $pkgs; do
