@@ -926,8 +926,11 @@ static void free_jobs(dsq_indexer *ix)
  * of the group: they are indexed again one by one (redo_group). A kill loses the
  * open group only; what was committed holds whole files or partial-marked ones. */
 
-/* Files are committed together until this many, or commit_bytes of text. */
-#define GROUP_FILES 32
+/* Files are committed together until this many, or commit_bytes of text. Every
+ * commit writes each page it touched: on 1000 runs of ~10 kB per-rank files, 32
+ * files a commit wrote 470 MB of pages for an 83 MB index, 128 wrote 288 MB and
+ * took 7 % less CPU (256: 250 MB and little more gained; peak RSS 66 -> 70 -> 76 MB). */
+#define GROUP_FILES 128
 
 /* Makes room in the open group for one more file. */
 static int group_reserve(dsq_indexer *ix, dsq_error *err)
