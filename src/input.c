@@ -83,6 +83,7 @@ struct dsq_input {
     size_t zlast;            /* last ZSTD_decompressStream result: 0 = frame complete */
     unsigned char *zout;
     size_t zout_cap;
+    unsigned char *to;       /* dsq_input_read_into: where zstd decodes this read, else NULL */
     int nested;              /* N_*: current archive member is compressed itself */
     struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
     const void *inner_first; /* the member's first block, handed to inner first */
@@ -718,7 +719,7 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
  * the zstd stream is nested. One call yields at least one byte or the end. */
 static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
-    ZSTD_outBuffer zo = {in->zout, in->zout_cap, 0};
+    ZSTD_outBuffer zo = {in->to ? in->to : in->zout, in->zout_cap, 0};
     while (zo.pos == 0) {
         if (in->zin.pos == in->zin.size) {
             if (in->kind != K_ARCHIVE)
@@ -741,7 +742,7 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
     }
     if (zo.pos == 0 && in->zlast != 0)
         return dsq_error_set(err, DSQ_EFORMAT, "zstd: truncated input (stream ends mid-frame)");
-    *data = (const char *)in->zout;
+    *data = (const char *)zo.dst;
     *len = zo.pos;
     return 0;
 }
@@ -1057,6 +1058,22 @@ static void plain_read(dsq_input *in, const char **data, size_t *len)
     in->plain_off += *len;
     if (in->plain_off >= in->size)
         in->data_done = 1;
+}
+
+int dsq_input_read_into(dsq_input *in, char *dst, size_t cap, const char **data, size_t *len,
+                        dsq_error *err)
+{
+    in->to = cap >= in->zout_cap ? (unsigned char *)dst : NULL;
+    int rc = dsq_input_read(in, data, len, err);
+    in->to = NULL;
+    return rc;
+}
+
+size_t dsq_input_chunk_max(const dsq_input *in) { return in->zout_cap; }
+
+int dsq_input_decodes_zstd(const dsq_input *in)
+{
+    return in->kind == K_ZSTD || (in->kind == K_ARCHIVE && in->nested == N_ZSTD);
 }
 
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)

@@ -86,6 +86,20 @@ int dsq_input_take_damage(dsq_input *in, dsq_error *err);
  * member is damaged (what was read before stays valid). */
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err);
 
+/* dsq_input_read, but zstd (a .zst file, or the .zst member being read) is decoded
+ * into dst[0..cap) rather than the input's own buffer when cap is at least
+ * dsq_input_chunk_max: *data is dst then, and the chunk the same as dsq_input_read's.
+ * Other formats hand out their own bytes. Saves a caller that keeps chunks (the
+ * read-ahead ring) a copy of every decoded byte. */
+int dsq_input_read_into(dsq_input *in, char *dst, size_t cap, const char **data, size_t *len,
+                        dsq_error *err);
+
+/* The most bytes one read hands out of a decoder's buffer. */
+size_t dsq_input_chunk_max(const dsq_input *in);
+
+/* 1 when the next read decodes zstd (what dsq_input_read_into can put in place). */
+int dsq_input_decodes_zstd(const dsq_input *in);
+
 /* Bytes consumed from the file so far (compressed side). */
 uint64_t dsq_input_bytes_in(const dsq_input *in);
 

@@ -178,6 +178,40 @@ static int hand_over(dsq_readahead *ra)
     return 0;
 }
 
+/* Ends the record whose payload of len bytes was written after the header's place
+ * at the end of the buffer being filled: writes the header. */
+static int put_header(dsq_readahead *ra, uint32_t kind, size_t len)
+{
+    rec_hdr h = {kind, 0, len, dsq_input_bytes_in(ra->in)};
+    memcpy(ra->wr->p + ra->wr->used, &h, sizeof h);
+    ra->wr->used += rec_size(len);
+    /* the caller has read everything handed over: give it this buffer now rather
+     * than when full, so it does not wait for a whole buffer to be decoded */
+    if (kind == R_DATA && ra->wr->used >= EARLY_BYTES &&
+        atomic_load_explicit(&ra->queued, memory_order_relaxed) == 0)
+        return hand_over(ra);
+    return 0;
+}
+
+/* Where the next chunk of a zstd stream can be decoded in place, after a data
+ * record's header in the buffer being filled (a fresh one when this one has too
+ * little room), saving the copy put() makes; NULL when the input hands out its own
+ * bytes (a plain file's mapping, gzip) or a buffer is smaller than a chunk. */
+static unsigned char *in_place_room(dsq_readahead *ra, size_t *room)
+{
+    *room = dsq_input_chunk_max(ra->in);
+    if (!dsq_input_decodes_zstd(ra->in) || sizeof(rec_hdr) + *room > ra->cap)
+        return NULL;
+    if (ra->wr && ra->wr->used + sizeof(rec_hdr) + *room > ra->cap && hand_over(ra) != 0)
+        return NULL;
+    if (!ra->wr) {
+        if (!(ra->wr = dsq_bq_pop(ra->free_q)))
+            return NULL;
+        ra->wr->used = 0;
+    }
+    return ra->wr->p + ra->wr->used + sizeof(rec_hdr);
+}
+
 /* Appends a record (payload a then b) to the buffer being filled, handing it over
  * first when the record does not fit. 0, or -1 when no buffer comes back. */
 static int put(dsq_readahead *ra, uint32_t kind, const void *a, size_t na, const void *b,
@@ -191,20 +225,12 @@ static int put(dsq_readahead *ra, uint32_t kind, const void *a, size_t na, const
             return -1;
         ra->wr->used = 0;
     }
-    rec_hdr h = {kind, 0, na + nb, dsq_input_bytes_in(ra->in)};
     unsigned char *p = ra->wr->p + ra->wr->used;
-    memcpy(p, &h, sizeof h);
     if (na)
-        memcpy(p + sizeof h, a, na);
+        memcpy(p + sizeof(rec_hdr), a, na);
     if (nb)
-        memcpy(p + sizeof h + na, b, nb);
-    ra->wr->used += need;
-    /* the caller has read everything handed over: give it this buffer now rather
-     * than when full, so it does not wait for a whole buffer to be decoded */
-    if (kind == R_DATA && ra->wr->used >= EARLY_BYTES &&
-        atomic_load_explicit(&ra->queued, memory_order_relaxed) == 0)
-        return hand_over(ra);
-    return 0;
+        memcpy(p + sizeof(rec_hdr) + na, b, nb);
+    return put_header(ra, kind, na + nb);
 }
 
 /* Reads the current member to its end into records. 0 at its end, -1 when told to
@@ -215,16 +241,23 @@ static int decode_member(dsq_readahead *ra)
         if (atomic_load_explicit(&ra->stop, memory_order_relaxed))
             return -1;
         const char *data;
-        size_t len;
+        size_t len, room;
         dsq_error e;
         dsq_error_clear(&e);
-        if (dsq_input_read(ra->in, &data, &len, &e) != 0) {
+        unsigned char *to = in_place_room(ra, &room);
+        if ((to ? dsq_input_read_into(ra->in, (char *)to, room, &data, &len, &e)
+                : dsq_input_read(ra->in, &data, &len, &e)) != 0) {
             rec_err re;
             err_in(&re, &e);
             return put(ra, R_ERROR, &re, sizeof re, NULL, 0);
         }
         if (len == 0)
             return put(ra, R_DATA, NULL, 0, NULL, 0);
+        if (to && data == (const char *)to) { /* decoded in place */
+            if (put_header(ra, R_DATA, len) != 0)
+                return -1;
+            continue;
+        }
         do { /* a chunk longer than a buffer is handed out in pieces */
             size_t n = len < ra->buf_bytes ? len : ra->buf_bytes;
             if (put(ra, R_DATA, data, n, NULL, 0) != 0)
