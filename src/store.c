@@ -161,9 +161,11 @@ void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k)
 
 /* How a kind of value is packed: zstd at `level` from min_zstd bytes on. Blocks:
  * level 2 packs them 1-4% smaller than level 1 in the same time (measured on the
- * bench inputs); blocks under 512 bytes (the small files of a per-rank archive)
- * are stored as they are: a frame's set-up cost more than it saved (200 runs of
- * 10 kB files: 5% less wall time, index 0.5% bigger). Chunks are encoded compactly already (rollup.c): on the small
+ * bench inputs); blocks under 1 kB (the small files of a per-rank archive) are
+ * stored as they are: a frame's set-up (some 15,000 instructions, mostly its
+ * entropy tables) cost more than it saved (1000 runs of 10 kB files: under 512
+ * bytes 5% less wall time; under 1 kB 4% fewer instructions again and 5% less CPU,
+ * for an index 1.8% bigger). Chunks are encoded compactly already (rollup.c): on the small
  * ones zstd saves a tenth or less for a few microseconds each, and level 2 is
  * twice as slow on them for nothing. */
 typedef struct packing {
@@ -172,7 +174,7 @@ typedef struct packing {
     const char *what; /* for errors */
 } packing;
 
-static const packing pack_blocks = {2, 512, "writing events"};
+static const packing pack_blocks = {2, 1024, "writing events"};
 static const packing pack_chunks = {1, 1024, "writing rollups"};
 /* a source's rollup keys (srcroll_put): zstd only for big ones */
 static const packing pack_srcroll = {3, 4096, "writing rollups"};
