@@ -102,6 +102,7 @@ struct dsq_input {
     int stopped;             /* the decode limit was hit: no more members */
     uint64_t member_bytes;   /* bytes handed out for the current member */
     uint64_t member_raw;     /* bytes of it read from the container (before nested decoding) */
+    uint64_t member_nz_end;  /* offset after its last raw byte that is not NUL */
     int64_t member_size;     /* its size as the container declares it, else -1 */
     uint64_t skip_pending;   /* bytes the next header read skips (decodes) to get there */
     int all_nul;             /* every byte of the current member so far was NUL */
@@ -468,7 +469,7 @@ static void start_member(dsq_input *in)
 {
     end_nested(in);
     in->member_started = in->member_eof = 0;
-    in->member_bytes = in->member_raw = 0;
+    in->member_bytes = in->member_raw = in->member_nz_end = 0;
     in->member_size = -1;
     in->all_nul = 1;
     in->pending[0] = 0;
@@ -684,7 +685,9 @@ int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)
 /* Next data block of the current archive member, skipping empty ones: 1 and the
  * block, 0 at the member's end, < 0 on damage. A block that came with a warning
  * (a zip member whose CRC does not match) is returned and the warning kept for the
- * next read. */
+ * next read. Where the member's last non-NUL byte is, is noted (member_nz_end),
+ * so that bytes after a nested stream can be judged once its decoder has taken
+ * the blocks they were in: from the end, compressed data stops the look at once. */
 static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err)
 {
     for (;;) {
@@ -708,10 +711,37 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
             snprintf(in->pending, sizeof in->pending, "%s", why ? why : "damaged member");
         }
         if (*sz > 0) {
+            const unsigned char *p = *buf;
+            size_t i = *sz;
+            while (i > 0 && p[i - 1] == 0)
+                i--;
+            if (i > 0)
+                in->member_nz_end = in->member_raw + i;
             in->member_raw += *sz;
             return 1;
         }
     }
+}
+
+/* A member's nested gzip/xz/bzip2 stream ended at byte `at` of the member: the
+ * member's rest is read (decoding an outer layer, which counts against the limit
+ * as a skip does) and bytes after the stream, zero padding excepted, are reported
+ * as after a single file's. */
+static int member_trailing(dsq_input *in, uint64_t at, const char *what, dsq_error *err)
+{
+    const void *buf;
+    size_t sz;
+    int r;
+    while ((r = member_block(in, &buf, &sz, err)) == 1) {
+        in->skip_pending += sz;
+        if (check_skip(in, err) != 0)
+            return DSQ_ELIMIT;
+    }
+    if (r < 0 || in->member_nz_end <= at)
+        return r;
+    return dsq_error_set(err, DSQ_EFORMAT,
+                         "%llu bytes of trailing garbage after the %s data (at byte %llu)",
+                         (unsigned long long)(in->member_raw - at), what, (unsigned long long)at);
 }
 
 /* Decompresses from in->zin into zout; refills zin from the archive member when
@@ -801,9 +831,13 @@ static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *
     do
         r = archive_read_data_block(in->inner, &buf, &sz, &off);
     while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && sz == 0);
-    if (r == ARCHIVE_EOF) {
+    if (r == ARCHIVE_EOF) { /* what follows the outermost compression is judged */
+        la_int64_t used = archive_filter_bytes(in->inner, -1);
+        int outer = archive_filter_count(in->inner) - 2;
         *len = 0;
-        return 0;
+        return used < 0 || outer < 0 ? 0
+                                     : member_trailing(in, (uint64_t)used,
+                                                       archive_filter_name(in->inner, outer), err);
     }
     if (r < ARCHIVE_WARN) {
         const char *why = archive_error_string(in->inner);
@@ -881,12 +915,14 @@ static int pull_member(void *ctx, const unsigned char **buf, size_t *len, dsq_er
     return r < 0 ? r : 0;
 }
 
-/* A .gz member by ISA-L; bytes after its stream are not looked at (libarchive's
- * gzip reader stops there too). */
+/* A .gz member by ISA-L; at its end, bytes after the stream are reported. */
 static int gzip_member_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
+    uint64_t end;
     int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, len, err);
     *data = (const char *)in->zout;
+    if (r == 0 && *len == 0 && dsq_gunzip_end(in->gz_member, &end))
+        return member_trailing(in, end, "gzip", err);
     return r;
 }
 

@@ -8,12 +8,13 @@
  * member inside an archive is decompressed on the fly.
  *
  * Hostile input is refused with a reason, never read as if it were text: magic
- * bytes followed by something else, bytes after the end of a single gzip / xz /
- * bzip2 stream (zero padding excepted), a zip member failing its CRC (after its
- * data), a member whose first chunk is binary (SNIFF_* in input.c: 5% or more
- * control bytes other than whitespace, backspace and ESC, NUL bytes not counted;
- * text in any encoding has next to none), a member of NUL bytes
- * only (at its end), and decoding beyond the limit below.
+ * bytes followed by something else, bytes after the end of a gzip / xz / bzip2
+ * stream, a single file's or a member's (zero padding excepted; after its data),
+ * a zip member failing its CRC (after its data), a member whose first chunk is
+ * binary (SNIFF_* in input.c: 5% or more control bytes other than whitespace,
+ * backspace and ESC, NUL bytes not counted; text in any encoding has next to
+ * none), a member of NUL bytes only (at its end), and decoding beyond the limit
+ * below.
  *
  * The loop follows libarchive's: open, then next_member until it returns 0, and
  * read until it returns an empty chunk. Chunks are views valid until the next read

@@ -612,6 +612,67 @@ static void test_compressed_edges(void)
     free(t);
 }
 
+/* Compressed members of a tar with bytes behind their streams, read by each gzip
+ * decoder: garbage is reported after all of the member's data, naming the
+ * compression and where in the member it starts, as after a single .gz; zero
+ * padding is not; the members after are read as usual. */
+static void test_member_trailing_garbage(void)
+{
+    size_t n = 100000;
+    char *t = test_log_text(n, 19);
+    member m = {"payload", t, n, 0};
+    const char *filters[] = {"gzip", "bzip2", "gzip"};
+    const char *tails[] = {"GARBAGE", "GARBAGE", "\0\0\0\0\0\0\0"};
+    const char *names[] = {"node1.log.gz", "node2.log.bz2", "node3.log.gz"};
+    const char *want[] = {"7 bytes of trailing garbage after the gzip data (at byte %zu)",
+                          "7 bytes of trailing garbage after the bzip2 data (at byte %zu)", NULL};
+    buf z[3] = {{0}, {0}, {0}};
+    size_t zn[3];
+    member in[4];
+    for (int i = 0; i < 3; i++) {
+        write_archive("one", "raw", filters[i], &m, 1);
+        slurp("one", &z[i]);
+        zn[i] = z[i].n;
+        test_buf_add(&z[i], tails[i], 7);
+        in[i] = (member){names[i], z[i].p, z[i].n, 0};
+    }
+    in[3] = (member){"node4.log", t, n, 0};
+    write_archive("trail.tar", "pax", "none", in, 4);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        dsq_input *inp = NULL;
+        CHECK_INT(dsq_input_new(&inp), 0);
+        if (dsq_input_set_gzip(inp, (dsq_input_gzip)by) != 0) { /* no ISA-L in this build */
+            dsq_input_free(inp);
+            continue;
+        }
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(inp, path_of("trail.tar"), &err), 0);
+        buf got = {0};
+        dsq_member_info mi;
+        for (int i = 0; i < 4; i++) {
+            CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+            dsq_error_clear(&err);
+            int rc = read_member(inp, &got, &err);
+            CHECK_INT(got.n, n); /* all of the data, then the complaint */
+            char msg[128] = "";
+            if (i < 3 && want[i])
+                snprintf(msg, sizeof msg, want[i], zn[i]);
+            if ((rc != 0) != (msg[0] != 0) || (msg[0] && strcmp(err.msg, msg) != 0)) {
+                fprintf(stderr, "trail.tar %s (gzip by %d): rc %d '%s', expected '%s'\n",
+                        in[i].name, by, rc, err.msg, msg);
+                test_failures++;
+            }
+        }
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+        free(got.p);
+        dsq_input_free(inp);
+    }
+    for (int i = 0; i < 3; i++)
+        free(z[i].p);
+    free(t);
+}
+
 /* A stored zip member whose bytes do not match its CRC: its data, then an error. */
 static void test_zip_bad_crc(void)
 {
@@ -790,5 +851,6 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
+          T(test_member_trailing_garbage),
           T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
