@@ -85,6 +85,7 @@ struct dsq_input {
     size_t zout_cap;
     int nested;              /* N_*: current archive member is compressed itself */
     struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
+    int inner_gz;            /* N_ARCHIVE: ... fed what ISA-L inflates from it (gz_member) */
     const void *inner_first; /* the member's first block, handed to inner first */
     size_t inner_first_len;
     /* gzip by ISA-L (gunzip.h); handles and buffers allocated at the first gzip */
@@ -311,6 +312,24 @@ static int tar_checksum_ok(const unsigned char *p, size_t n)
     return sum == want;
 }
 
+/* The compression (one support_filters decodes) whose magic bytes p starts with,
+ * else NULL. */
+static const char *compression_magic(const unsigned char *p, size_t n)
+{
+    const char *m = archive_magic(p, n);
+    if (m && strcmp(m, "zip") != 0 && strcmp(m, "tar") != 0)
+        return m;
+    if (is_zstd(p, n))
+        return "zstd";
+    if (n >= 4 && memcmp(p, "LZIP", 4) == 0)
+        return "lzip";
+    if (n >= 4 && memcmp(p, "\x04\x22\x4D\x18", 4) == 0)
+        return "lz4";
+    if (n >= 2 && p[0] == 0x1F && p[1] == 0x9D)
+        return "compress";
+    return NULL;
+}
+
 /* Decoded gzip content libarchive has to parse rather than a log read as it is:
  * a tar (or its end-of-archive block of zeros), a zip, or a further compression. */
 static int holds_container(const unsigned char *p, size_t n)
@@ -318,10 +337,8 @@ static int holds_container(const unsigned char *p, size_t n)
     size_t z = 0;
     while (z < n && z < 512 && p[z] == 0)
         z++;
-    return z == 512 || is_tar(p, n) || tar_checksum_ok(p, n) || is_zstd(p, n) ||
-           archive_magic(p, n) || (n >= 4 && memcmp(p, "LZIP", 4) == 0) ||
-           (n >= 4 && memcmp(p, "\x04\x22\x4D\x18", 4) == 0) ||
-           (n >= 2 && p[0] == 0x1F && p[1] == 0x9D);
+    return z == 512 || is_tar(p, n) || tar_checksum_ok(p, n) || archive_magic(p, n) ||
+           compression_magic(p, n);
 }
 
 static int gz_ready(dsq_input *in)
@@ -461,6 +478,7 @@ static void end_nested(dsq_input *in)
     if (in->inner)
         archive_read_free(in->inner);
     in->inner = NULL;
+    in->inner_gz = 0;
     in->inner_first_len = 0;
     in->nested = N_NONE;
 }
@@ -777,7 +795,8 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
 }
 
 /* libarchive read callback of a nested decoder: the member's blocks, the first one
- * (already read to look at its magic) first. */
+ * (already read to look at its magic) first; or (inner_gz) what ISA-L inflates
+ * from them, the first chunk (looked at too) first. */
 static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
 {
     dsq_input *in = ctx;
@@ -790,7 +809,14 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
     size_t sz;
     dsq_error e;
     dsq_error_clear(&e);
-    int r = member_block(in, buf, &sz, &e);
+    int r;
+    if (in->inner_gz) {
+        r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, &sz, &e);
+        *buf = in->zout;
+        r = r < 0 ? r : sz > 0;
+    } else {
+        r = member_block(in, buf, &sz, &e);
+    }
     if (r < 0) {
         archive_set_error(a, EIO, "%s", e.msg);
         return -1;
@@ -798,7 +824,9 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
     return r == 0 ? 0 : (la_ssize_t)sz;
 }
 
-/* A gzip, xz or bzip2 member inside an archive: a second libarchive reader decodes it. */
+/* A gzip, xz or bzip2 member inside an archive (or, inner_gz, what a .gz member
+ * inflates to, which is compressed again): a second libarchive reader decodes it,
+ * through every further layer. */
 static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *what,
                       dsq_error *err)
 {
@@ -822,6 +850,23 @@ static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *wha
     return 0;
 }
 
+/* The decoder fed by ISA-L ended: the rest of the .gz member is inflated (counted
+ * against the limit; what follows the inner stream inside the gzip data is not
+ * judged, as in a single .gz file) and bytes after its gzip stream reported. */
+static int inner_gz_end(dsq_input *in, dsq_error *err)
+{
+    size_t n;
+    uint64_t end;
+    do {
+        int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, &n, err);
+        if (r < 0)
+            return r;
+        if ((in->decoded += n) > in->decode_limit)
+            return limit_error(in, err);
+    } while (n > 0);
+    return dsq_gunzip_end(in->gz_member, &end) ? member_trailing(in, end, "gzip", err) : 0;
+}
+
 static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     const void *buf;
@@ -835,6 +880,8 @@ static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *
         la_int64_t used = archive_filter_bytes(in->inner, -1);
         int outer = archive_filter_count(in->inner) - 2;
         *len = 0;
+        if (in->inner_gz)
+            return inner_gz_end(in, err);
         return used < 0 || outer < 0 ? 0
                                      : member_trailing(in, (uint64_t)used,
                                                        archive_filter_name(in->inner, outer), err);
@@ -957,7 +1004,13 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
             in->inner_first = buf;
             in->inner_first_len = sz;
             dsq_gunzip_start(in->gz_member, pull_member, in);
-            return gzip_member_read(in, data, len, err);
+            if ((r = gzip_member_read(in, data, len, err)) != 0 ||
+                !(m = compression_magic((const unsigned char *)*data, *len)))
+                return r;
+            in->inner_gz = 1; /* compressed twice: libarchive decodes what ISA-L inflates */
+            if ((r = open_inner(in, *data, *len, m, err)) != 0)
+                return r;
+            return inner_read(in, data, len, err);
         }
         if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "xz") == 0 || strcmp(m, "bzip2") == 0)) {
             if ((r = open_inner(in, buf, sz, m, err)) != 0)

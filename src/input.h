@@ -5,7 +5,9 @@
  * libarchive gzip / xz / bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip
  * archives, whose members are streamed in place (nothing is extracted to disk,
  * member paths are only recorded, never followed). A zstd, gzip, xz or bzip2
- * member inside an archive is decompressed on the fly.
+ * member inside an archive is decompressed on the fly; under gzip, xz or bzip2
+ * (a single file's or a member's) a further compression is decoded too
+ * (`xz -c f | gzip -c`).
  *
  * Hostile input is refused with a reason, never read as if it were text: magic
  * bytes followed by something else, bytes after the end of a gzip / xz / bzip2

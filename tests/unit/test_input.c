@@ -612,6 +612,75 @@ static void test_compressed_edges(void)
     free(t);
 }
 
+/* data compressed by filter (test_write_archive's), into out. */
+static void compress_to(buf *out, const char *filter, const void *data, size_t n)
+{
+    member m = {"payload", data, n, 0};
+    write_archive("one", "raw", filter, &m, 1);
+    slurp("one", out);
+}
+
+/* Members compressed twice (`xz -c f | gzip -c`), read by each gzip decoder: every
+ * layer is decoded, as in a single file; garbage after the outer stream is
+ * reported after the data; a .gz holding something that only starts like xz is
+ * refused with a reason, and the next member read. */
+static void test_twice_compressed_members(void)
+{
+    size_t n = 100000;
+    char *t = test_log_text(n, 29);
+    buf x = {0}, zs = {0}, a = {0}, b = {0}, c = {0}, d = {0};
+    compress_to(&x, "xz", t, n);
+    zstd_frame(&zs, t, n, 3);
+    compress_to(&a, "gzip", x.p, x.n);
+    compress_to(&b, "gzip", zs.p, zs.n);
+    compress_to(&c, "gzip", x.p, x.n);
+    test_buf_add(&c, "GARBAGE", 7);
+    const char fake[] = "\xFD" "7zXZ\0 is no xz stream, only its magic bytes, then text\n";
+    compress_to(&d, "gzip", fake, sizeof fake - 1);
+    member in[] = {{"a.log.xz.gz", a.p, a.n, 0}, {"b.log.zst.gz", b.p, b.n, 0},
+                   {"c.log.xz.gz", c.p, c.n, 0}, {"d.log.gz", d.p, d.n, 0},
+                   {"e.log", t, n, 0}};
+    const char *why[] = {NULL, NULL, "7 bytes of trailing garbage after the gzip data",
+                         "" /* any reason */, NULL};
+    const size_t want_n[] = {n, n, n, 0, n};
+    write_archive("twice.tar", "pax", "none", in, 5);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        dsq_input *inp = NULL;
+        CHECK_INT(dsq_input_new(&inp), 0);
+        if (dsq_input_set_gzip(inp, (dsq_input_gzip)by) != 0) { /* no ISA-L in this build */
+            dsq_input_free(inp);
+            continue;
+        }
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(inp, path_of("twice.tar"), &err), 0);
+        buf got = {0};
+        dsq_member_info mi;
+        for (int i = 0; i < 5; i++) {
+            CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+            dsq_error_clear(&err);
+            int rc = read_member(inp, &got, &err);
+            int ok = got.n == want_n[i] && memcmp(got.p, t, got.n) == 0 &&
+                     (rc != 0) == (why[i] != NULL) && (!why[i] || strstr(err.msg, why[i]));
+            if (!ok) {
+                fprintf(stderr, "twice.tar %s (gzip by %d): %zu bytes, rc %d '%s'\n", in[i].name,
+                        by, got.n, rc, err.msg);
+                test_failures++;
+            }
+        }
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+        free(got.p);
+        dsq_input_free(inp);
+    }
+    free(x.p);
+    free(zs.p);
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(d.p);
+    free(t);
+}
+
 /* Compressed members of a tar with bytes behind their streams, read by each gzip
  * decoder: garbage is reported after all of the member's data, naming the
  * compression and where in the member it starts, as after a single .gz; zero
@@ -851,6 +920,6 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
-          T(test_member_trailing_garbage),
+          T(test_member_trailing_garbage), T(test_twice_compressed_members),
           T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
