@@ -14,7 +14,8 @@
  * is inflated from the member's blocks (N_GZIP). What each reports matches the
  * libarchive path, which stays for builds without ISA-L and for the differential
  * test (dsq_input_set_gzip); ISA-L also checks each member's CRC-32 and length,
- * which libarchive's gzip reader does not.
+ * which libarchive's gzip reader does not, and, inflating a tar.gz to its end, what
+ * follows the tar's end-of-archive marker, which libarchive never decodes.
  */
 #include "input.h"
 
@@ -92,7 +93,12 @@ struct dsq_input {
     dsq_input_gzip gzip_by;  /* DSQ_INPUT_GZIP_*: who decodes gzip from the next open */
     dsq_gunzip *gz;          /* K_GZIP, and the gzip layer under a tar */
     dsq_gunzip *gz_member;   /* N_GZIP: a .gz member */
-    unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive */
+    unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive, in two
+                                halves taken in turn, so that the one before the last
+                                is still there to look at when the tar has ended */
+    size_t layer_len[2];     /* bytes in each half */
+    int layer_half;          /* the half handed out last */
+    uint64_t layer_out;      /* bytes inflated by the layer so far */
     int gz_layer;            /* K_ARCHIVE: libarchive reads from layer_read */
     int gz_fed;              /* the map was handed to gz */
     size_t gz_peeked;        /* K_GZIP: bytes open_gzip inflated into zout, not handed out */
@@ -248,11 +254,15 @@ static la_ssize_t layer_read(struct archive *a, void *ctx, const void **buf)
     size_t n;
     dsq_error e;
     dsq_error_clear(&e);
-    if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, &e) < 0) {
+    unsigned char *half = in->gz_out + (size_t)(in->layer_half ^ 1) * GZ_LAYER_CAP;
+    if (dsq_gunzip_read(in->gz, half, GZ_LAYER_CAP, &n, &e) < 0) {
         archive_set_error(a, EIO, "%s", e.msg);
         return -1;
     }
-    *buf = in->gz_out;
+    in->layer_half ^= 1;
+    in->layer_len[in->layer_half] = n;
+    in->layer_out += n;
+    *buf = half;
     return (la_ssize_t)n;
 }
 
@@ -289,6 +299,9 @@ static int pull_map(void *ctx, const unsigned char **buf, size_t *len, dsq_error
 static void gz_restart(dsq_input *in)
 {
     in->gz_fed = 0;
+    in->layer_len[0] = in->layer_len[1] = 0;
+    in->layer_half = 0;
+    in->layer_out = 0;
     dsq_gunzip_start(in->gz, pull_map, in);
 }
 
@@ -347,7 +360,7 @@ static int gz_ready(dsq_input *in)
         return DSQ_ENOMEM;
     if (!in->gz_member && dsq_gunzip_new(&in->gz_member) != 0)
         return DSQ_ENOMEM;
-    if (!in->gz_out && !(in->gz_out = malloc(GZ_LAYER_CAP)))
+    if (!in->gz_out && !(in->gz_out = malloc(2 * GZ_LAYER_CAP)))
         return DSQ_ENOMEM;
     return 0;
 }
@@ -589,22 +602,100 @@ static int check_skip(dsq_input *in, dsq_error *err)
 
 static int trailing_error(dsq_input *in, uint64_t used, const char *what, dsq_error *err);
 
+/* Offset of the first byte of p[0..n) that is not NUL, n when none is (comparing
+ * the bytes with themselves one further on is memcmp's vectorized loop). */
+static size_t first_non_nul(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    if (n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0))
+        return n;
+    while (p[i] == 0)
+        i++;
+    return i;
+}
+
+/* The tar libarchive read (from the map, or from the gzip layer) ended at its
+ * end-of-archive marker, byte `end` of the tar, which goes on to byte `total`;
+ * the first byte after the marker that is not NUL is at `at` (total: none). Zero
+ * padding (the rest of the tar's last record) is all a tar has there; anything
+ * else, garbage or a second tar appended, libarchive does not read: said here. */
+static int tar_trailing(uint64_t end, uint64_t at, uint64_t total, dsq_error *err)
+{
+    if (at >= total || at < end)
+        return 0;
+    return dsq_error_set(err, DSQ_EFORMAT,
+                         "%llu bytes of trailing garbage after the tar's end-of-archive marker "
+                         "(at byte %llu of the tar): not read (garbage, or another tar "
+                         "appended)",
+                         (unsigned long long)(total - at), (unsigned long long)at);
+}
+
+/* Where the tar under the gzip layer ended (when libarchive reads it with no
+ * filter of its own), else -1. */
+static int64_t layer_tar_end(const dsq_input *in)
+{
+    if ((archive_format(in->ar) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR ||
+        archive_filter_count(in->ar) != 1)
+        return -1;
+    return archive_filter_bytes(in->ar, 0);
+}
+
+/* The first byte not NUL from `end` on, among what the layer's two halves hold
+ * (the marker lies in the last one or, a block away, the one before); the layer's
+ * total when there is none. */
+static uint64_t layer_tail(const dsq_input *in, uint64_t end)
+{
+    uint64_t base = in->layer_out - in->layer_len[0] - in->layer_len[1];
+    for (int k = 0; k < 2; k++) {
+        int h = in->layer_half ^ (k == 0); /* the older half first */
+        size_t len = in->layer_len[h], from = 0;
+        if (end > base)
+            from = end - base < len ? (size_t)(end - base) : len;
+        size_t i = from + first_non_nul(in->gz_out + (size_t)h * GZ_LAYER_CAP + from, len - from);
+        if (i < len)
+            return base + i;
+        base += len;
+    }
+    return in->layer_out;
+}
+
 /* The tar under a gzip layer ended: inflates what is left of the gzip stream, so
  * that a cut or corrupt end (a bad CRC) is reported as libarchive's gzip reader,
- * decoding ahead, would, and then bytes after the stream as after a single .gz's.
+ * decoding ahead, would, and then bytes after the stream as after a single .gz's,
+ * and bytes after the tar's end-of-archive marker that are not zero padding.
  * What this decodes counts against the limit. */
 static int drain_layer(dsq_input *in, dsq_error *err)
 {
+    int64_t tar_end = layer_tar_end(in);
+    uint64_t at = tar_end >= 0 ? layer_tail(in, (uint64_t)tar_end) : UINT64_MAX;
     size_t n;
     do {
         if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, err) < 0)
             return DSQ_EFORMAT;
+        if (at == in->layer_out)
+            at += first_non_nul(in->gz_out, n);
+        in->layer_out += n;
         in->skip_pending += n;
         if (check_skip(in, err) != 0)
             return DSQ_ELIMIT;
     } while (n > 0);
     uint64_t end;
-    return dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    int rc = dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    return rc ? rc : tar_end < 0 ? 0 : tar_trailing((uint64_t)tar_end, at, in->layer_out, err);
+}
+
+/* A tar read from the map ended: bytes after its end-of-archive marker that are
+ * not zero padding are reported (libarchive stops at the marker). */
+static int map_tar_end(dsq_input *in, dsq_error *err)
+{
+    if ((archive_format(in->ar) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR ||
+        archive_filter_count(in->ar) != 1)
+        return 0;
+    la_int64_t end = archive_filter_bytes(in->ar, 0);
+    if (end < 0 || (uint64_t)end >= in->size)
+        return 0;
+    size_t at = (size_t)end + first_non_nul(in->map + end, in->size - (size_t)end);
+    return tar_trailing((uint64_t)end, at, in->size, err);
 }
 
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
@@ -620,7 +711,9 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             return DSQ_ELIMIT;
         int first = archive_file_count(in->ar) == 0;
         int r = archive_read_next_header(in->ar, &e);
-        int drained = r == ARCHIVE_EOF && in->gz_layer ? drain_layer(in, err) : 0;
+        int drained = r != ARCHIVE_EOF ? 0
+                      : in->gz_layer   ? drain_layer(in, err)
+                                       : map_tar_end(in, err);
         if (drained != 0) {
             in->archive_eof = 1;
             return drained;

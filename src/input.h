@@ -12,6 +12,8 @@
  * Hostile input is refused with a reason, never read as if it were text: magic
  * bytes followed by something else, bytes after the end of a gzip / xz / bzip2
  * stream, a single file's or a member's (zero padding excepted; after its data),
+ * bytes after a tar's end-of-archive marker but zero padding (in a plain tar, and
+ * in a tar.gz decoded by ISA-L; libarchive's own decoders stop at the marker),
  * a zip member failing its CRC (after its data), a member whose first chunk is
  * binary (SNIFF_* in input.c: 5% or more control bytes other than whitespace,
  * backspace and ESC, NUL bytes not counted; text in any encoding has next to

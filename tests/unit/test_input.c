@@ -8,6 +8,7 @@
 
 #include "dsq/dsq.h"
 #include "dict.h"
+#include "gunzip.h"
 #include "input.h"
 #include "test.h"
 #include "testarchive.h"
@@ -742,6 +743,48 @@ static void test_member_trailing_garbage(void)
     free(t);
 }
 
+/* Bytes after a tar's end-of-archive marker (libarchive stops there): in a plain
+ * tar and inside a tar.gz's gzip stream (by ISA-L, the default gzip decoder: the
+ * libarchive one is not asked) garbage is reported after every member was read,
+ * naming where it starts; zero padding is not. */
+static void test_tar_trailing_garbage(void)
+{
+    size_t n = 50000, got;
+    char *t = test_log_text(n, 31);
+    member m = {"node1.log", t, n, 0};
+    write_archive("end.tar", "pax", "none", &m, 1);
+    buf tarb = {0}, z = {0};
+    slurp("end.tar", &tarb);
+    size_t tar_n = tarb.n;
+    test_buf_add(&tarb, "GARBAGE", 7);
+    CHECK_INT(test_write_file(tmp, "garbage.tar", tarb.p, tarb.n), 0);
+    char want[128];
+    snprintf(want, sizeof want,
+             "7 bytes of trailing garbage after the tar's end-of-archive marker (at byte %zu of "
+             "the tar)",
+             tar_n);
+    CHECK_INT(expect_failure("garbage.tar", want, &got), 1);
+    CHECK_INT(got, n);
+    compress_to(&z, "gzip", tarb.p, tarb.n);
+    CHECK_INT(test_write_file(tmp, "garbage.tar.gz", z.p, z.n), 0);
+    if (dsq_gunzip_available()) {
+        CHECK_INT(expect_failure("garbage.tar.gz", want, &got), 1);
+        CHECK_INT(got, n);
+    }
+    member out = {"node1.log", t, n, 0};
+    tarb.n = tar_n;
+    test_buf_add(&tarb, "\0\0\0\0\0\0\0", 7); /* zero padding, not even a whole block */
+    CHECK_INT(test_write_file(tmp, "padded.tar", tarb.p, tarb.n), 0);
+    expect_file("padded.tar", "tar", &out, 1);
+    z.n = 0;
+    compress_to(&z, "gzip", tarb.p, tarb.n);
+    CHECK_INT(test_write_file(tmp, "padded.tar.gz", z.p, z.n), 0);
+    expect_file("padded.tar.gz", "gzip", &out, 1);
+    free(tarb.p);
+    free(z.p);
+    free(t);
+}
+
 /* A stored zip member whose bytes do not match its CRC: its data, then an error. */
 static void test_zip_bad_crc(void)
 {
@@ -921,5 +964,6 @@ TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
           T(test_member_trailing_garbage), T(test_twice_compressed_members),
+          T(test_tar_trailing_garbage),
           T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
