@@ -326,10 +326,17 @@ static int tar_checksum_ok(const unsigned char *p, size_t n)
 }
 
 /* The compression (one support_filters decodes) whose magic bytes p starts with,
- * else NULL. */
+ * else NULL. bzip2's are text ("BZh"): its first block's magic number must follow,
+ * as libarchive's bidder wants, or a log that begins with "BZh" is no log. */
 static const char *compression_magic(const unsigned char *p, size_t n)
 {
     const char *m = archive_magic(p, n);
+    if (m && strcmp(m, "bzip2") == 0)
+        return n >= 10 && p[3] >= '1' && p[3] <= '9' &&
+                       (memcmp(p + 4, "1AY&SY", 6) == 0 ||
+                        memcmp(p + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0)
+                   ? m
+                   : NULL;
     if (m && strcmp(m, "zip") != 0 && strcmp(m, "tar") != 0)
         return m;
     if (is_zstd(p, n))

@@ -624,12 +624,13 @@ static void compress_to(buf *out, const char *filter, const void *data, size_t n
 /* Members compressed twice (`xz -c f | gzip -c`), read by each gzip decoder: every
  * layer is decoded, as in a single file; garbage after the outer stream is
  * reported after the data; a .gz holding something that only starts like xz is
- * refused with a reason, and the next member read. */
+ * refused with a reason, and the next member read; a gzip'd log that begins with
+ * "BZh" is a log. */
 static void test_twice_compressed_members(void)
 {
     size_t n = 100000;
     char *t = test_log_text(n, 29);
-    buf x = {0}, zs = {0}, a = {0}, b = {0}, c = {0}, d = {0};
+    buf x = {0}, zs = {0}, a = {0}, b = {0}, c = {0}, d = {0}, e = {0};
     compress_to(&x, "xz", t, n);
     zstd_frame(&zs, t, n, 3);
     compress_to(&a, "gzip", x.p, x.n);
@@ -638,13 +639,16 @@ static void test_twice_compressed_members(void)
     test_buf_add(&c, "GARBAGE", 7);
     const char fake[] = "\xFD" "7zXZ\0 is no xz stream, only its magic bytes, then text\n";
     compress_to(&d, "gzip", fake, sizeof fake - 1);
+    const char bzh[] = "BZh, bzip2's magic bytes, begin this log, which is text\n";
+    compress_to(&e, "gzip", bzh, sizeof bzh - 1);
     member in[] = {{"a.log.xz.gz", a.p, a.n, 0}, {"b.log.zst.gz", b.p, b.n, 0},
                    {"c.log.xz.gz", c.p, c.n, 0}, {"d.log.gz", d.p, d.n, 0},
-                   {"e.log", t, n, 0}};
+                   {"e.log", t, n, 0},           {"f.log.gz", e.p, e.n, 0}};
     const char *why[] = {NULL, NULL, "7 bytes of trailing garbage after the gzip data",
-                         "" /* any reason */, NULL};
-    const size_t want_n[] = {n, n, n, 0, n};
-    write_archive("twice.tar", "pax", "none", in, 5);
+                         "" /* any reason */, NULL, NULL};
+    const char *want[] = {t, t, t, t, t, bzh};
+    const size_t want_n[] = {n, n, n, 0, n, sizeof bzh - 1};
+    write_archive("twice.tar", "pax", "none", in, 6);
     for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
         dsq_input *inp = NULL;
         CHECK_INT(dsq_input_new(&inp), 0);
@@ -657,11 +661,11 @@ static void test_twice_compressed_members(void)
         CHECK_INT(dsq_input_open(inp, path_of("twice.tar"), &err), 0);
         buf got = {0};
         dsq_member_info mi;
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 6; i++) {
             CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
             dsq_error_clear(&err);
             int rc = read_member(inp, &got, &err);
-            int ok = got.n == want_n[i] && memcmp(got.p, t, got.n) == 0 &&
+            int ok = got.n == want_n[i] && memcmp(got.p, want[i], got.n) == 0 &&
                      (rc != 0) == (why[i] != NULL) && (!why[i] || strstr(err.msg, why[i]));
             if (!ok) {
                 fprintf(stderr, "twice.tar %s (gzip by %d): %zu bytes, rc %d '%s'\n", in[i].name,
@@ -679,6 +683,7 @@ static void test_twice_compressed_members(void)
     free(b.p);
     free(c.p);
     free(d.p);
+    free(e.p);
     free(t);
 }
 
