@@ -844,7 +844,7 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
 /* A member's nested gzip/xz/bzip2 stream ended at byte `at` of the member: the
  * member's rest is read (decoding an outer layer, which counts against the limit
  * as a skip does) and bytes after the stream, zero padding excepted, are reported
- * as after a single file's. */
+ * as after a single file's; then a warning its last block came with (a zip CRC). */
 static int member_trailing(dsq_input *in, uint64_t at, const char *what, dsq_error *err)
 {
     const void *buf;
@@ -854,6 +854,10 @@ static int member_trailing(dsq_input *in, uint64_t at, const char *what, dsq_err
         in->skip_pending += sz;
         if (check_skip(in, err) != 0)
             return DSQ_ELIMIT;
+    }
+    if (r == 0 && in->member_nz_end <= at && in->pending[0]) {
+        r = dsq_error_set(err, DSQ_EFORMAT, "%s", in->pending);
+        in->pending[0] = 0;
     }
     if (r < 0 || in->member_nz_end <= at)
         return r;

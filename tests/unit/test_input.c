@@ -824,6 +824,59 @@ static void test_zip_bad_crc(void)
     free(z.p);
 }
 
+/* A deflated zip member holding a .gz stream, zero padding after it (longer than
+ * a block, so that the CRC is checked on a block read after the stream's end) and
+ * a zip CRC that does not match: the member's data, then the CRC failure. */
+static void test_zip_bad_crc_after_gz_member(void)
+{
+    size_t n = 20000, pad = 600000;
+    char *t = test_log_text(n, 37);
+    buf g = {0}, z = {0};
+    compress_to(&g, "gzip", t, n);
+    char *zeros = calloc(1, pad);
+    test_buf_add(&g, zeros, pad);
+    member m = {"a.log.gz", g.p, g.n, 0};
+    write_archive("gzcrc.zip", "zip", "none", &m, 1);
+    slurp("gzcrc.zip", &z);
+    unsigned char *cd = memmem(z.p, z.n, "PK\x01\x02", 4); /* central directory: CRC at 16 */
+    CHECK(cd != NULL);
+    if (cd) {
+        unsigned char crc[4];
+        memcpy(crc, cd + 16, 4);
+        for (size_t i = 0; i + 4 <= z.n; i++) /* in the local header or data descriptor too */
+            if (memcmp(z.p + i, crc, 4) == 0)
+                ((unsigned char *)z.p)[i] ^= 1;
+    }
+    CHECK_INT(test_write_file(tmp, "gzcrc.zip", z.p, z.n), 0);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        dsq_input *in = NULL;
+        CHECK_INT(dsq_input_new(&in), 0);
+        if (dsq_input_set_gzip(in, (dsq_input_gzip)by) != 0) {
+            dsq_input_free(in);
+            continue;
+        }
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(in, path_of("gzcrc.zip"), &err), 0);
+        dsq_member_info mi;
+        buf got = {0};
+        CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+        int rc = read_member(in, &got, &err);
+        CHECK_INT(got.n, n);
+        if (rc == 0 || !strstr(err.msg, "CRC")) {
+            fprintf(stderr, "gzcrc.zip (gzip by %d): rc %d '%s', expected a CRC failure\n", by,
+                    rc, err.msg);
+            test_failures++;
+        }
+        free(got.p);
+        dsq_input_free(in);
+    }
+    free(zeros);
+    free(g.p);
+    free(z.p);
+    free(t);
+}
+
 /* The sniff's counts, whatever path a byte takes (16 at a time, 8 at a time, one
  * by one): the same as counting byte by byte, for every byte value at every
  * offset and length, and over random mixes of text, controls and NULs. */
@@ -970,5 +1023,5 @@ TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
           T(test_member_trailing_garbage), T(test_twice_compressed_members),
           T(test_tar_trailing_garbage),
-          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
+          T(test_zip_bad_crc), T(test_zip_bad_crc_after_gz_member), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
