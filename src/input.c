@@ -800,12 +800,25 @@ int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)
     return 1;
 }
 
+/* One past the last byte of p[0..n) that is not NUL, 0 when none is: compressed
+ * data ends in one, so the look stops at once. */
+static size_t non_nul_end(const unsigned char *p, size_t n)
+{
+    if (n == 0 || p[n - 1] != 0)
+        return n;
+    if (first_non_nul(p, n) == n)
+        return 0;
+    while (p[n - 1] == 0)
+        n--;
+    return n;
+}
+
 /* Next data block of the current archive member, skipping empty ones: 1 and the
  * block, 0 at the member's end, < 0 on damage. A block that came with a warning
  * (a zip member whose CRC does not match) is returned and the warning kept for the
- * next read. Where the member's last non-NUL byte is, is noted (member_nz_end),
- * so that bytes after a nested stream can be judged once its decoder has taken
- * the blocks they were in: from the end, compressed data stops the look at once. */
+ * next read. Where a compressed member's last non-NUL byte is, is noted
+ * (member_nz_end), so that bytes after its stream can be judged once its decoder
+ * has taken the blocks they were in. */
 static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err)
 {
     for (;;) {
@@ -829,12 +842,9 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
             snprintf(in->pending, sizeof in->pending, "%s", why ? why : "damaged member");
         }
         if (*sz > 0) {
-            const unsigned char *p = *buf;
-            size_t i = *sz;
-            while (i > 0 && p[i - 1] == 0)
-                i--;
-            if (i > 0)
-                in->member_nz_end = in->member_raw + i;
+            size_t end = in->nested != N_NONE || !in->member_started ? non_nul_end(*buf, *sz) : 0;
+            if (end > 0)
+                in->member_nz_end = in->member_raw + end;
             in->member_raw += *sz;
             return 1;
         }
@@ -981,11 +991,11 @@ static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *
         r = archive_read_data_block(in->inner, &buf, &sz, &off);
     while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && sz == 0);
     if (r == ARCHIVE_EOF) { /* what follows the outermost compression is judged */
-        la_int64_t used = archive_filter_bytes(in->inner, -1);
-        int outer = archive_filter_count(in->inner) - 2;
         *len = 0;
         if (in->inner_gz)
             return inner_gz_end(in, err);
+        la_int64_t used = archive_filter_bytes(in->inner, -1);
+        int outer = archive_filter_count(in->inner) - 2;
         return used < 0 || outer < 0 ? 0
                                      : member_trailing(in, (uint64_t)used,
                                                        archive_filter_name(in->inner, outer), err);
