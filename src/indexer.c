@@ -88,6 +88,7 @@ struct dsq_indexer {
     const char *walk_rel;   /* ... its path below the walked directory */
     const char *walk_run;   /* ... its run's name (a job keeps a copy) */
     char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
+    dsq_dict *link_targets; /* files outside the walked directories reached by a link */
     dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
@@ -267,7 +268,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
-        dsq_rollup_new(params->store, &ix->roll))
+        dsq_rollup_new(params->store, &ix->roll) || dsq_dict_new(&ix->link_targets))
         goto nomem;
     lp.ctx = ix->scan;
     if (dsq_lines_new(&lp, &ix->lines))
@@ -297,6 +298,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);
     dsq_rollup_free(ix->roll);
+    dsq_dict_free(ix->link_targets);
     free(ix->group);
     pthread_mutex_destroy(&ix->mu);
     pthread_cond_destroy(&ix->cv);
@@ -716,9 +718,32 @@ static int resolve(dsq_indexer *ix, const char *path, char *abs)
     return 0;
 }
 
+/* Whether the walk's file, resolved to abs, is a symbolic link to a file it indexes
+ * under another name: one inside the walked directory (walked under its own name,
+ * before or after the link), or one outside it that an earlier link reached. The
+ * file is indexed once, in the run its own name (or first link) gives, whichever
+ * name the walk meets first, so -j 1 and -j 2 and every re-run agree. 1 such a
+ * link; 0 not; <0 out of memory. */
+static int link_skipped(dsq_indexer *ix, const char *abs)
+{
+    size_t n = strlen(ix->walk_root);
+    if (ix->walk_link != 1 || !n)
+        return 0;
+    int inside = strcmp(ix->walk_root, "/") == 0 ||
+                 (strncmp(abs, ix->walk_root, n) == 0 && abs[n] == '/');
+    size_t db = strlen(ix->db_real); /* (the index is never walked: a link into it is not) */
+    if (inside && !(db && strncmp(abs, ix->db_real, db) == 0 && abs[db] == '/'))
+        return 1;
+    uint32_t known = dsq_dict_count(ix->link_targets);
+    if (!dsq_dict_intern(ix->link_targets, abs, strlen(abs)))
+        return DSQ_ENOMEM;
+    return dsq_dict_count(ix->link_targets) == known;
+}
+
 /* Resolves and stats a file, names its run (ix->cur_run) and skips it when
- * unchanged. 1: it needs indexing (abs and fi filled); 0: done with (skipped, or a
- * problem reported); <0: the index failed. */
+ * unchanged or a link to a file indexed under another name. 1: it needs indexing
+ * (abs and fi filled); 0: done with (skipped, or a problem reported); <0: the
+ * index failed. */
 static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char *abs,
                         dsq_file_info *fi, dsq_error *err)
 {
@@ -726,7 +751,15 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
     dsq_error_clear(&e);
     ix->cur_path = path;
     ix->st.files_seen++;
-    if (resolve(ix, path, abs) != 0 || dsq_input_stat(abs, fi, &e) != 0) {
+    int resolved = resolve(ix, path, abs);
+    int link = resolved == 0 ? link_skipped(ix, abs) : 0;
+    if (link < 0)
+        return dsq_error_set(err, DSQ_ENOMEM, "link targets");
+    if (link) {
+        ix->st.links_skipped++;
+        return 0;
+    }
+    if (resolved != 0 || dsq_input_stat(abs, fi, &e) != 0) {
         if (e.code == 0)
             dsq_error_set(&e, DSQ_EIO, "%s", strerror(errno));
         problem(ix, &e, NULL);
@@ -1467,8 +1500,9 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
     int status = job_current(ix, j, err);
     if (status)
         return status;
-    /* the same file twice (a link to it): the first one's index is kept, as in
-     * the single-threaded path (the open write sees the first one) */
+    /* the same file twice (a path given twice; links: link_skipped): the first
+     * one's index is kept, as in the single-threaded path (the open write sees the
+     * first one) */
     status = skip_unchanged(ix, j->abs, &j->fi, err);
     if (status)
         return status < 0 ? status : drain_file(ix, w, err);

@@ -14,7 +14,8 @@
  * is inflated from the member's blocks (N_GZIP). What each reports matches the
  * libarchive path, which stays for builds without ISA-L and for the differential
  * test (dsq_input_set_gzip); ISA-L also checks each member's CRC-32 and length,
- * which libarchive's gzip reader does not.
+ * which libarchive's gzip reader does not, and, inflating a tar.gz to its end, what
+ * follows the tar's end-of-archive marker, which libarchive never decodes.
  */
 #include "input.h"
 
@@ -86,13 +87,19 @@ struct dsq_input {
     unsigned char *to;       /* dsq_input_read_into: where zstd decodes this read, else NULL */
     int nested;              /* N_*: current archive member is compressed itself */
     struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
+    int inner_gz;            /* N_ARCHIVE: ... fed what ISA-L inflates from it (gz_member) */
     const void *inner_first; /* the member's first block, handed to inner first */
     size_t inner_first_len;
     /* gzip by ISA-L (gunzip.h); handles and buffers allocated at the first gzip */
     dsq_input_gzip gzip_by;  /* DSQ_INPUT_GZIP_*: who decodes gzip from the next open */
     dsq_gunzip *gz;          /* K_GZIP, and the gzip layer under a tar */
     dsq_gunzip *gz_member;   /* N_GZIP: a .gz member */
-    unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive */
+    unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive, in two
+                                halves taken in turn, so that the one before the last
+                                is still there to look at when the tar has ended */
+    size_t layer_len[2];     /* bytes in each half */
+    int layer_half;          /* the half handed out last */
+    uint64_t layer_out;      /* bytes inflated by the layer so far */
     int gz_layer;            /* K_ARCHIVE: libarchive reads from layer_read */
     int gz_fed;              /* the map was handed to gz */
     size_t gz_peeked;        /* K_GZIP: bytes open_gzip inflated into zout, not handed out */
@@ -103,6 +110,7 @@ struct dsq_input {
     int stopped;             /* the decode limit was hit: no more members */
     uint64_t member_bytes;   /* bytes handed out for the current member */
     uint64_t member_raw;     /* bytes of it read from the container (before nested decoding) */
+    uint64_t member_nz_end;  /* offset after its last raw byte that is not NUL */
     int64_t member_size;     /* its size as the container declares it, else -1 */
     uint64_t skip_pending;   /* bytes the next header read skips (decodes) to get there */
     int all_nul;             /* every byte of the current member so far was NUL */
@@ -247,11 +255,15 @@ static la_ssize_t layer_read(struct archive *a, void *ctx, const void **buf)
     size_t n;
     dsq_error e;
     dsq_error_clear(&e);
-    if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, &e) < 0) {
+    unsigned char *half = in->gz_out + (size_t)(in->layer_half ^ 1) * GZ_LAYER_CAP;
+    if (dsq_gunzip_read(in->gz, half, GZ_LAYER_CAP, &n, &e) < 0) {
         archive_set_error(a, EIO, "%s", e.msg);
         return -1;
     }
-    *buf = in->gz_out;
+    in->layer_half ^= 1;
+    in->layer_len[in->layer_half] = n;
+    in->layer_out += n;
+    *buf = half;
     return (la_ssize_t)n;
 }
 
@@ -288,6 +300,9 @@ static int pull_map(void *ctx, const unsigned char **buf, size_t *len, dsq_error
 static void gz_restart(dsq_input *in)
 {
     in->gz_fed = 0;
+    in->layer_len[0] = in->layer_len[1] = 0;
+    in->layer_half = 0;
+    in->layer_out = 0;
     dsq_gunzip_start(in->gz, pull_map, in);
 }
 
@@ -311,6 +326,31 @@ static int tar_checksum_ok(const unsigned char *p, size_t n)
     return sum == want;
 }
 
+/* The compression (one support_filters decodes) whose magic bytes p starts with,
+ * else NULL. bzip2's are text ("BZh"): its first block's magic number must follow,
+ * as libarchive's bidder wants, or a log that begins with "BZh" is no log. */
+static const char *compression_magic(const unsigned char *p, size_t n)
+{
+    const char *m = archive_magic(p, n);
+    if (m && strcmp(m, "bzip2") == 0)
+        return n >= 10 && p[3] >= '1' && p[3] <= '9' &&
+                       (memcmp(p + 4, "1AY&SY", 6) == 0 ||
+                        memcmp(p + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0)
+                   ? m
+                   : NULL;
+    if (m && strcmp(m, "zip") != 0 && strcmp(m, "tar") != 0)
+        return m;
+    if (is_zstd(p, n))
+        return "zstd";
+    if (n >= 4 && memcmp(p, "LZIP", 4) == 0)
+        return "lzip";
+    if (n >= 4 && memcmp(p, "\x04\x22\x4D\x18", 4) == 0)
+        return "lz4";
+    if (n >= 2 && p[0] == 0x1F && p[1] == 0x9D)
+        return "compress";
+    return NULL;
+}
+
 /* Decoded gzip content libarchive has to parse rather than a log read as it is:
  * a tar (or its end-of-archive block of zeros), a zip, or a further compression. */
 static int holds_container(const unsigned char *p, size_t n)
@@ -318,10 +358,8 @@ static int holds_container(const unsigned char *p, size_t n)
     size_t z = 0;
     while (z < n && z < 512 && p[z] == 0)
         z++;
-    return z == 512 || is_tar(p, n) || tar_checksum_ok(p, n) || is_zstd(p, n) ||
-           archive_magic(p, n) || (n >= 4 && memcmp(p, "LZIP", 4) == 0) ||
-           (n >= 4 && memcmp(p, "\x04\x22\x4D\x18", 4) == 0) ||
-           (n >= 2 && p[0] == 0x1F && p[1] == 0x9D);
+    return z == 512 || is_tar(p, n) || tar_checksum_ok(p, n) || archive_magic(p, n) ||
+           compression_magic(p, n);
 }
 
 static int gz_ready(dsq_input *in)
@@ -330,7 +368,7 @@ static int gz_ready(dsq_input *in)
         return DSQ_ENOMEM;
     if (!in->gz_member && dsq_gunzip_new(&in->gz_member) != 0)
         return DSQ_ENOMEM;
-    if (!in->gz_out && !(in->gz_out = malloc(GZ_LAYER_CAP)))
+    if (!in->gz_out && !(in->gz_out = malloc(2 * GZ_LAYER_CAP)))
         return DSQ_ENOMEM;
     return 0;
 }
@@ -461,6 +499,7 @@ static void end_nested(dsq_input *in)
     if (in->inner)
         archive_read_free(in->inner);
     in->inner = NULL;
+    in->inner_gz = 0;
     in->inner_first_len = 0;
     in->nested = N_NONE;
 }
@@ -469,7 +508,7 @@ static void start_member(dsq_input *in)
 {
     end_nested(in);
     in->member_started = in->member_eof = 0;
-    in->member_bytes = in->member_raw = 0;
+    in->member_bytes = in->member_raw = in->member_nz_end = 0;
     in->member_size = -1;
     in->all_nul = 1;
     in->pending[0] = 0;
@@ -571,22 +610,100 @@ static int check_skip(dsq_input *in, dsq_error *err)
 
 static int trailing_error(dsq_input *in, uint64_t used, const char *what, dsq_error *err);
 
+/* Offset of the first byte of p[0..n) that is not NUL, n when none is (comparing
+ * the bytes with themselves one further on is memcmp's vectorized loop). */
+static size_t first_non_nul(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    if (n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0))
+        return n;
+    while (p[i] == 0)
+        i++;
+    return i;
+}
+
+/* The tar libarchive read (from the map, or from the gzip layer) ended at its
+ * end-of-archive marker, byte `end` of the tar, which goes on to byte `total`;
+ * the first byte after the marker that is not NUL is at `at` (total: none). Zero
+ * padding (the rest of the tar's last record) is all a tar has there; anything
+ * else, garbage or a second tar appended, libarchive does not read: said here. */
+static int tar_trailing(uint64_t end, uint64_t at, uint64_t total, dsq_error *err)
+{
+    if (at >= total || at < end)
+        return 0;
+    return dsq_error_set(err, DSQ_EFORMAT,
+                         "%llu bytes of trailing garbage after the tar's end-of-archive marker "
+                         "(at byte %llu of the tar): not read (garbage, or another tar "
+                         "appended)",
+                         (unsigned long long)(total - at), (unsigned long long)at);
+}
+
+/* Where the tar under the gzip layer ended (when libarchive reads it with no
+ * filter of its own), else -1. */
+static int64_t layer_tar_end(const dsq_input *in)
+{
+    if ((archive_format(in->ar) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR ||
+        archive_filter_count(in->ar) != 1)
+        return -1;
+    return archive_filter_bytes(in->ar, 0);
+}
+
+/* The first byte not NUL from `end` on, among what the layer's two halves hold
+ * (the marker lies in the last one or, a block away, the one before); the layer's
+ * total when there is none. */
+static uint64_t layer_tail(const dsq_input *in, uint64_t end)
+{
+    uint64_t base = in->layer_out - in->layer_len[0] - in->layer_len[1];
+    for (int k = 0; k < 2; k++) {
+        int h = in->layer_half ^ (k == 0); /* the older half first */
+        size_t len = in->layer_len[h], from = 0;
+        if (end > base)
+            from = end - base < len ? (size_t)(end - base) : len;
+        size_t i = from + first_non_nul(in->gz_out + (size_t)h * GZ_LAYER_CAP + from, len - from);
+        if (i < len)
+            return base + i;
+        base += len;
+    }
+    return in->layer_out;
+}
+
 /* The tar under a gzip layer ended: inflates what is left of the gzip stream, so
  * that a cut or corrupt end (a bad CRC) is reported as libarchive's gzip reader,
- * decoding ahead, would, and then bytes after the stream as after a single .gz's.
+ * decoding ahead, would, and then bytes after the stream as after a single .gz's,
+ * and bytes after the tar's end-of-archive marker that are not zero padding.
  * What this decodes counts against the limit. */
 static int drain_layer(dsq_input *in, dsq_error *err)
 {
+    int64_t tar_end = layer_tar_end(in);
+    uint64_t at = tar_end >= 0 ? layer_tail(in, (uint64_t)tar_end) : UINT64_MAX;
     size_t n;
     do {
         if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, err) < 0)
             return DSQ_EFORMAT;
+        if (at == in->layer_out)
+            at += first_non_nul(in->gz_out, n);
+        in->layer_out += n;
         in->skip_pending += n;
         if (check_skip(in, err) != 0)
             return DSQ_ELIMIT;
     } while (n > 0);
     uint64_t end;
-    return dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    int rc = dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    return rc ? rc : tar_end < 0 ? 0 : tar_trailing((uint64_t)tar_end, at, in->layer_out, err);
+}
+
+/* A tar read from the map ended: bytes after its end-of-archive marker that are
+ * not zero padding are reported (libarchive stops at the marker). */
+static int map_tar_end(dsq_input *in, dsq_error *err)
+{
+    if ((archive_format(in->ar) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR ||
+        archive_filter_count(in->ar) != 1)
+        return 0;
+    la_int64_t end = archive_filter_bytes(in->ar, 0);
+    if (end < 0 || (uint64_t)end >= in->size)
+        return 0;
+    size_t at = (size_t)end + first_non_nul(in->map + end, in->size - (size_t)end);
+    return tar_trailing((uint64_t)end, at, in->size, err);
 }
 
 static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
@@ -602,7 +719,9 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             return DSQ_ELIMIT;
         int first = archive_file_count(in->ar) == 0;
         int r = archive_read_next_header(in->ar, &e);
-        int drained = r == ARCHIVE_EOF && in->gz_layer ? drain_layer(in, err) : 0;
+        int drained = r != ARCHIVE_EOF ? 0
+                      : in->gz_layer   ? drain_layer(in, err)
+                                       : map_tar_end(in, err);
         if (drained != 0) {
             in->archive_eof = 1;
             return drained;
@@ -682,10 +801,25 @@ int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)
     return 1;
 }
 
+/* One past the last byte of p[0..n) that is not NUL, 0 when none is: compressed
+ * data ends in one, so the look stops at once. */
+static size_t non_nul_end(const unsigned char *p, size_t n)
+{
+    if (n == 0 || p[n - 1] != 0)
+        return n;
+    if (first_non_nul(p, n) == n)
+        return 0;
+    while (p[n - 1] == 0)
+        n--;
+    return n;
+}
+
 /* Next data block of the current archive member, skipping empty ones: 1 and the
  * block, 0 at the member's end, < 0 on damage. A block that came with a warning
  * (a zip member whose CRC does not match) is returned and the warning kept for the
- * next read. */
+ * next read. Where a compressed member's last non-NUL byte is, is noted
+ * (member_nz_end), so that bytes after its stream can be judged once its decoder
+ * has taken the blocks they were in. */
 static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err)
 {
     for (;;) {
@@ -709,10 +843,38 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
             snprintf(in->pending, sizeof in->pending, "%s", why ? why : "damaged member");
         }
         if (*sz > 0) {
+            size_t end = in->nested != N_NONE || !in->member_started ? non_nul_end(*buf, *sz) : 0;
+            if (end > 0)
+                in->member_nz_end = in->member_raw + end;
             in->member_raw += *sz;
             return 1;
         }
     }
+}
+
+/* A member's nested gzip/xz/bzip2 stream ended at byte `at` of the member: the
+ * member's rest is read (decoding an outer layer, which counts against the limit
+ * as a skip does) and bytes after the stream, zero padding excepted, are reported
+ * as after a single file's; then a warning its last block came with (a zip CRC). */
+static int member_trailing(dsq_input *in, uint64_t at, const char *what, dsq_error *err)
+{
+    const void *buf;
+    size_t sz;
+    int r;
+    while ((r = member_block(in, &buf, &sz, err)) == 1) {
+        in->skip_pending += sz;
+        if (check_skip(in, err) != 0)
+            return DSQ_ELIMIT;
+    }
+    if (r == 0 && in->member_nz_end <= at && in->pending[0]) {
+        r = dsq_error_set(err, DSQ_EFORMAT, "%s", in->pending);
+        in->pending[0] = 0;
+    }
+    if (r < 0 || in->member_nz_end <= at)
+        return r;
+    return dsq_error_set(err, DSQ_EFORMAT,
+                         "%llu bytes of trailing garbage after the %s data (at byte %llu)",
+                         (unsigned long long)(in->member_raw - at), what, (unsigned long long)at);
 }
 
 /* Decompresses from in->zin into zout; refills zin from the archive member when
@@ -748,7 +910,8 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
 }
 
 /* libarchive read callback of a nested decoder: the member's blocks, the first one
- * (already read to look at its magic) first. */
+ * (already read to look at its magic) first; or (inner_gz) what ISA-L inflates
+ * from them, the first chunk (looked at too) first. */
 static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
 {
     dsq_input *in = ctx;
@@ -761,7 +924,14 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
     size_t sz;
     dsq_error e;
     dsq_error_clear(&e);
-    int r = member_block(in, buf, &sz, &e);
+    int r;
+    if (in->inner_gz) {
+        r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, &sz, &e);
+        *buf = in->zout;
+        r = r < 0 ? r : sz > 0;
+    } else {
+        r = member_block(in, buf, &sz, &e);
+    }
     if (r < 0) {
         archive_set_error(a, EIO, "%s", e.msg);
         return -1;
@@ -769,7 +939,9 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
     return r == 0 ? 0 : (la_ssize_t)sz;
 }
 
-/* A gzip, xz or bzip2 member inside an archive: a second libarchive reader decodes it. */
+/* A gzip, xz or bzip2 member inside an archive (or, inner_gz, what a .gz member
+ * inflates to, which is compressed again): a second libarchive reader decodes it,
+ * through every further layer. */
 static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *what,
                       dsq_error *err)
 {
@@ -793,6 +965,23 @@ static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *wha
     return 0;
 }
 
+/* The decoder fed by ISA-L ended: the rest of the .gz member is inflated (counted
+ * against the limit; what follows the inner stream inside the gzip data is not
+ * judged, as in a single .gz file) and bytes after its gzip stream reported. */
+static int inner_gz_end(dsq_input *in, dsq_error *err)
+{
+    size_t n;
+    uint64_t end;
+    do {
+        int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, &n, err);
+        if (r < 0)
+            return r;
+        if ((in->decoded += n) > in->decode_limit)
+            return limit_error(in, err);
+    } while (n > 0);
+    return dsq_gunzip_end(in->gz_member, &end) ? member_trailing(in, end, "gzip", err) : 0;
+}
+
 static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     const void *buf;
@@ -802,9 +991,15 @@ static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *
     do
         r = archive_read_data_block(in->inner, &buf, &sz, &off);
     while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && sz == 0);
-    if (r == ARCHIVE_EOF) {
+    if (r == ARCHIVE_EOF) { /* what follows the outermost compression is judged */
         *len = 0;
-        return 0;
+        if (in->inner_gz)
+            return inner_gz_end(in, err);
+        la_int64_t used = archive_filter_bytes(in->inner, -1);
+        int outer = archive_filter_count(in->inner) - 2;
+        return used < 0 || outer < 0 ? 0
+                                     : member_trailing(in, (uint64_t)used,
+                                                       archive_filter_name(in->inner, outer), err);
     }
     if (r < ARCHIVE_WARN) {
         const char *why = archive_error_string(in->inner);
@@ -882,12 +1077,14 @@ static int pull_member(void *ctx, const unsigned char **buf, size_t *len, dsq_er
     return r < 0 ? r : 0;
 }
 
-/* A .gz member by ISA-L; bytes after its stream are not looked at (libarchive's
- * gzip reader stops there too). */
+/* A .gz member by ISA-L; at its end, bytes after the stream are reported. */
 static int gzip_member_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
+    uint64_t end;
     int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, len, err);
     *data = (const char *)in->zout;
+    if (r == 0 && *len == 0 && dsq_gunzip_end(in->gz_member, &end))
+        return member_trailing(in, end, "gzip", err);
     return r;
 }
 
@@ -922,7 +1119,13 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
             in->inner_first = buf;
             in->inner_first_len = sz;
             dsq_gunzip_start(in->gz_member, pull_member, in);
-            return gzip_member_read(in, data, len, err);
+            if ((r = gzip_member_read(in, data, len, err)) != 0 ||
+                !(m = compression_magic((const unsigned char *)*data, *len)))
+                return r;
+            in->inner_gz = 1; /* compressed twice: libarchive decodes what ISA-L inflates */
+            if ((r = open_inner(in, *data, *len, m, err)) != 0)
+                return r;
+            return inner_read(in, data, len, err);
         }
         if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "xz") == 0 || strcmp(m, "bzip2") == 0)) {
             if ((r = open_inner(in, buf, sz, m, err)) != 0)

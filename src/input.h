@@ -5,15 +5,20 @@
  * libarchive gzip / xz / bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip
  * archives, whose members are streamed in place (nothing is extracted to disk,
  * member paths are only recorded, never followed). A zstd, gzip, xz or bzip2
- * member inside an archive is decompressed on the fly.
+ * member inside an archive is decompressed on the fly; under gzip, xz or bzip2
+ * (a single file's or a member's) a further compression is decoded too
+ * (`xz -c f | gzip -c`).
  *
  * Hostile input is refused with a reason, never read as if it were text: magic
- * bytes followed by something else, bytes after the end of a single gzip / xz /
- * bzip2 stream (zero padding excepted), a zip member failing its CRC (after its
- * data), a member whose first chunk is binary (SNIFF_* in input.c: 5% or more
- * control bytes other than whitespace, backspace and ESC, NUL bytes not counted;
- * text in any encoding has next to none), a member of NUL bytes
- * only (at its end), and decoding beyond the limit below.
+ * bytes followed by something else, bytes after the end of a gzip / xz / bzip2
+ * stream, a single file's or a member's (zero padding excepted; after its data),
+ * bytes after a tar's end-of-archive marker but zero padding (in a plain tar, and
+ * in a tar.gz decoded by ISA-L; libarchive's own decoders stop at the marker),
+ * a zip member failing its CRC (after its data), a member whose first chunk is
+ * binary (SNIFF_* in input.c: 5% or more control bytes other than whitespace,
+ * backspace and ESC, NUL bytes not counted; text in any encoding has next to
+ * none), a member of NUL bytes only (at its end), and decoding beyond the limit
+ * below.
  *
  * The loop follows libarchive's: open, then next_member until it returns 0, and
  * read until it returns an empty chunk. Chunks are views valid until the next read

@@ -305,7 +305,7 @@ static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
     for (char *p = name; *p; p++) /* a file name must not drive the terminal */
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = '?';
-    uint64_t done = s->files_indexed + s->files_unchanged + s->files_failed;
+    uint64_t done = s->files_indexed + s->files_unchanged + s->files_failed + s->links_skipped;
     uint64_t bytes_done = s->bytes_in + s->bytes_unchanged;
     if (c->total_files)
         snprintf(of, sizeof of, "/%llu", (unsigned long long)c->total_files);
@@ -368,6 +368,9 @@ static void print_summary(const dsq_index_stats *s, const char *db)
            s->seconds > 0 ? mb / s->seconds : 0.0);
     if (s->files_unchanged)
         printf("  skipped %llu unchanged files\n", (unsigned long long)s->files_unchanged);
+    if (s->links_skipped)
+        printf("  skipped %llu links to files indexed under another name\n",
+               (unsigned long long)s->links_skipped);
     if (s->other_shard)
         printf("  left %llu run directories and files to other shards\n",
                (unsigned long long)s->other_shard);

@@ -119,6 +119,27 @@ for r in $RUNS; do
 done
 rm -rf "$V/tar-of-zst-src"
 
+# compressed twice (`xz -c f | gzip -c`, ...): every layer is decoded, in single
+# files and in tar members alike; gzip outside xz, zstd and bzip2, and inside xz
+T="$V/twice-src"
+cp -r "$SAMPLE" "$T"
+mapfile -t files < <(find "$T" -type f | sort)
+for i in "${!files[@]}"; do
+    f=${files[$i]}
+    case $((i % 4)) in
+    0) xz -c <"$f" | gzip -c >"$f.xz.gz" ;;
+    1) zstd -q -c <"$f" | gzip -c >"$f.zst.gz" ;;
+    2) bzip2 -c <"$f" | gzip -c >"$f.bz2.gz" ;;
+    3) gzip -c <"$f" | xz -c >"$f.gz.xz" ;;
+    esac
+    rm "$f"
+done
+mkdir -p "$V/tar-of-twice"
+for r in $RUNS; do
+    (cd "$T" && tar -cf "$V/tar-of-twice/$r.tar" "$r"*) || die "tar failed"
+done
+mv "$T" "$V/file-twice"
+
 # misleading names: detection must go by magic bytes, not by the extension
 M="$V/misnamed"
 mkdir -p "$M/gpt2-zero2" "$M/llama7b-zero3"

@@ -140,15 +140,27 @@ printf 'GARBAGE\001\002 after the end of the stream\n' >>"$C/trail.log.gz"
 # not garbage: zero padding (tape blocks), and two gzip members back to back
 { gzip -c "$GOOD"; head -c 1000 /dev/zero; } >"$C/padded.log.gz"
 { gzip -c "$GOOD"; gzip -c "$GOOD"; } >"$C/twomembers.log.gz"
-# the same inside a tar: a .gz member with garbage behind its stream
+# the same inside a tar: a .gz and a .bz2 member with garbage behind their streams,
+# and a .gz member with zero padding behind it (no garbage)
 mkdir -p "$DSQ_TMP/gzsrc"
 cp "$C/trail.log.gz" "$DSQ_TMP/gzsrc/node1.log.gz"
-bzip2 -c "$GOOD" >"$DSQ_TMP/gzsrc/node2.log.bz2"
+{ bzip2 -c "$GOOD"; printf 'GARBAGE\001\002\n'; } >"$DSQ_TMP/gzsrc/node2.log.bz2"
 xz -c "$GOOD" >"$DSQ_TMP/gzsrc/node3.log.xz"
-tar -C "$DSQ_TMP/gzsrc" -cf "$C/run.tar" node1.log.gz node2.log.bz2 node3.log.xz
+cp "$C/padded.log.gz" "$DSQ_TMP/gzsrc/node4.log.gz"
+tar -C "$DSQ_TMP/gzsrc" -cf "$C/run.tar" node1.log.gz node2.log.bz2 node3.log.xz node4.log.gz
+# garbage after a tar's end-of-archive marker (and its zero padding): in a plain
+# tar, and inside the gzip stream of a tar.gz (libarchive stops at the marker)
+cp "$GOOD" "$DSQ_TMP/gzsrc/node5.log"
+{ tar -C "$DSQ_TMP/gzsrc" -cf - node5.log; printf 'GARBAGE after the end of the tar\n'; } >"$C/tarend.tar"
+gzip -c "$C/tarend.tar" >"$C/tarend.tar.gz"
 run_dsq --db "$DB" index "$C"
 expect_code "gzip trailing garbage: index" 1 "$RC"
 expect_problem "gzip trailing garbage: named with the reason and offset" "trail.log.gz" "trailing garbage after the gzip data (at byte"
+expect_problem "gzip trailing garbage in a tar member: named with archive, member, reason and offset" "run.tar: node1.log.gz" "trailing garbage after the gzip data (at byte"
+expect_problem "bzip2 trailing garbage in a tar member: named with archive, member and reason" "run.tar: node2.log.bz2" "trailing garbage after the bzip2 data"
+expect_not_contains "gzip zero padding in a tar member is no problem" "node4.log.gz" "$ERR"
+expect_problem "garbage after a tar's end: named with the reason and offset" "tarend.tar:" "after the tar's end-of-archive marker (at byte 10240 of the tar)"
+expect_problem "garbage after a tar's end inside a tar.gz: named with the reason and offset" "tarend.tar.gz:" "after the tar's end-of-archive marker (at byte 10240 of the tar)"
 expect_not_contains "gzip zero padding is no problem" "padded.log.gz" "$ERR"
 expect_not_contains "two gzip members are no problem" "twomembers.log.gz" "$ERR"
 expect_eq "gzip trailing garbage: everything readable is indexed, compressed members too" "good.log,-,2
@@ -156,6 +168,9 @@ padded.log.gz,-,2
 run.tar,node1,2
 run.tar,node2,2
 run.tar,node3,2
+run.tar,node4,2
+tarend.tar,node5,2
+tarend.tar.gz,node5,2
 trail.log.gz,-,2
 twomembers.log.gz,-,4" "$(by_file)"
 

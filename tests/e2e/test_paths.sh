@@ -42,4 +42,33 @@ expect_contains "a changed link target is indexed again" "indexed 1 file" "$ERR$
 expect_eq "the linked run has its file once" "1" \
     "$("$DSQ" --db "$DB" --csv runs | awk -F, -v r=linked-run 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "files") c = i } $1 == r { print $c }')"
 
+# One file under several names in one walk: links to it inside the walked tree
+# (next to it, from a run walked before it, from one after) and two links to one
+# file outside it. Each file is indexed once, under its own name and run (the
+# outside one under its first link's), and the summary counts the other names as
+# links, not as unchanged files (the index is fresh); -j 1 and -j 2 alike.
+L="$DSQ_TMP/links"
+mkdir -p "$L/run0" "$L/run1" "$L/run2"
+cp "$SAMPLE/bert-baseline.log" "$L/run1/a.log"
+ln -s a.log "$L/run1/latest.log"
+ln -s ../run1/a.log "$L/run0/first.log"
+ln -s "$L/run1/a.log" "$L/run2/a.log"
+ln -s "$DSQ_TMP/elsewhere/extra.log" "$L/run1/extra.log"
+ln -s "$DSQ_TMP/elsewhere/extra.log" "$L/run2/extra.log"
+for j in 1 2; do
+    DB="$DSQ_TMP/db-links-$j"
+    index_ok "links -j $j" "$DB" -j "$j" "$L"
+    expect_contains "links -j $j: each file indexed once" "indexed 2 files" "$OUT"
+    expect_contains "links -j $j: the other names counted as links" \
+        "skipped 4 links to files indexed under another name" "$OUT"
+    expect_not_contains "links -j $j: a fresh index has nothing unchanged" "unchanged" "$OUT"
+    expect_eq "links -j $j: each file in its own run" "$DSQ_TMP/elsewhere/extra.log,run1
+$L/run1/a.log,run1" "$(query "$DB" "count Max_MA by file, run" --csv | tail -n +2 | cut -d, -f1,2 | sort)"
+    index_ok "links -j $j: re-run" "$DB" -j "$j" "$L"
+    expect_contains "links -j $j: re-run: the files unchanged" "skipped 2 unchanged files" "$OUT"
+    expect_contains "links -j $j: re-run: the links still links" \
+        "skipped 4 links to files indexed under another name" "$OUT"
+    expect_contains "links -j $j: re-run: nothing indexed again" "indexed 0 files" "$OUT"
+done
+
 e2e_finish

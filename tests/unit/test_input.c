@@ -8,6 +8,7 @@
 
 #include "dsq/dsq.h"
 #include "dict.h"
+#include "gunzip.h"
 #include "input.h"
 #include "test.h"
 #include "testarchive.h"
@@ -612,6 +613,183 @@ static void test_compressed_edges(void)
     free(t);
 }
 
+/* data compressed by filter (test_write_archive's), into out. */
+static void compress_to(buf *out, const char *filter, const void *data, size_t n)
+{
+    member m = {"payload", data, n, 0};
+    write_archive("one", "raw", filter, &m, 1);
+    slurp("one", out);
+}
+
+/* Members compressed twice (`xz -c f | gzip -c`), read by each gzip decoder: every
+ * layer is decoded, as in a single file; garbage after the outer stream is
+ * reported after the data; a .gz holding something that only starts like xz is
+ * refused with a reason, and the next member read; a gzip'd log that begins with
+ * "BZh" is a log. */
+static void test_twice_compressed_members(void)
+{
+    size_t n = 100000;
+    char *t = test_log_text(n, 29);
+    buf x = {0}, zs = {0}, a = {0}, b = {0}, c = {0}, d = {0}, e = {0};
+    compress_to(&x, "xz", t, n);
+    zstd_frame(&zs, t, n, 3);
+    compress_to(&a, "gzip", x.p, x.n);
+    compress_to(&b, "gzip", zs.p, zs.n);
+    compress_to(&c, "gzip", x.p, x.n);
+    test_buf_add(&c, "GARBAGE", 7);
+    const char fake[] = "\xFD" "7zXZ\0 is no xz stream, only its magic bytes, then text\n";
+    compress_to(&d, "gzip", fake, sizeof fake - 1);
+    const char bzh[] = "BZh, bzip2's magic bytes, begin this log, which is text\n";
+    compress_to(&e, "gzip", bzh, sizeof bzh - 1);
+    member in[] = {{"a.log.xz.gz", a.p, a.n, 0}, {"b.log.zst.gz", b.p, b.n, 0},
+                   {"c.log.xz.gz", c.p, c.n, 0}, {"d.log.gz", d.p, d.n, 0},
+                   {"e.log", t, n, 0},           {"f.log.gz", e.p, e.n, 0}};
+    const char *why[] = {NULL, NULL, "7 bytes of trailing garbage after the gzip data",
+                         "" /* any reason */, NULL, NULL};
+    const char *want[] = {t, t, t, t, t, bzh};
+    const size_t want_n[] = {n, n, n, 0, n, sizeof bzh - 1};
+    write_archive("twice.tar", "pax", "none", in, 6);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        dsq_input *inp = NULL;
+        CHECK_INT(dsq_input_new(&inp), 0);
+        if (dsq_input_set_gzip(inp, (dsq_input_gzip)by) != 0) { /* no ISA-L in this build */
+            dsq_input_free(inp);
+            continue;
+        }
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(inp, path_of("twice.tar"), &err), 0);
+        buf got = {0};
+        dsq_member_info mi;
+        for (int i = 0; i < 6; i++) {
+            CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+            dsq_error_clear(&err);
+            int rc = read_member(inp, &got, &err);
+            int ok = got.n == want_n[i] && memcmp(got.p, want[i], got.n) == 0 &&
+                     (rc != 0) == (why[i] != NULL) && (!why[i] || strstr(err.msg, why[i]));
+            if (!ok) {
+                fprintf(stderr, "twice.tar %s (gzip by %d): %zu bytes, rc %d '%s'\n", in[i].name,
+                        by, got.n, rc, err.msg);
+                test_failures++;
+            }
+        }
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+        free(got.p);
+        dsq_input_free(inp);
+    }
+    free(x.p);
+    free(zs.p);
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(d.p);
+    free(e.p);
+    free(t);
+}
+
+/* Compressed members of a tar with bytes behind their streams, read by each gzip
+ * decoder: garbage is reported after all of the member's data, naming the
+ * compression and where in the member it starts, as after a single .gz; zero
+ * padding is not; the members after are read as usual. */
+static void test_member_trailing_garbage(void)
+{
+    size_t n = 100000;
+    char *t = test_log_text(n, 19);
+    member m = {"payload", t, n, 0};
+    const char *filters[] = {"gzip", "bzip2", "gzip"};
+    const char *tails[] = {"GARBAGE", "GARBAGE", "\0\0\0\0\0\0\0"};
+    const char *names[] = {"node1.log.gz", "node2.log.bz2", "node3.log.gz"};
+    const char *want[] = {"7 bytes of trailing garbage after the gzip data (at byte %zu)",
+                          "7 bytes of trailing garbage after the bzip2 data (at byte %zu)", NULL};
+    buf z[3] = {{0}, {0}, {0}};
+    size_t zn[3];
+    member in[4];
+    for (int i = 0; i < 3; i++) {
+        write_archive("one", "raw", filters[i], &m, 1);
+        slurp("one", &z[i]);
+        zn[i] = z[i].n;
+        test_buf_add(&z[i], tails[i], 7);
+        in[i] = (member){names[i], z[i].p, z[i].n, 0};
+    }
+    in[3] = (member){"node4.log", t, n, 0};
+    write_archive("trail.tar", "pax", "none", in, 4);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        dsq_input *inp = NULL;
+        CHECK_INT(dsq_input_new(&inp), 0);
+        if (dsq_input_set_gzip(inp, (dsq_input_gzip)by) != 0) { /* no ISA-L in this build */
+            dsq_input_free(inp);
+            continue;
+        }
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(inp, path_of("trail.tar"), &err), 0);
+        buf got = {0};
+        dsq_member_info mi;
+        for (int i = 0; i < 4; i++) {
+            CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+            dsq_error_clear(&err);
+            int rc = read_member(inp, &got, &err);
+            CHECK_INT(got.n, n); /* all of the data, then the complaint */
+            char msg[128] = "";
+            if (i < 3 && want[i])
+                snprintf(msg, sizeof msg, want[i], zn[i]);
+            if ((rc != 0) != (msg[0] != 0) || (msg[0] && strcmp(err.msg, msg) != 0)) {
+                fprintf(stderr, "trail.tar %s (gzip by %d): rc %d '%s', expected '%s'\n",
+                        in[i].name, by, rc, err.msg, msg);
+                test_failures++;
+            }
+        }
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+        free(got.p);
+        dsq_input_free(inp);
+    }
+    for (int i = 0; i < 3; i++)
+        free(z[i].p);
+    free(t);
+}
+
+/* Bytes after a tar's end-of-archive marker (libarchive stops there): in a plain
+ * tar and inside a tar.gz's gzip stream (by ISA-L, the default gzip decoder: the
+ * libarchive one is not asked) garbage is reported after every member was read,
+ * naming where it starts; zero padding is not. */
+static void test_tar_trailing_garbage(void)
+{
+    size_t n = 50000, got;
+    char *t = test_log_text(n, 31);
+    member m = {"node1.log", t, n, 0};
+    write_archive("end.tar", "pax", "none", &m, 1);
+    buf tarb = {0}, z = {0};
+    slurp("end.tar", &tarb);
+    size_t tar_n = tarb.n;
+    test_buf_add(&tarb, "GARBAGE", 7);
+    CHECK_INT(test_write_file(tmp, "garbage.tar", tarb.p, tarb.n), 0);
+    char want[128];
+    snprintf(want, sizeof want,
+             "7 bytes of trailing garbage after the tar's end-of-archive marker (at byte %zu of "
+             "the tar)",
+             tar_n);
+    CHECK_INT(expect_failure("garbage.tar", want, &got), 1);
+    CHECK_INT(got, n);
+    compress_to(&z, "gzip", tarb.p, tarb.n);
+    CHECK_INT(test_write_file(tmp, "garbage.tar.gz", z.p, z.n), 0);
+    if (dsq_gunzip_available()) {
+        CHECK_INT(expect_failure("garbage.tar.gz", want, &got), 1);
+        CHECK_INT(got, n);
+    }
+    member out = {"node1.log", t, n, 0};
+    tarb.n = tar_n;
+    test_buf_add(&tarb, "\0\0\0\0\0\0\0", 7); /* zero padding, not even a whole block */
+    CHECK_INT(test_write_file(tmp, "padded.tar", tarb.p, tarb.n), 0);
+    expect_file("padded.tar", "tar", &out, 1);
+    z.n = 0;
+    compress_to(&z, "gzip", tarb.p, tarb.n);
+    CHECK_INT(test_write_file(tmp, "padded.tar.gz", z.p, z.n), 0);
+    expect_file("padded.tar.gz", "gzip", &out, 1);
+    free(tarb.p);
+    free(z.p);
+    free(t);
+}
+
 /* A stored zip member whose bytes do not match its CRC: its data, then an error. */
 static void test_zip_bad_crc(void)
 {
@@ -644,6 +822,59 @@ static void test_zip_bad_crc(void)
     CHECK_INT(expect_failure("crc.zip", "CRC", &got), 2);
     CHECK_INT(got, strlen(a) + strlen(b)); /* both members' bytes were handed out */
     free(z.p);
+}
+
+/* A deflated zip member holding a .gz stream, zero padding after it (longer than
+ * a block, so that the CRC is checked on a block read after the stream's end) and
+ * a zip CRC that does not match: the member's data, then the CRC failure. */
+static void test_zip_bad_crc_after_gz_member(void)
+{
+    size_t n = 20000, pad = 600000;
+    char *t = test_log_text(n, 37);
+    buf g = {0}, z = {0};
+    compress_to(&g, "gzip", t, n);
+    char *zeros = calloc(1, pad);
+    test_buf_add(&g, zeros, pad);
+    member m = {"a.log.gz", g.p, g.n, 0};
+    write_archive("gzcrc.zip", "zip", "none", &m, 1);
+    slurp("gzcrc.zip", &z);
+    unsigned char *cd = memmem(z.p, z.n, "PK\x01\x02", 4); /* central directory: CRC at 16 */
+    CHECK(cd != NULL);
+    if (cd) {
+        unsigned char crc[4];
+        memcpy(crc, cd + 16, 4);
+        for (size_t i = 0; i + 4 <= z.n; i++) /* in the local header or data descriptor too */
+            if (memcmp(z.p + i, crc, 4) == 0)
+                ((unsigned char *)z.p)[i] ^= 1;
+    }
+    CHECK_INT(test_write_file(tmp, "gzcrc.zip", z.p, z.n), 0);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        dsq_input *in = NULL;
+        CHECK_INT(dsq_input_new(&in), 0);
+        if (dsq_input_set_gzip(in, (dsq_input_gzip)by) != 0) {
+            dsq_input_free(in);
+            continue;
+        }
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_input_open(in, path_of("gzcrc.zip"), &err), 0);
+        dsq_member_info mi;
+        buf got = {0};
+        CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+        int rc = read_member(in, &got, &err);
+        CHECK_INT(got.n, n);
+        if (rc == 0 || !strstr(err.msg, "CRC")) {
+            fprintf(stderr, "gzcrc.zip (gzip by %d): rc %d '%s', expected a CRC failure\n", by,
+                    rc, err.msg);
+            test_failures++;
+        }
+        free(got.p);
+        dsq_input_free(in);
+    }
+    free(zeros);
+    free(g.p);
+    free(z.p);
+    free(t);
 }
 
 /* The sniff's counts, whatever path a byte takes (16 at a time, 8 at a time, one
@@ -790,5 +1021,7 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
-          T(test_zip_bad_crc), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
+          T(test_member_trailing_garbage), T(test_twice_compressed_members),
+          T(test_tar_trailing_garbage),
+          T(test_zip_bad_crc), T(test_zip_bad_crc_after_gz_member), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
