@@ -623,6 +623,20 @@ int dsq_nccl_parse_dfa(const char *line, size_t len, dsq_nccl_line *o)
     return parse_line(line, len, o, 0);
 }
 
+static int same_span(dsq_span a, dsq_span b) { return a.p == b.p && a.n == b.n; }
+
+int dsq_nccl_line_same(const dsq_nccl_line *a, const dsq_nccl_line *b)
+{
+    return a->kind == b->kind && a->level == b->level && a->headed == b->headed &&
+           a->rank_prefix == b->rank_prefix && a->t_us == b->t_us && same_span(a->host, b->host) &&
+           a->pid == b->pid && a->tid == b->tid && same_span(a->pid_s, b->pid_s) &&
+           a->dev == b->dev && same_span(a->src, b->src) && same_span(a->msg, b->msg) &&
+           same_span(a->a, b->a) && same_span(a->b, b->b) && a->rank == b->rank &&
+           a->nranks == b->nranks && a->cuda_dev == b->cuda_dev && a->nvml_dev == b->nvml_dev &&
+           a->nnodes == b->nnodes && a->used == b->used && a->n1 == b->n1 && a->n2 == b->n2 &&
+           a->split == b->split;
+}
+
 uint64_t dsq_nccl_proc_key(const dsq_nccl_line *l)
 {
     uint64_t h = 1469598103934665603ULL;

@@ -64,6 +64,9 @@ int dsq_nccl_parse(const char *line, size_t len, dsq_nccl_line *o);
  * both must fill *o byte for byte alike. */
 int dsq_nccl_parse_dfa(const char *line, size_t len, dsq_nccl_line *o);
 
+/* 1 when every field of a and b is the same (spans: the same bytes of the line). */
+int dsq_nccl_line_same(const dsq_nccl_line *a, const dsq_nccl_line *b);
+
 /* A process: FNV-1a of the host, mixed with the pid; never 0. */
 uint64_t dsq_nccl_proc_key(const dsq_nccl_line *l);
 

@@ -15,8 +15,8 @@
 static const char *const seeds[] = {
     "gpu0856:32568:32639 [0] NCCL INFO Channel 00/0 : 31[7] -> 0[0] [receive] via NET/IB/0",
     "gpu0856:32568:32639 [3] NCCL INFO Channel 01/08 :   0   1   2   3",
-    "gpu0856:32568:32639 [0] NCCL INFO comm 0x55d026e7d858 rank 0 nranks 32 cudaDev 0 "
-    "nvmlDev 0 busId 18000 commId 0x9c4d37a746762cd8 - Init START",
+    ("gpu0856:32568:32639 [0] NCCL INFO comm 0x55d026e7d858 rank 0 nranks 32 cudaDev 0 "
+     "nvmlDev 0 busId 18000 commId 0x9c4d37a746762cd8 - Init START"),
     "gpu0856:32568:32568 [0] NCCL INFO Bootstrap : Using ib0:10.31.0.2<0>",
     "gpu0856:32568:32639 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1",
     "gpu0856:32568:32639 [0] NCCL INFO Trees [0] 1/-1/-1->0->31 [1] 1/-1/-1->0->31",
@@ -53,20 +53,6 @@ static const char swaps[] = {' ', '\t', ':', '[', ']', '<', '>', '-', '0', '9', 
 
 static long lines_compared, lines_nccl;
 
-static int same_span(dsq_span a, dsq_span b) { return a.p == b.p && a.n == b.n; }
-
-/* Field by field (the parser sets each one, not the padding between them). */
-static int same_line(const dsq_nccl_line *a, const dsq_nccl_line *b)
-{
-    return a->kind == b->kind && a->level == b->level && a->headed == b->headed &&
-           a->rank_prefix == b->rank_prefix && a->t_us == b->t_us && same_span(a->host, b->host) &&
-           a->pid == b->pid && a->tid == b->tid && same_span(a->pid_s, b->pid_s) &&
-           a->dev == b->dev && same_span(a->src, b->src) && same_span(a->msg, b->msg) &&
-           same_span(a->a, b->a) && same_span(a->b, b->b) && a->rank == b->rank &&
-           a->nranks == b->nranks && a->cuda_dev == b->cuda_dev && a->nvml_dev == b->nvml_dev &&
-           a->nnodes == b->nnodes && a->used == b->used && a->n1 == b->n1 && a->n2 == b->n2 &&
-           a->split == b->split;
-}
 
 static void compare(const char *text, size_t len)
 {
@@ -84,7 +70,7 @@ static void compare(const char *text, size_t len)
     int rf = dsq_nccl_parse(line, len, &fast), rd = dsq_nccl_parse_dfa(line, len, &dfa);
     lines_compared++;
     lines_nccl += rd;
-    if (rf != rd || (rd && !same_line(&fast, &dfa))) {
+    if (rf != rd || (rd && !dsq_nccl_line_same(&fast, &dfa))) {
         fprintf(stderr, "differs (%d vs %d): \"%.*s\"\n", rf, rd, (int)len, line);
         test_failures++;
     }
