@@ -621,6 +621,21 @@ static void compress_to(buf *out, const char *filter, const void *data, size_t n
     slurp("one", out);
 }
 
+/* An input handle whose gzip decoder is `by`, with the file `name` of the test
+ * directory open; NULL when this build has no such decoder (no ISA-L). */
+static dsq_input *open_with_gzip(int by, const char *name, dsq_error *err)
+{
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    if (!in || dsq_input_set_gzip(in, (dsq_input_gzip)by) != 0) {
+        dsq_input_free(in);
+        return NULL;
+    }
+    dsq_error_clear(err);
+    CHECK_INT(dsq_input_open(in, path_of(name), err), 0);
+    return in;
+}
+
 /* Members compressed twice (`xz -c f | gzip -c`), read by each gzip decoder: every
  * layer is decoded, as in a single file; garbage after the outer stream is
  * reported after the data; a .gz holding something that only starts like xz is
@@ -650,15 +665,10 @@ static void test_twice_compressed_members(void)
     const size_t want_n[] = {n, n, n, 0, n, sizeof bzh - 1};
     write_archive("twice.tar", "pax", "none", in, 6);
     for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
-        dsq_input *inp = NULL;
-        CHECK_INT(dsq_input_new(&inp), 0);
-        if (dsq_input_set_gzip(inp, (dsq_input_gzip)by) != 0) { /* no ISA-L in this build */
-            dsq_input_free(inp);
-            continue;
-        }
         dsq_error err;
-        dsq_error_clear(&err);
-        CHECK_INT(dsq_input_open(inp, path_of("twice.tar"), &err), 0);
+        dsq_input *inp = open_with_gzip(by, "twice.tar", &err);
+        if (!inp)
+            continue;
         buf got = {0};
         dsq_member_info mi;
         for (int i = 0; i < 6; i++) {
@@ -714,15 +724,10 @@ static void test_member_trailing_garbage(void)
     in[3] = (member){"node4.log", t, n, 0};
     write_archive("trail.tar", "pax", "none", in, 4);
     for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
-        dsq_input *inp = NULL;
-        CHECK_INT(dsq_input_new(&inp), 0);
-        if (dsq_input_set_gzip(inp, (dsq_input_gzip)by) != 0) { /* no ISA-L in this build */
-            dsq_input_free(inp);
-            continue;
-        }
         dsq_error err;
-        dsq_error_clear(&err);
-        CHECK_INT(dsq_input_open(inp, path_of("trail.tar"), &err), 0);
+        dsq_input *inp = open_with_gzip(by, "trail.tar", &err);
+        if (!inp)
+            continue;
         buf got = {0};
         dsq_member_info mi;
         for (int i = 0; i < 4; i++) {
@@ -849,15 +854,10 @@ static void test_zip_bad_crc_after_gz_member(void)
     }
     CHECK_INT(test_write_file(tmp, "gzcrc.zip", z.p, z.n), 0);
     for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
-        dsq_input *in = NULL;
-        CHECK_INT(dsq_input_new(&in), 0);
-        if (dsq_input_set_gzip(in, (dsq_input_gzip)by) != 0) {
-            dsq_input_free(in);
-            continue;
-        }
         dsq_error err;
-        dsq_error_clear(&err);
-        CHECK_INT(dsq_input_open(in, path_of("gzcrc.zip"), &err), 0);
+        dsq_input *in = open_with_gzip(by, "gzcrc.zip", &err);
+        if (!in)
+            continue;
         dsq_member_info mi;
         buf got = {0};
         CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
