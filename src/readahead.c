@@ -8,6 +8,8 @@
  * (full queue) when the next record does not fit, at the end record, and early
  * (EARLY_BYTES) when the caller has read everything before it; the caller replays the records in order and gives each buffer back (free queue) once
  * it moves past it. All buffers are in the free queue whenever no file runs ahead.
+ * A zstd stream is decoded straight into the buffer being filled, behind its data
+ * record's header (in_place_room): the other formats' bytes are copied there.
  *
  * The dsq_input belongs to the caller's thread except between start (command
  * C_RUN under mu) and the end record (handed over through the full queue's mutex):
