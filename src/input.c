@@ -141,7 +141,11 @@ static const char *archive_magic(const unsigned char *p, size_t n)
         return "gzip";
     if (n >= 6 && memcmp(p, "\xFD" "7zXZ\0", 6) == 0)
         return "xz";
-    if (n >= 3 && memcmp(p, "BZh", 3) == 0)
+    /* bzip2's magic bytes are text ("BZh"): the block size digit and the first
+     * block's magic number (or the end-of-stream one) must follow, as libarchive's
+     * bidder wants, or a log that begins with "BZh" would be no log */
+    if (n >= 10 && memcmp(p, "BZh", 3) == 0 && p[3] >= '1' && p[3] <= '9' &&
+        (memcmp(p + 4, "1AY&SY", 6) == 0 || memcmp(p + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0))
         return "bzip2";
     if (n >= 4 && (memcmp(p, "PK\x03\x04", 4) == 0 || memcmp(p, "PK\x05\x06", 4) == 0))
         return "zip";
@@ -327,17 +331,10 @@ static int tar_checksum_ok(const unsigned char *p, size_t n)
 }
 
 /* The compression (one support_filters decodes) whose magic bytes p starts with,
- * else NULL. bzip2's are text ("BZh"): its first block's magic number must follow,
- * as libarchive's bidder wants, or a log that begins with "BZh" is no log. */
+ * else NULL. */
 static const char *compression_magic(const unsigned char *p, size_t n)
 {
     const char *m = archive_magic(p, n);
-    if (m && strcmp(m, "bzip2") == 0)
-        return n >= 10 && p[3] >= '1' && p[3] <= '9' &&
-                       (memcmp(p + 4, "1AY&SY", 6) == 0 ||
-                        memcmp(p + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0)
-                   ? m
-                   : NULL;
     if (m && strcmp(m, "zip") != 0 && strcmp(m, "tar") != 0)
         return m;
     if (is_zstd(p, n))

@@ -193,9 +193,11 @@ run_dsq --db "$DB" index "$C"
 expect_code "binary garbage: index" 1 "$RC"
 expect_problem "binary garbage: named with the reason" "core.bin:" "binary data, not text"
 expect_problem "compressed binary garbage: named with the reason" "core.bin.gz" "binary data, not text"
-for f in fake.gz fake.bz2 fake.tar; do
+for f in fake.gz fake.tar; do
     expect_problem "garbage behind magic bytes: $f named" "$f" "magic bytes but is no valid"
 done
+# "BZh9" is text, so bzip2 is known by its block header too: without one this is binary
+expect_problem "garbage behind bzip2's text magic: named" "fake.bz2" "binary data, not text"
 expect_problem "garbage behind xz magic: named" "fake.xz" "corrupted input data"
 expect_problem "garbage behind zstd magic: named" "fake.zst" "zstd:"
 expect_problem "garbage behind zip magic: named" "fake.zip" "zip"

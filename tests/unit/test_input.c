@@ -120,6 +120,14 @@ static void test_plain(void)
     /* a plain file whose name says otherwise is still plain */
     CHECK_INT(test_write_file(tmp, "looks-like.tar.gz", text, sizeof text - 1), 0);
     expect_file("looks-like.tar.gz", "plain", &m, 1);
+    /* a log that begins with bzip2's magic bytes ("BZh") is a log, plain or gzip'd */
+    const char bzh[] = "BZh9 begins this log line, which is text\nand so is this one\n";
+    CHECK_INT(test_write_file(tmp, "bzh.log", bzh, sizeof bzh - 1), 0);
+    member b = {"", bzh, sizeof bzh - 1, 0};
+    expect_file("bzh.log", "plain", &b, 1);
+    member braw = {"payload", bzh, sizeof bzh - 1, 0};
+    write_archive("bzh.log.gz", "raw", "gzip", &braw, 1);
+    expect_file("bzh.log.gz", "gzip", &b, 1);
     /* empty file: one empty member */
     CHECK_INT(test_write_file(tmp, "empty.log", "", 0), 0);
     member e = {"", "", 0, 0};
@@ -596,12 +604,14 @@ static void test_compressed_edges(void)
     memcpy(tt + n, t, n);
     member want2 = {"", tt, 2 * n, 0};
     expect_file("two.gz", "gzip", &want2, 1);
-    /* magic bytes, then garbage */
-    const char *fakes[][2] = {{"fake.gz", "\x1f\x8bjunk junk junk junk junk junk junk"},
-                              {"fake.bz2", "BZh9junk junk junk junk junk junk junk"}};
+    /* magic bytes, then garbage (bzip2's: the block header's too; "BZh9" and text is a
+     * log: test_plain) */
+    const char *fakes[][3] = {
+        {"fake.gz", "\x1f\x8bjunk junk junk junk junk junk junk", "magic bytes but is no valid"},
+        {"fake.bz2", "BZh91AY&SYjunk junk junk junk junk junk junk", "bzip decompression failed"}};
     for (int i = 0; i < 2; i++) {
         CHECK_INT(test_write_file(tmp, fakes[i][0], fakes[i][1], strlen(fakes[i][1])), 0);
-        expect_failure(fakes[i][0], "magic bytes but is no valid", NULL);
+        expect_failure(fakes[i][0], fakes[i][2], NULL);
     }
     /* an empty compressed stream is one empty member, like an empty file */
     member none = {"payload", "", 0, 0};
