@@ -195,6 +195,20 @@ static int put_header(dsq_readahead *ra, uint32_t kind, size_t len)
     return 0;
 }
 
+/* A buffer being filled with need bytes free: this one, or (handing it over when
+ * too full) a fresh one. 0, or -1 when no buffer comes back. */
+static int room_for(dsq_readahead *ra, size_t need)
+{
+    if (ra->wr && ra->wr->used + need > ra->cap && hand_over(ra) != 0)
+        return -1;
+    if (!ra->wr) {
+        if (!(ra->wr = dsq_bq_pop(ra->free_q)))
+            return -1;
+        ra->wr->used = 0;
+    }
+    return 0;
+}
+
 /* Where the next chunk of a zstd stream can be decoded in place, after a data
  * record's header in the buffer being filled (a fresh one when this one has too
  * little room), saving the copy put() makes; NULL when the input hands out its own
@@ -204,13 +218,8 @@ static unsigned char *in_place_room(dsq_readahead *ra, size_t *room)
     *room = dsq_input_chunk_max(ra->in);
     if (!dsq_input_decodes_zstd(ra->in) || sizeof(rec_hdr) + *room > ra->cap)
         return NULL;
-    if (ra->wr && ra->wr->used + sizeof(rec_hdr) + *room > ra->cap && hand_over(ra) != 0)
+    if (room_for(ra, sizeof(rec_hdr) + *room) != 0)
         return NULL;
-    if (!ra->wr) {
-        if (!(ra->wr = dsq_bq_pop(ra->free_q)))
-            return NULL;
-        ra->wr->used = 0;
-    }
     return ra->wr->p + ra->wr->used + sizeof(rec_hdr);
 }
 
@@ -219,14 +228,8 @@ static unsigned char *in_place_room(dsq_readahead *ra, size_t *room)
 static int put(dsq_readahead *ra, uint32_t kind, const void *a, size_t na, const void *b,
                size_t nb)
 {
-    size_t need = rec_size(na + nb);
-    if (ra->wr && ra->wr->used + need > ra->cap && hand_over(ra) != 0)
+    if (room_for(ra, rec_size(na + nb)) != 0)
         return -1;
-    if (!ra->wr) {
-        if (!(ra->wr = dsq_bq_pop(ra->free_q)))
-            return -1;
-        ra->wr->used = 0;
-    }
     unsigned char *p = ra->wr->p + ra->wr->used;
     if (na)
         memcpy(p + sizeof(rec_hdr), a, na);

@@ -7,9 +7,9 @@
 #include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "fam_nccl.h"
+#include "testbuf.h"
 #include "test.h"
 
 static const char *const seeds[] = {
@@ -96,68 +96,39 @@ static void test_fast_header_same_as_dfa_on_variants(void)
     CHECK(lines_nccl > 1000); /* most variants still are NCCL lines: both paths ran */
 }
 
-/* Lines of one file (each without its terminator). */
-static void compare_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        size_t len = (size_t)n;
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (memchr(line, '\r', len)) /* a \r splits lines (lines.h) */
-            continue;
-        compare(line, len);
-        /* and what follows each blank of its start, as after a peeled prefix
-         * ("gpu1: gpu1:12:34 [0] NCCL INFO ...") */
-        for (size_t i = 0; i < len && i < 64; i++)
-            if (line[i] == ' ')
-                compare(line + i + 1, len - i - 1);
-    }
-    free(line);
-    fclose(f);
-}
-
-static void walk(const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (!d || depth > 4) {
-        if (d)
-            closedir(d);
-        return;
-    }
-    struct dirent *e;
-    char path[4096];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb) != 0)
-            continue;
-        size_t nl = strlen(e->d_name);
-        if (S_ISDIR(sb.st_mode))
-            walk(path, depth + 1);
-        else if (nl > 4 && (strcmp(e->d_name + nl - 4, ".log") == 0 ||
-                            strcmp(e->d_name + nl - 4, ".txt") == 0))
-            compare_file(path);
-    }
-    closedir(d);
-}
-
+/* Every line of every corpus log (the corpus is one directory; a line is cut at
+ * '\n' or '\r' as lines.h cuts it), and what follows each blank of its start, as
+ * after a peeled prefix ("gpu1: gpu1:12:34 [0] NCCL INFO ..."). */
 static void test_fast_header_same_as_dfa_on_corpus(void)
 {
     const char *dir = getenv("DSQ_CORPUS");
+    DIR *d = dir ? opendir(dir) : NULL;
     long before = lines_nccl;
-    if (!dir || !*dir) {
-        printf("  (no corpus: DSQ_CORPUS unset)\n");
+    if (!d) {
+        printf("  (no corpus: DSQ_CORPUS unset or unreadable)\n");
         return;
     }
-    walk(dir, 0);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[1024];
+        test_buf f = {0};
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] == '.' || test_read_file(path, &f) != 0)
+            continue;
+        for (const char *p = f.p, *end = f.p + f.n; p < end;) {
+            const char *q = p;
+            while (q < end && *q != '\n' && *q != '\r')
+                q++;
+            size_t len = (size_t)(q - p);
+            compare(p, len);
+            for (size_t i = 0; i < len && i < 64; i++)
+                if (p[i] == ' ')
+                    compare(p + i + 1, len - i - 1);
+            p = q + 1;
+        }
+        free(f.p);
+    }
+    closedir(d);
     printf("  corpus: %ld NCCL lines among %ld compared\n", lines_nccl - before, lines_compared);
 }
 
