@@ -9,6 +9,11 @@
  *   memchr-lines   counting '\n' with memchr: the floor any line splitter sits on
  *   split/<name>   dsq_lines over the buffer with each line-end backend this CPU
  *                  runs (linescan.h), empty per-line callback
+ *   split+numbers  dsq_lines (default backend), and every number of each line found
+ *                  and parsed by dsq_num_parse (a digit not after a letter, digit,
+ *                  '_' or '.' starts one): the least any indexer that extracts the
+ *                  values does, with no families, names or events; a ceiling for
+ *                  split+scan
  *   split+scan     dsq_lines (default backend) + dsq_scan (prefixes, recognizers,
  *                  events) with a sink that only counts events: what indexing costs
  *                  before LMDB
@@ -25,6 +30,7 @@
 #include "dict.h"
 #include "linescan.h"
 #include "lines.h"
+#include "num.h"
 #include "scan.h"
 
 typedef struct bench_params {
@@ -80,6 +86,81 @@ static uint64_t run_split(const bench_params *p, void *lb)
     dsq_lines_feed(lb, p->buf, p->len);
     dsq_lines_finish(lb);
     return dsq_lines_stats_get(lb)->lines;
+}
+
+/* A byte after which a digit continues a word or a number, not starts one. */
+static const unsigned char in_word[256] = {
+    ['_'] = 1, ['.'] = 1,
+#define W10(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1, [c + 4] = 1, [c + 5] = 1, \
+                [c + 6] = 1, [c + 7] = 1, [c + 8] = 1, [c + 9] = 1
+    W10('0'), W10('A'), W10('K'), ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1,
+    ['Z'] = 1, W10('a'), W10('k'), ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1,
+    ['z'] = 1,
+#undef W10
+};
+
+static volatile double sink_sum;
+static uint64_t numbers_seen; /* by split+numbers, over all its runs */
+
+/* The number at p (a digit) parsed: sum and n updated; returns where to go on. */
+static const char *take_number(const char *p, const char *end, double *sum, uint64_t *n)
+{
+    double v;
+    const char *stop = p + 1;
+    if (dsq_num_parse(p, end, &v, &stop) == 0) {
+        *sum += v;
+        (*n)++;
+    }
+    return stop > p ? stop : p + 1;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <emmintrin.h>
+
+/* Bytes of v in lo..lo+n-1, as a 16-bit mask. */
+static unsigned in_range(__m128i v, char lo, int n)
+{
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8(lo));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8((char)(n - 1))), t));
+}
+#endif
+
+/* Every number of the line, parsed (see split+numbers above): number starts are
+ * found 16 bytes at a time where SSE2 is, byte by byte after. */
+static int number_line(void *ctx, const char *line, size_t len, unsigned flags)
+{
+    (void)ctx, (void)flags;
+    const char *p = line, *end = line + len;
+    double sum = 0;
+    uint64_t n = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    unsigned carry = 0; /* the byte before the block is a word byte */
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned dig = in_range(v, '0', 10);
+        unsigned word = dig | in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 26) |
+                        (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('_'))) |
+                        (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+        unsigned starts = dig & ~((word << 1) | carry);
+        if (!starts) {
+            carry = word >> 15;
+            p += 16;
+            continue;
+        }
+        p = take_number(p + __builtin_ctz(starts), end, &sum, &n);
+        carry = in_word[(unsigned char)p[-1]];
+    }
+#endif
+    while (p < end) {
+        unsigned d = (unsigned)(unsigned char)*p - '0';
+        if (d > 9 || (p > line && in_word[(unsigned char)p[-1]]))
+            p++;
+        else
+            p = take_number(p, end, &sum, &n);
+    }
+    sink_sum += sum;
+    numbers_seen += n;
+    return 0;
 }
 
 typedef struct scan_ctx {
@@ -177,9 +258,9 @@ int main(int argc, char **argv)
     }
     p.buf = buf;
     dsq_dict *d = NULL;
-    dsq_lines *lb[DSQ_LINESCAN_COUNT] = {NULL}, *lb2 = NULL;
+    dsq_lines *lb[DSQ_LINESCAN_COUNT] = {NULL}, *lb2 = NULL, *lbn = NULL;
     dsq_scan *sc = NULL;
-    bench_row rows[DSQ_LINESCAN_COUNT + 2];
+    bench_row rows[DSQ_LINESCAN_COUNT + 3];
     int nrows = 0;
     memset(rows, 0, sizeof rows);
     rows[nrows++] = (bench_row){.name = "memchr-lines", .fn = run_memchr};
@@ -193,6 +274,9 @@ int main(int argc, char **argv)
                  dsq_linescan_name((dsq_linescan_backend)b));
         nrows++;
     }
+    dsq_lines_params lpn = {0, number_line, NULL};
+    if (dsq_lines_new(&lpn, &lbn) == 0)
+        rows[nrows++] = (bench_row){.name = "split+numbers", .fn = run_split, .ctx = lbn};
     dsq_dict_new(&d);
     dsq_scan_params sp = {.dict = d, .emit = count_event};
     dsq_scan_new(&sp, &sc);
@@ -207,9 +291,14 @@ int main(int argc, char **argv)
         if (row_wanted(&rows[r], argc, argv))
             rows[kept++] = rows[r];
     measure(&p, rows, kept);
+    for (int r = 0; r < kept; r++)
+        if (rows[r].ctx == lbn && numbers_seen)
+            printf("split+numbers: %.0f numbers per run, %.0f per MB\n",
+                   (double)numbers_seen / p.runs, (double)numbers_seen / p.runs / ((double)p.len / 1e6));
     for (int b = 0; b < DSQ_LINESCAN_COUNT; b++)
         dsq_lines_free(lb[b]);
     dsq_lines_free(lb2);
+    dsq_lines_free(lbn);
     dsq_scan_free(sc);
     dsq_dict_free(d);
     free(buf);
