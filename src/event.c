@@ -1,14 +1,20 @@
-/* Block encoding of events (schema 3).
+/* Block encoding of events.
  *
- * Layout: varint count, then per event: varint shape, [when shape is 0: varint
- * kind, byte nf, then nf times (varint name, byte unit)], zigzag varint time
- * delta, varint label, varint text, zigzag varint line delta, then nf packed
+ * A block is built in rows (dsq_block_add): per event, varint shape, [when shape is
+ * 0: varint kind, byte nf, then nf times (varint name, byte unit)], zigzag varint
+ * time delta, varint label, varint text, zigzag varint line delta, then nf packed
  * numbers (varint.h). Shape 0 spells the event's kind, names and units out and,
  * while the block has fewer than DSQ_BLOCK_SHAPES, makes them its next shape; shape
  * s > 0 reuses shape s - 1. Most events repeat a form (a timer line, a loss dict),
- * so a block holds its names once and zstd has a third less to pack. The first
- * time delta is relative to the block key's time. Decoding checks every length
- * against the end of the value, so a damaged block is reported, never overrun.
+ * so a block holds its names once. The first time delta is relative to the block
+ * key's time.
+ *
+ * It is stored in columns (schema 7, dsq_block_encode; event.h has the layout):
+ * the rows are read once and each part goes to its stream or value column. A
+ * column holds one field's values, so zstd packs a block in a third of the time it
+ * took on rows, and a mantissa that moves little takes a byte. Decoding checks
+ * every length against the end of the value, so a damaged block is reported,
+ * never overrun.
  */
 #include "event.h"
 
@@ -275,43 +281,335 @@ int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *f
     return 0;
 }
 
-static int get_varint(dsq_block_iter *it, uint64_t *out)
+/* --- stored in columns --------------------------------------------------------- */
+
+typedef struct col_buf {
+    unsigned char *b;
+    size_t n, cap;
+} col_buf;
+
+struct dsq_block_cols {
+    col_buf s[DSQ_BLOCK_STREAMS]; /* shapes, time deltas, labels, texts, line deltas */
+    col_buf col[DSQ_BLOCK_COLS];
+    int64_t m[DSQ_BLOCK_COLS]; /* each column's last mantissa and exponent (7: none) */
+    uint8_t e[DSQ_BLOCK_COLS];
+    unsigned char *out;
+    size_t out_cap;
+};
+
+int dsq_block_cols_new(dsq_block_cols **out)
 {
-    return dsq_varint_get(&it->p, it->end, out);
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : DSQ_ENOMEM;
+}
+
+void dsq_block_cols_free(dsq_block_cols *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
+        free(c->s[i].b);
+    for (int i = 0; i < DSQ_BLOCK_COLS; i++)
+        free(c->col[i].b);
+    free(c->out);
+    free(c);
+}
+
+/* Room for `more` bytes in a buffer (doubling). 0 or DSQ_ENOMEM. */
+static int col_room(unsigned char **b, size_t *cap, size_t n, size_t more)
+{
+    if (n + more <= *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 1024;
+    while (c < n + more)
+        c *= 2;
+    unsigned char *nb = realloc(*b, c);
+    if (!nb)
+        return DSQ_ENOMEM;
+    *b = nb;
+    *cap = c;
+    return 0;
+}
+
+/* Copies the varint at *pp (before end) to the stream at *out, which has room for
+ * it (streams get as much room as the rows have bytes); *v its value. 0 or -1. */
+static inline int copy_varint(unsigned char **out, const unsigned char **pp,
+                              const unsigned char *end, uint64_t *v)
+{
+    const unsigned char *p = *pp;
+    unsigned char *o = *out;
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (p == end)
+            return -1;
+        unsigned char b = *p++;
+        *o++ = b;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = o;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Room for one more value in column i (a varint, or 7 and 8 bytes). */
+static int col_value_room(dsq_block_cols *c, int i)
+{
+    col_buf *cb = &c->col[i];
+    return col_room(&cb->b, &cb->cap, cb->n, DSQ_VARINT_MAX + 8);
+}
+
+/* One packed number of the rows at *pp into column i (see event.h). */
+static inline int put_col_value(dsq_block_cols *c, int i, const unsigned char **pp,
+                                const unsigned char *end)
+{
+    col_buf *cb = &c->col[i];
+    uint64_t tag;
+    if (dsq_varint_get(pp, end, &tag))
+        return DSQ_EFORMAT;
+    if (cb->n + DSQ_VARINT_MAX + 8 > cb->cap && col_value_room(c, i))
+        return DSQ_ENOMEM;
+    unsigned e = (unsigned)(tag & 7);
+    if (e == 7) {
+        if (tag != 7 || end - *pp < 8)
+            return DSQ_EFORMAT;
+        cb->b[cb->n] = 7;
+        memcpy(cb->b + cb->n + 1, *pp, 8);
+        cb->n += 9;
+        *pp += 8;
+        c->e[i] = 7;
+        return 0;
+    }
+    int64_t m = dsq_unzigzag(tag >> 3);
+    if (m >= (int64_t)1 << 53 || m <= -((int64_t)1 << 53))
+        return DSQ_EFORMAT; /* not a form dsq_ev_decimal gives: its difference could wrap */
+    uint64_t code = c->e[i] == e ? dsq_zigzag(m - c->m[i]) << 3 | e : tag;
+    c->e[i] = (uint8_t)e;
+    c->m[i] = m;
+    cb->n = (size_t)(dsq_varint_put(cb->b + cb->n, code) - cb->b);
+    return 0;
+}
+
+/* Reads b's rows into the streams and columns; *ncols: the columns used. */
+static int split_rows(dsq_block_cols *c, const dsq_block *b, uint32_t *ncols)
+{
+    const unsigned char *p = b->buf, *end = b->buf + b->len;
+    unsigned char *o[DSQ_BLOCK_STREAMS];
+    uint8_t nf_of[DSQ_BLOCK_SHAPES];
+    uint16_t base[DSQ_BLOCK_SHAPES];
+    uint32_t nshapes = 0, used = 1; /* column 0: the fields of shapes not kept */
+    int rc = 0;
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++) {
+        if (col_room(&c->s[i].b, &c->s[i].cap, 0, b->len + 1))
+            return DSQ_ENOMEM;
+        o[i] = c->s[i].b;
+    }
+    c->col[0].n = 0;
+    c->e[0] = 7;
+    *ncols = 0;
+    for (uint32_t k = 0; k < b->count && !rc; k++) {
+        uint64_t shape, v;
+        int first = 0;
+        unsigned nf;
+        if (copy_varint(&o[0], &p, end, &shape))
+            return DSQ_EFORMAT;
+        if (shape == 0) { /* spelled out: copied as it is */
+            const unsigned char *q = p;
+            if (dsq_varint_get(&p, end, &v) || p >= end || (nf = *p++) > DSQ_EV_MAXF)
+                return DSQ_EFORMAT;
+            for (unsigned j = 0; j < nf; j++)
+                if (dsq_varint_get(&p, end, &v) || p++ >= end)
+                    return DSQ_EFORMAT;
+            memcpy(o[0], q, (size_t)(p - q));
+            o[0] += p - q;
+            if (nshapes < DSQ_BLOCK_SHAPES) { /* kept: its fields get columns */
+                nf_of[nshapes] = (uint8_t)nf;
+                base[nshapes] = (uint16_t)used;
+                for (unsigned j = 0; j < nf; j++) {
+                    c->col[used + j].n = 0;
+                    c->e[used + j] = 7;
+                }
+                first = (int)used;
+                used += nf;
+                nshapes++;
+            }
+        } else if (shape > nshapes) {
+            return DSQ_EFORMAT;
+        } else {
+            nf = nf_of[shape - 1];
+            first = base[shape - 1];
+        }
+        if (copy_varint(&o[1], &p, end, &v) || copy_varint(&o[2], &p, end, &v) ||
+            copy_varint(&o[3], &p, end, &v) || copy_varint(&o[4], &p, end, &v))
+            return DSQ_EFORMAT;
+        for (unsigned j = 0; j < nf && !rc; j++)
+            rc = put_col_value(c, first ? first + (int)j : 0, &p, end);
+    }
+    if (!rc && p != end)
+        rc = DSQ_EFORMAT;
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
+        c->s[i].n = (size_t)(o[i] - c->s[i].b);
+    *ncols = used;
+    return rc;
+}
+
+int dsq_block_encode(dsq_block_cols *c, const dsq_block *b, const unsigned char **data,
+                     size_t *n)
+{
+    uint32_t ncols = 0;
+    if (b->len < DSQ_BLOCK_COLUMNS_MIN) { /* stored as rows, as they are */
+        if (col_room(&c->out, &c->out_cap, 0, DSQ_VARINT_MAX + 1 + b->len))
+            return DSQ_ENOMEM;
+        unsigned char *p = dsq_varint_put(c->out, b->count);
+        *p++ = 0;
+        if (b->len)
+            memcpy(p, b->buf, b->len);
+        *data = c->out;
+        *n = (size_t)(p - c->out) + b->len;
+        return 0;
+    }
+    int rc = split_rows(c, b, &ncols);
+    if (rc)
+        return rc;
+    size_t total = (3 + DSQ_BLOCK_STREAMS + (size_t)ncols) * DSQ_VARINT_MAX;
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
+        total += c->s[i].n;
+    for (uint32_t i = 0; i < ncols; i++)
+        total += c->col[i].n;
+    if (col_room(&c->out, &c->out_cap, 0, total))
+        return DSQ_ENOMEM;
+    unsigned char *p = c->out;
+    p = dsq_varint_put(p, b->count);
+    p = dsq_varint_put(p, ncols);
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
+        p = dsq_varint_put(p, c->s[i].n);
+    for (uint32_t i = 0; i < ncols; i++)
+        p = dsq_varint_put(p, c->col[i].n);
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++) {
+        if (c->s[i].n)
+            memcpy(p, c->s[i].b, c->s[i].n);
+        p += c->s[i].n;
+    }
+    for (uint32_t i = 0; i < ncols; i++) {
+        if (c->col[i].n)
+            memcpy(p, c->col[i].b, c->col[i].n);
+        p += c->col[i].n;
+    }
+    *data = c->out;
+    *n = (size_t)(p - c->out);
+    return 0;
 }
 
 int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t t_first)
 {
-    it->p = data;
-    it->end = it->p + n;
+    const unsigned char *p = data, *end = p + n;
+    uint64_t count, ncols, len[DSQ_BLOCK_STREAMS];
     it->t_prev = t_first;
     it->line_prev = 0;
     it->nshapes = 0;
-    uint64_t c;
-    if (get_varint(it, &c) != 0 || c > UINT32_MAX)
+    it->cols_used = 1;
+    if (dsq_varint_get(&p, end, &count) || count > UINT32_MAX ||
+        dsq_varint_get(&p, end, &ncols) || ncols > DSQ_BLOCK_COLS)
         return DSQ_EFORMAT;
-    it->left = (uint32_t)c;
+    it->left = (uint32_t)count;
+    it->ncols = (uint32_t)ncols;
+    it->rows = ncols == 0; /* stored as rows: every part in p[0] */
+    if (it->rows) {
+        it->p[0] = p;
+        it->end[0] = end;
+        return 0;
+    }
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
+        if (dsq_varint_get(&p, end, &len[i]))
+            return DSQ_EFORMAT;
+    /* the columns' lengths, kept in their `end` until the starts are known */
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < it->ncols; i++) {
+        uint64_t l;
+        if (dsq_varint_get(&p, end, &l) || l > (uint64_t)(end - p))
+            return DSQ_EFORMAT;
+        it->col[i].end = (const unsigned char *)(uintptr_t)l;
+        total += l;
+    }
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++) {
+        if (len[i] > (uint64_t)(end - p))
+            return DSQ_EFORMAT;
+        total += len[i];
+    }
+    if (total > (uint64_t)(end - p))
+        return DSQ_EFORMAT;
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++) {
+        it->p[i] = p;
+        it->end[i] = p += len[i];
+    }
+    for (uint32_t i = 0; i < it->ncols; i++) {
+        size_t l = (size_t)(uintptr_t)it->col[i].end;
+        it->col[i].p = p;
+        it->col[i].end = p += l;
+        it->col[i].e = 7;
+        it->col[i].m = 0;
+    }
     return 0;
 }
 
-/* Reads a shape spelled out (after its 0) into *s, keeping it while there is room. */
-static int get_new_shape(dsq_block_iter *it, dsq_ev_shape *s)
+/* Reads a shape spelled out (after its 0) into *s, keeping it, with its columns,
+ * while there is room: *first is then its first column, else 0 (column 0). */
+static int get_new_shape(dsq_block_iter *it, dsq_ev_shape *s, uint32_t *first)
 {
     uint64_t kind, name;
-    if (get_varint(it, &kind) || kind > UINT16_MAX || it->p >= it->end)
+    const unsigned char **p = &it->p[0], *end = it->end[0]; /* the shapes, or the rows */
+    if (dsq_varint_get(p, end, &kind) || kind > UINT16_MAX || *p >= end)
         return DSQ_EFORMAT;
     s->kind = (uint16_t)kind;
-    s->nf = *it->p++;
+    s->nf = *(*p)++;
     if (s->nf > DSQ_EV_MAXF)
         return DSQ_EFORMAT;
     for (int i = 0; i < s->nf; i++) {
-        if (get_varint(it, &name) || name > UINT32_MAX || it->p >= it->end)
+        if (dsq_varint_get(p, end, &name) || name > UINT32_MAX || *p >= end)
             return DSQ_EFORMAT;
         s->name[i] = (uint32_t)name;
-        s->unit[i] = *it->p++;
+        s->unit[i] = *(*p)++;
     }
-    if (it->nshapes < DSQ_BLOCK_SHAPES)
+    *first = 0;
+    if (it->nshapes < DSQ_BLOCK_SHAPES) {
+        it->col_base[it->nshapes] = (uint16_t)it->cols_used;
         it->shapes[it->nshapes++] = *s;
+        *first = it->cols_used;
+        it->cols_used += s->nf;
+    }
+    return 0;
+}
+
+/* The next value of column c into *v (see event.h). 0 or -1. */
+static int get_col_value(dsq_block_col *c, double *v)
+{
+    uint64_t tag;
+    if (dsq_varint_get(&c->p, c->end, &tag))
+        return -1;
+    unsigned e = (unsigned)(tag & 7);
+    if (e == 7) {
+        const unsigned char *p = c->p;
+        if (tag != 7 || c->end - p < 8)
+            return -1;
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; i++)
+            bits |= (uint64_t)p[i] << (8 * i);
+        c->p += 8;
+        memcpy(v, &bits, 8);
+        c->e = 7;
+        return 0;
+    }
+    /* a difference from the value before when it had this exponent (mod 2^64: a
+     * damaged block wraps, never overflows) */
+    int64_t m = dsq_unzigzag(tag >> 3);
+    if ((unsigned)c->e == e)
+        m = (int64_t)((uint64_t)c->m + (uint64_t)m);
+    c->m = m;
+    c->e = (int)e;
+    *v = (double)m / dsq_pow10_small[e]; /* as dsq_num_get: the same double */
     return 0;
 }
 
@@ -320,16 +618,23 @@ int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
     if (it->left == 0)
         return 0;
     uint64_t shape, dt, label, text, dl;
+    uint32_t first = 0;
     dsq_ev_shape fresh;
     const dsq_ev_shape *s = &fresh;
-    if (get_varint(it, &shape))
+    if (dsq_varint_get(&it->p[0], it->end[0], &shape))
         return DSQ_EFORMAT;
-    if (shape == 0 ? get_new_shape(it, &fresh) != 0 : shape > it->nshapes)
+    if (shape == 0 ? get_new_shape(it, &fresh, &first) != 0 : shape > it->nshapes)
         return DSQ_EFORMAT;
-    if (shape)
+    if (shape) {
         s = &it->shapes[shape - 1];
-    if (get_varint(it, &dt) || get_varint(it, &label) || get_varint(it, &text) ||
-        get_varint(it, &dl))
+        first = it->col_base[shape - 1];
+    }
+    int r = !it->rows; /* the stream of each part: all 0 in rows */
+    if (dsq_varint_get(&it->p[r], it->end[r], &dt) ||
+        dsq_varint_get(&it->p[2 * r], it->end[2 * r], &label) ||
+        dsq_varint_get(&it->p[3 * r], it->end[3 * r], &text) ||
+        dsq_varint_get(&it->p[4 * r], it->end[4 * r], &dl) || label > UINT32_MAX ||
+        text > UINT32_MAX)
         return DSQ_EFORMAT;
     ev->kind = s->kind;
     ev->t_us = (int64_t)((uint64_t)it->t_prev + (uint64_t)dsq_unzigzag(dt));
@@ -337,10 +642,12 @@ int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
     ev->text = (uint32_t)text;
     ev->line = it->line_prev + (uint32_t)dsq_unzigzag(dl); /* mod 2^32: no signed overflow */
     ev->nf = s->nf;
-    for (int i = 0; i < ev->nf; i++) {
+    for (uint32_t i = 0; i < ev->nf; i++) {
+        uint32_t k = first ? first + i : 0;
         ev->f[i].name = s->name[i];
         ev->f[i].unit = s->unit[i];
-        if (dsq_num_get(&it->p, it->end, &ev->f[i].v))
+        if (it->rows ? dsq_num_get(&it->p[0], it->end[0], &ev->f[i].v) != 0
+                     : k >= it->ncols || get_col_value(&it->col[k], &ev->f[i].v))
             return DSQ_EFORMAT;
     }
     it->t_prev = ev->t_us;

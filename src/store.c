@@ -65,8 +65,9 @@ struct dsq_store {
     uint64_t commits;  /* writes committed since open (dsq_store_commits) */
     ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
     ZSTD_DCtx *zd;
-    unsigned char *raw, *packed, *unpacked; /* reused buffers */
-    size_t raw_cap, packed_cap, unpacked_cap;
+    unsigned char *packed, *unpacked; /* reused buffers */
+    size_t packed_cap, unpacked_cap;
+    dsq_block_cols *cols; /* event blocks are stored in columns: the encoder's buffers */
     /* the rollup keys of the source being written (srcroll_series, srcroll_attr):
      * a = run << 32 | field of its series, a = run << 32 | name of its attributes,
      * and a = run, b = host << 32 | rank + 1 of its series; sr_bytes: the encoded
@@ -732,7 +733,7 @@ void dsq_store_close(dsq_store *st)
     ZSTD_freeDCtx(st->zd);
     free(st->pend);
     free(st->pend_next);
-    free(st->raw);
+    dsq_block_cols_free(st->cols);
     free(st->packed);
     free(st->unpacked);
     free(st->sr_f);
@@ -1510,20 +1511,18 @@ int dsq_store_source_new_id(dsq_store *st, uint32_t *id, dsq_error *err)
 
 int dsq_store_block_put(dsq_store *st, const dsq_block_key *bk, const dsq_block *b, dsq_error *err)
 {
-    unsigned char key[DSQ_BLOCK_KEY_LEN], hdr[5], skey[8];
-    size_t h = 0;
-    uint32_t c = b->count;
-    do { /* the block's event count as a varint, then its body */
-        hdr[h++] = (unsigned char)((c & 0x7f) | (c >= 0x80 ? 0x80 : 0));
-        c >>= 7;
-    } while (c);
+    unsigned char key[DSQ_BLOCK_KEY_LEN], skey[8];
+    const unsigned char *data;
+    size_t n;
+    int rc = st->cols ? 0 : dsq_block_cols_new(&st->cols);
+    if (!rc)
+        rc = dsq_block_encode(st->cols, b, &data, &n); /* in columns (event.h) */
+    if (rc)
+        return dsq_error_set(err, rc, rc == DSQ_ENOMEM ? "writing events: out of memory"
+                                                       : "writing events: a damaged block");
     dsq_block_key_pack(bk, key);
     MDB_val k = {sizeof key, key};
-    if (reserve(&st->raw, &st->raw_cap, h + b->len))
-        return dsq_error_set(err, DSQ_ENOMEM, "writing events: out of memory");
-    memcpy(st->raw, hdr, h);
-    memcpy(st->raw + h, b->buf, b->len);
-    int rc = put_packed(st, st->events, &k, st->raw, h + b->len, &pack_blocks, err);
+    rc = put_packed(st, st->events, &k, data, n, &pack_blocks, err);
     if (rc)
         return rc;
     put_be32(skey, bk->source);

@@ -3,7 +3,7 @@
  * One LMDB environment (a directory) holds these databases:
  *   meta      "schema" -> version, "next_source" -> next source id
  *   dict      id (u32 BE) -> string                 the string dictionary
- *   events    block key (28 bytes BE) -> event block (see event.h)
+ *   events    block key (28 bytes BE) -> event block, in columns (see event.h)
  *   sources   absolute path -> dsq_source_rec (packed: store.c)   one per input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
@@ -46,8 +46,9 @@
  * packed, one srcroll record per source; 4: a small series' pairs in its record,
  * srcroll records listing fields and (host, rank) pairs, summaries and source
  * records packed; 5: series in groups, records of up to 64 series of one (field, run, host);
- * 6: run rollups marked stale (empty) until their run goes quiet */
-#define DSQ_STORE_SCHEMA 6
+ * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
+ * in columns (event.h) */
+#define DSQ_STORE_SCHEMA 7
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8

@@ -1,7 +1,7 @@
 /* Event blocks: encode many events, decode them back exactly, and check that a
  * truncated or damaged block is reported as DSQ_EFORMAT and never overrun. The
- * value a block is stored as is built like dsq_store_block_put builds it: the
- * event count as a varint, then the block body. */
+ * value a block is stored as is built like dsq_store_block_put builds it: by
+ * dsq_block_encode, in columns. */
 #include <stdlib.h>
 
 #include "dsq/dsq.h"
@@ -10,21 +10,46 @@
 #include "timeconv.h"
 #include "varint.h"
 
-/* The stored value of a block: varint count + body, in an exact-size heap buffer. */
+static dsq_block_cols *cols; /* the encoder's buffers, shared by every test */
+
+/* The stored value of a block (dsq_block_encode), in an exact-size heap buffer. */
 static unsigned char *stored_value(const dsq_block *b, size_t *n)
 {
-    unsigned char hdr[5];
-    size_t h = 0;
-    uint32_t c = b->count;
-    do {
-        hdr[h++] = (unsigned char)((c & 0x7f) | (c >= 0x80 ? 0x80 : 0));
-        c >>= 7;
-    } while (c);
-    unsigned char *v = malloc(h + b->len);
-    memcpy(v, hdr, h);
-    memcpy(v + h, b->buf, b->len);
-    *n = h + b->len;
+    const unsigned char *data = NULL;
+    *n = 0;
+    if (!cols)
+        CHECK_INT(dsq_block_cols_new(&cols), 0);
+    CHECK_INT(dsq_block_encode(cols, b, &data, n), 0);
+    unsigned char *v = malloc(*n ? *n : 1);
+    if (*n)
+        memcpy(v, data, *n);
     return v;
+}
+
+/* A stored value put together by hand (event.h): count, the five streams, then
+ * ncols value columns; each part is a string of bytes and its length. Returns the
+ * value's length in out. */
+typedef struct part {
+    const char *b;
+    size_t n;
+} part;
+#define PART(s) ((part){s, sizeof s - 1})
+#define NONE ((part){"", 0})
+
+static size_t hand_value(unsigned char *out, uint32_t count, const part st[5], const part *col,
+                         uint32_t ncols)
+{
+    unsigned char *p = dsq_varint_put(out, count);
+    p = dsq_varint_put(p, ncols);
+    for (int i = 0; i < 5; i++)
+        p = dsq_varint_put(p, st[i].n);
+    for (uint32_t i = 0; i < ncols; i++)
+        p = dsq_varint_put(p, col[i].n);
+    for (int i = 0; i < 5; i++)
+        memcpy(p, st[i].b, st[i].n), p += st[i].n;
+    for (uint32_t i = 0; i < ncols; i++)
+        memcpy(p, col[i].b, col[i].n), p += col[i].n;
+    return (size_t)(p - out);
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -178,19 +203,23 @@ static int decode_all(const unsigned char *data, size_t n, int64_t t_first)
     return r < 0 ? r : k;
 }
 
-static void test_every_truncation(void)
+/* Whether a stored value holds its block as rows (event.h: a count, then 0). */
+static int stored_as_rows(const unsigned char *v, size_t n)
 {
-    dsq_block b;
-    memset(&b, 0, sizeof b);
-    build(&b, 200);
-    size_t n;
-    unsigned char *v = stored_value(&b, &n);
-    CHECK_INT(decode_all(v, n, b.t_first), 200);
+    const unsigned char *p = v;
+    uint64_t count, ncols;
+    return dsq_varint_get(&p, v + n, &count) == 0 && dsq_varint_get(&p, v + n, &ncols) == 0 &&
+           ncols == 0;
+}
+
+/* Every shorter prefix of the stored value v is refused as damaged. */
+static void truncations_refused(const unsigned char *v, size_t n, int64_t t_first)
+{
     int bad = 0;
     for (size_t len = 0; len < n; len++) {
         unsigned char *cut = malloc(len ? len : 1); /* exact size: ASan sees any overrun */
         memcpy(cut, v, len);
-        int r = decode_all(cut, len, b.t_first);
+        int r = decode_all(cut, len, t_first);
         if (r != DSQ_EFORMAT) {
             if (!bad)
                 fprintf(stderr, "truncated to %zu of %zu bytes: got %d\n", len, n, r);
@@ -199,27 +228,51 @@ static void test_every_truncation(void)
         free(cut);
     }
     CHECK_INT(bad, 0);
-    free(v);
-    dsq_block_free_buf(&b);
 }
 
+/* A block of 200 events is stored in columns, one of 6 as rows: both cut short
+ * anywhere are refused. */
+static void test_every_truncation(void)
+{
+    for (int events = 200; events > 0; events = events == 200 ? 6 : 0) {
+        dsq_block b;
+        memset(&b, 0, sizeof b);
+        build(&b, events);
+        size_t n;
+        unsigned char *v = stored_value(&b, &n);
+        CHECK_INT(stored_as_rows(v, n), events == 6);
+        CHECK_INT(decode_all(v, n, b.t_first), events);
+        truncations_refused(v, n, b.t_first);
+        free(v);
+        dsq_block_free_buf(&b);
+    }
+}
+
+/* Damaged values, in columns and as rows: never a crash, never more events than
+ * the bytes could hold. */
 static void test_damaged(void)
 {
-    dsq_block b;
-    memset(&b, 0, sizeof b);
-    build(&b, 60);
-    size_t n;
-    unsigned char *v = stored_value(&b, &n);
-    unsigned char *d = malloc(n);
-    /* every byte set to each of a few values: never a crash, never more events than fit */
-    static const unsigned char pokes[] = {0x00, 0x09, 0x7f, 0x80, 0xff};
-    for (size_t i = 0; i < n; i++)
-        for (size_t p = 0; p < sizeof pokes; p++) {
-            memcpy(d, v, n);
-            d[i] = pokes[p];
-            int r = decode_all(d, n, b.t_first);
-            CHECK(r == DSQ_EFORMAT || (r >= 0 && (size_t)r <= n / 5));
-        }
+    for (int events = 100; events > 0; events = events == 100 ? 6 : 0) {
+        dsq_block b;
+        memset(&b, 0, sizeof b);
+        build(&b, events);
+        size_t n;
+        unsigned char *v = stored_value(&b, &n);
+        CHECK_INT(stored_as_rows(v, n), events == 6);
+        unsigned char *d = malloc(n);
+        /* every byte set to each of a few values */
+        static const unsigned char pokes[] = {0x00, 0x09, 0x7f, 0x80, 0xff};
+        for (size_t i = 0; i < n; i++)
+            for (size_t p = 0; p < sizeof pokes; p++) {
+                memcpy(d, v, n);
+                d[i] = pokes[p];
+                int r = decode_all(d, n, b.t_first);
+                CHECK(r == DSQ_EFORMAT || (r >= 0 && (size_t)r <= n / 5));
+            }
+        free(d);
+        free(v);
+        dsq_block_free_buf(&b);
+    }
     /* random garbage */
     for (int round = 0; round < 2000; round++) {
         size_t len = (size_t)(rnd() % 200);
@@ -230,19 +283,32 @@ static void test_damaged(void)
         CHECK(r == DSQ_EFORMAT || (r >= 0 && (size_t)r <= len / 5));
         free(g);
     }
-    free(d);
-    free(v);
-    dsq_block_free_buf(&b);
 
-    /* hand-made (count, shape 0, kind, nf, names and units, dt, label, text, line,
-     * numbers): one event claiming 17 fields */
-    const unsigned char nine[] = {1, 0, 1, 17, 0, 0, 0, 0};
-    CHECK_INT(decode_all(nine, sizeof nine, 0), DSQ_EFORMAT);
+    /* hand-made values (hand_value): the streams are shapes, time deltas, labels,
+     * texts, line deltas; one event claiming 17 fields */
+    unsigned char hv[128];
+    const part zero5[5] = {NONE, PART("\0"), PART("\0"), PART("\0"), PART("\0")};
+    part st[5];
+    memcpy(st, zero5, sizeof st);
+    st[0] = PART("\0\1\21");
+    CHECK_INT(decode_all(hv, hand_value(hv, 1, st, &NONE, 1), 0), DSQ_EFORMAT);
     /* a shape the block has not spelled out (shape 1 of none; shape 2 of one) */
-    const unsigned char noshape[] = {1, 1, 0, 0, 0, 0};
-    CHECK_INT(decode_all(noshape, sizeof noshape, 0), DSQ_EFORMAT);
-    const unsigned char noshape2[] = {2, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0};
-    CHECK_INT(decode_all(noshape2, sizeof noshape2, 0), DSQ_EFORMAT);
+    st[0] = PART("\1");
+    CHECK_INT(decode_all(hv, hand_value(hv, 1, st, &NONE, 1), 0), DSQ_EFORMAT);
+    const part two[5] = {PART("\0\1\0\2"), PART("\0\0"), PART("\0\0"), PART("\0\0"),
+                         PART("\0\0")};
+    CHECK_INT(decode_all(hv, hand_value(hv, 2, two, &NONE, 1), 0), DSQ_EFORMAT);
+    /* a stream or column longer than the value; more columns than a block has */
+    st[0] = PART("\0\1\0");
+    size_t hn = hand_value(hv, 1, st, &NONE, 1);
+    CHECK_INT(decode_all(hv, hn, 0), 1);
+    hv[2] = 4; /* the shapes' length, 3 */
+    CHECK_INT(decode_all(hv, hn, 0), DSQ_EFORMAT);
+    hn = hand_value(hv, 1, st, &PART("\0"), 1);
+    hv[7] = 3; /* column 0's length, 1 */
+    CHECK_INT(decode_all(hv, hn, 0), DSQ_EFORMAT);
+    const unsigned char toomany[] = {1, 0x82, 0x08}; /* 1026 columns */
+    CHECK_INT(decode_all(toomany, sizeof toomany, 0), DSQ_EFORMAT);
     /* a count varint that never ends */
     const unsigned char endless[] = {0x80, 0x80, 0x80};
     CHECK_INT(decode_all(endless, sizeof endless, 0), DSQ_EFORMAT);
@@ -251,26 +317,39 @@ static void test_damaged(void)
     CHECK_INT(decode_all(huge, sizeof huge, 0), DSQ_EFORMAT);
     /* a line delta that would overflow a signed add: decoded without undefined
      * behaviour (the second event reuses the first one's shape) */
-    const unsigned char wide[] = {2, 0, 1, 0, 0, 0, 0, 0xc8, 0x01,     /* line 100 */
-                                  1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                  0xff, 0x01};                         /* + INT64_MAX */
-    CHECK_INT(decode_all(wide, sizeof wide, 0), 2);
-    /* an empty block is fine */
+    const part wide[5] = {PART("\0\1\0\1"), PART("\0\0"), PART("\0\0"), PART("\0\0"),
+                          PART("\310\1" /* line 100 */
+                               "\376\377\377\377\377\377\377\377\377\1" /* + INT64_MAX */)};
+    CHECK_INT(decode_all(hv, hand_value(hv, 2, wide, &NONE, 1), 0), 2);
+    /* an empty block is fine; a value that is only a count of 0 is not one */
+    dsq_block eb;
+    memset(&eb, 0, sizeof eb);
+    size_t en;
+    unsigned char *ev0 = stored_value(&eb, &en);
+    CHECK_INT(decode_all(ev0, en, 0), 0);
+    free(ev0);
     const unsigned char empty[] = {0};
-    CHECK_INT(decode_all(empty, sizeof empty, 0), 0);
-    /* one event with one field whose raw double (tag 7) is cut short */
-    const unsigned char shortf[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0};
-    CHECK_INT(decode_all(shortf, sizeof shortf, 0), DSQ_EFORMAT);
+    CHECK_INT(decode_all(empty, sizeof empty, 0), DSQ_EFORMAT);
+    /* one event with one field (column 1) whose raw double (tag 7) is cut short */
+    st[0] = PART("\0\1\1\5\4");
+    part c2[2] = {NONE, PART("\7\0\0\0\0\0\0")};
+    CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 2), 0), DSQ_EFORMAT);
     /* a packed number whose varint runs off the end */
-    const unsigned char shortv[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 0x80};
-    CHECK_INT(decode_all(shortv, sizeof shortv, 0), DSQ_EFORMAT);
+    c2[1] = PART("\200");
+    CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 2), 0), DSQ_EFORMAT);
     /* a tag above 7 with exponent bits 7 is not a raw double */
-    const unsigned char badtag[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
-    CHECK_INT(decode_all(badtag, sizeof badtag, 0), DSQ_EFORMAT);
-    const unsigned char okf[] = {1, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    c2[1] = PART("\17\0\0\0\0\0\0\360\77");
+    CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 2), 0), DSQ_EFORMAT);
+    /* the field's column is not in the value */
+    CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 1), 0), DSQ_EFORMAT);
+    c2[1] = PART("\7\0\0\0\0\0\0\360\77");
+    /* the same event as rows (count, 0, the rows), then with its double cut short */
+    const unsigned char rows[] = {1, 0, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    CHECK_INT(decode_all(rows, sizeof rows, 0), 1);
+    CHECK_INT(decode_all(rows, sizeof rows - 1, 0), DSQ_EFORMAT);
     dsq_block_iter it;
     dsq_event ev;
-    CHECK_INT(dsq_block_iter_init(&it, okf, sizeof okf, 1000), 0);
+    CHECK_INT(dsq_block_iter_init(&it, hv, hand_value(hv, 1, st, c2, 2), 1000), 0);
     CHECK_INT(dsq_block_iter_next(&it, &ev), 1);
     CHECK_INT(ev.kind, 1);
     CHECK_INT(ev.t_us, 1000);
@@ -278,6 +357,88 @@ static void test_damaged(void)
     CHECK_INT(ev.f[0].name, 5);
     CHECK_INT(ev.f[0].unit, 4);
     CHECK_DBL(ev.f[0].v, 1.0);
+}
+
+/* A field's values go to its own column, each decimal one as the difference from
+ * the value before it when both have the same exponent: a value that moves by a
+ * little takes one byte, and every value comes back bit for bit, whatever comes
+ * between (another exponent, a raw double, -0, the largest mantissas, an event of
+ * another shape). */
+static void test_column_deltas(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    enum { N = 2000 };
+    const double big = 9007199254740991.0; /* 2^53 - 1: the largest decimal mantissa */
+    double want[N][2];
+    for (int i = 0; i < N; i++) {
+        dsq_event ev = {.kind = DSQ_EV_HF_LOSS, .t_us = 1000 * i, .line = (uint32_t)i + 1, .nf = 2};
+        /* a moves by 0.002 (three decimals, the last odd: always e 3), c far */
+        double a = (3001 + 2 * i) / 1000.0, c = i % 2 ? big : -big;
+        if (i % 397 == 5)
+            a = 0.1 + 0.2; /* not decimal: a raw double */
+        else if (i % 389 == 7)
+            a = -0.0;
+        else if (i % 383 == 9)
+            a = 12345; /* another exponent */
+        ev.f[0] = (dsq_field){.name = 1, .v = a};
+        ev.f[1] = (dsq_field){.name = 2, .v = c};
+        want[i][0] = a;
+        want[i][1] = c;
+        CHECK_INT(dsq_block_add(&b, &ev), 0);
+        if (i % 10 == 0) { /* another shape in between */
+            dsq_event other = {.kind = DSQ_EV_DS_STEP, .t_us = 1000 * i, .nf = 1};
+            other.f[0] = (dsq_field){.name = 3, .v = 7};
+            CHECK_INT(dsq_block_add(&b, &other), 0);
+        }
+    }
+    size_t n;
+    unsigned char *v = stored_value(&b, &n);
+    dsq_block_iter it;
+    dsq_event ev;
+    CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+    int k = 0, bad = 0;
+    while (dsq_block_iter_next(&it, &ev) == 1) {
+        if (ev.kind != DSQ_EV_HF_LOSS) {
+            bad += ev.nf != 1 || ev.f[0].v != 7;
+            continue;
+        }
+        bad += ev.nf != 2 || memcmp(&ev.f[0].v, &want[k][0], 8) != 0 ||
+               memcmp(&ev.f[1].v, &want[k][1], 8) != 0;
+        k++;
+    }
+    CHECK_INT(k, N);
+    CHECK_INT(bad, 0);
+    CHECK(it.col[1].p == it.col[1].end && it.col[2].p == it.col[2].end); /* all read */
+    /* column 1 (field 1) holds one byte per value that moved by 0.002, save those
+     * around the raw doubles, -0 and 12345 (without differences: three each) */
+    dsq_block_iter again;
+    CHECK_INT(dsq_block_iter_init(&again, v, n, b.t_first), 0);
+    size_t bytes1 = (size_t)(again.col[1].end - again.col[1].p);
+    CHECK(bytes1 < N + 200);
+    free(v);
+    dsq_block_free_buf(&b);
+}
+
+/* Rows that are not a block are refused by the encoder, not stored in columns. */
+static void test_encode_refuses_damaged_rows(void)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    build(&b, 200);
+    CHECK(b.len >= DSQ_BLOCK_COLUMNS_MIN);
+    const unsigned char *data;
+    size_t n, len = b.len;
+    b.len = len - 1; /* the last value cut */
+    CHECK_INT(dsq_block_encode(cols, &b, &data, &n), DSQ_EFORMAT);
+    b.len = len;
+    b.count++; /* one event more than the rows hold */
+    CHECK_INT(dsq_block_encode(cols, &b, &data, &n), DSQ_EFORMAT);
+    b.count -= 2; /* one less: bytes left over */
+    CHECK_INT(dsq_block_encode(cols, &b, &data, &n), DSQ_EFORMAT);
+    b.count++;
+    CHECK_INT(dsq_block_encode(cols, &b, &data, &n), 0);
+    dsq_block_free_buf(&b);
 }
 
 /* Events cycling through 100 shapes: the first 64 a block meets are kept and
@@ -442,4 +603,4 @@ static void test_decimal_edges(void)
 }
 
 TEST_MAIN(T(test_decimal_matches_num_put), T(test_decimal_edges), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
-          T(test_shapes), T(test_kind_names))
+          T(test_column_deltas), T(test_encode_refuses_damaged_rows), T(test_shapes), T(test_kind_names))
