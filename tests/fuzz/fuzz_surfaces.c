@@ -12,8 +12,9 @@
  *           xz, bzip2, tar, zip, nested members), every member read to the end
  *   values  bytes -> the event block, rollup chunk and series group decoders (an
  *           exact-size copy: damage must be reported, never overrun); and bytes as
- *           (time, value) pairs -> a chunk, and as series summaries -> a group,
- *           each decoded back bit for bit
+ *           (time, value) pairs -> a chunk, as events -> a block stored in rows or
+ *           columns (dsq_block_encode), and as series summaries -> a group, each
+ *           decoded back bit for bit
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -251,6 +252,65 @@ static void fuzz_groups(const uint8_t *data, size_t size)
     free(g);
 }
 
+/* The bytes as events (a shape byte picks kind and field count out of 80 forms,
+ * then time, line and one double per field), through a block and its stored value
+ * and back: every event bit for bit, in order. */
+static void block_round_trip(const uint8_t *data, size_t size)
+{
+    static dsq_block_cols *cols;
+    if (!cols && dsq_block_cols_new(&cols))
+        abort();
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    const uint8_t *p = data, *end = data + size;
+    int n = 0;
+    while (end - p >= 13 && end - p >= 13 + 8 * (p[0] % 80 % 5)) { /* whole events only */
+        dsq_event ev;
+        memset(&ev, 0, sizeof ev);
+        unsigned form = p[0] % 80; /* more than a block keeps: column 0 too */
+        ev.kind = (uint16_t)(1 + form % 30);
+        ev.nf = (uint8_t)(form % 5);
+        memcpy(&ev.t_us, p + 1, 8);
+        memcpy(&ev.line, p + 9, 4);
+        p += 13;
+        for (int i = 0; i < ev.nf; i++, p += 8) {
+            ev.f[i].name = form * 16 + (unsigned)i + 1;
+            memcpy(&ev.f[i].v, p, 8);
+        }
+        if (dsq_block_add(&b, &ev))
+            abort();
+        n++;
+    }
+    const unsigned char *v;
+    size_t vn;
+    if (dsq_block_encode(cols, &b, &v, &vn))
+        abort();
+    dsq_block_iter it;
+    dsq_event ev;
+    if (dsq_block_iter_init(&it, v, vn, b.t_first))
+        abort();
+    p = data;
+    int k = 0, r;
+    while ((r = dsq_block_iter_next(&it, &ev)) == 1) {
+        unsigned form = p[0] % 80;
+        int64_t t;
+        uint32_t line;
+        memcpy(&t, p + 1, 8);
+        memcpy(&line, p + 9, 4);
+        p += 13;
+        if (k >= n || ev.kind != 1 + form % 30 || ev.nf != form % 5 || ev.t_us != t ||
+            ev.line != line)
+            abort();
+        for (int i = 0; i < ev.nf; i++, p += 8)
+            if (ev.f[i].name != form * 16 + (unsigned)i + 1 || memcmp(&ev.f[i].v, p, 8) != 0)
+                abort();
+        k++;
+    }
+    if (r != 0 || k != n)
+        abort();
+    dsq_block_free_buf(&b);
+}
+
 static void fuzz_values(const uint8_t *data, size_t size)
 {
     unsigned char *copy = malloc(size ? size : 1);
@@ -290,6 +350,7 @@ static void fuzz_values(const uint8_t *data, size_t size)
     if (r != 0 || k != n)
         abort();
     dsq_chunk_free(&c);
+    block_round_trip(data, size);
     fuzz_groups(data, size);
 }
 
