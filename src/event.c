@@ -337,22 +337,13 @@ static inline int copy_varint(unsigned char **out, const unsigned char **pp,
                               const unsigned char *end, uint64_t *v)
 {
     const unsigned char *p = *pp;
+    if (dsq_varint_get(pp, end, v))
+        return -1;
     unsigned char *o = *out;
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (p == end)
-            return -1;
-        unsigned char b = *p++;
-        *o++ = b;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *pp = p;
-            *out = o;
-            *v = x;
-            return 0;
-        }
-    }
-    return -1;
+    while (p < *pp) /* a byte or two: a loop, not a library call */
+        *o++ = *p++;
+    *out = o;
+    return 0;
 }
 
 /* Room for one more value in column i (a varint, or 7 and 8 bytes). */

@@ -26,6 +26,15 @@ static unsigned char *stored_value(const dsq_block *b, size_t *n)
     return v;
 }
 
+/* Starts it on b's stored value, which is returned (the caller frees it). */
+static unsigned char *iter_block(const dsq_block *b, dsq_block_iter *it)
+{
+    size_t n;
+    unsigned char *v = stored_value(b, &n);
+    CHECK_INT(dsq_block_iter_init(it, v, n, b->t_first), 0);
+    return v;
+}
+
 /* A stored value put together by hand (event.h): count, the five streams, then
  * ncols value columns; each part is a string of bytes and its length. Returns the
  * value's length in out. */
@@ -230,21 +239,31 @@ static void truncations_refused(const unsigned char *v, size_t n, int64_t t_firs
     CHECK_INT(bad, 0);
 }
 
+/* The stored value of a block of `events` events (build), checked to hold them as
+ * rows when `rows`, in columns otherwise; *t_first: the block's first time. */
+static unsigned char *stored_events(int events, int rows, int64_t *t_first, size_t *n)
+{
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    build(&b, events);
+    unsigned char *v = stored_value(&b, n);
+    CHECK_INT(stored_as_rows(v, *n), rows);
+    CHECK_INT(decode_all(v, *n, b.t_first), events);
+    *t_first = b.t_first;
+    dsq_block_free_buf(&b);
+    return v;
+}
+
 /* A block of 200 events is stored in columns, one of 6 as rows: both cut short
  * anywhere are refused. */
 static void test_every_truncation(void)
 {
     for (int events = 200; events > 0; events = events == 200 ? 6 : 0) {
-        dsq_block b;
-        memset(&b, 0, sizeof b);
-        build(&b, events);
+        int64_t t_first;
         size_t n;
-        unsigned char *v = stored_value(&b, &n);
-        CHECK_INT(stored_as_rows(v, n), events == 6);
-        CHECK_INT(decode_all(v, n, b.t_first), events);
-        truncations_refused(v, n, b.t_first);
+        unsigned char *v = stored_events(events, events == 6, &t_first, &n);
+        truncations_refused(v, n, t_first);
         free(v);
-        dsq_block_free_buf(&b);
     }
 }
 
@@ -253,12 +272,9 @@ static void test_every_truncation(void)
 static void test_damaged(void)
 {
     for (int events = 100; events > 0; events = events == 100 ? 6 : 0) {
-        dsq_block b;
-        memset(&b, 0, sizeof b);
-        build(&b, events);
+        int64_t t_first;
         size_t n;
-        unsigned char *v = stored_value(&b, &n);
-        CHECK_INT(stored_as_rows(v, n), events == 6);
+        unsigned char *v = stored_events(events, events == 6, &t_first, &n);
         unsigned char *d = malloc(n);
         /* every byte set to each of a few values */
         static const unsigned char pokes[] = {0x00, 0x09, 0x7f, 0x80, 0xff};
@@ -266,12 +282,11 @@ static void test_damaged(void)
             for (size_t p = 0; p < sizeof pokes; p++) {
                 memcpy(d, v, n);
                 d[i] = pokes[p];
-                int r = decode_all(d, n, b.t_first);
+                int r = decode_all(d, n, t_first);
                 CHECK(r == DSQ_EFORMAT || (r >= 0 && (size_t)r <= n / 5));
             }
         free(d);
         free(v);
-        dsq_block_free_buf(&b);
     }
     /* random garbage */
     for (int round = 0; round < 2000; round++) {
@@ -392,11 +407,9 @@ static void test_column_deltas(void)
             CHECK_INT(dsq_block_add(&b, &other), 0);
         }
     }
-    size_t n;
-    unsigned char *v = stored_value(&b, &n);
     dsq_block_iter it;
     dsq_event ev;
-    CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+    unsigned char *v = iter_block(&b, &it);
     int k = 0, bad = 0;
     while (dsq_block_iter_next(&it, &ev) == 1) {
         if (ev.kind != DSQ_EV_HF_LOSS) {
@@ -413,7 +426,8 @@ static void test_column_deltas(void)
     /* column 1 (field 1) holds one byte per value that moved by 0.002, save those
      * around the raw doubles, -0 and 12345 (without differences: three each) */
     dsq_block_iter again;
-    CHECK_INT(dsq_block_iter_init(&again, v, n, b.t_first), 0);
+    free(v);
+    v = iter_block(&b, &again);
     size_t bytes1 = (size_t)(again.col[1].end - again.col[1].p);
     CHECK(bytes1 < N + 200);
     free(v);
@@ -459,11 +473,9 @@ static void test_shapes(void)
             CHECK_INT(dsq_block_add(&b, &ev), 0);
         }
         CHECK_INT(b.nshapes, DSQ_BLOCK_SHAPES);
-        size_t n;
-        unsigned char *v = stored_value(&b, &n);
         dsq_block_iter it;
         dsq_event ev;
-        CHECK_INT(dsq_block_iter_init(&it, v, n, b.t_first), 0);
+        unsigned char *v = iter_block(&b, &it);
         int k = 0, bad = 0;
         while (dsq_block_iter_next(&it, &ev) == 1) {
             bad += ev.kind != k % 100 % DSQ_EV_KIND_COUNT || ev.nf != k % 100 % 5 + 1 ||
