@@ -332,18 +332,27 @@ static int col_room(unsigned char **b, size_t *cap, size_t n, size_t more)
 }
 
 /* Copies the varint at *pp (before end) to the stream at *out, which has room for
- * it (streams get as much room as the rows have bytes); *v its value. 0 or -1. */
+ * it (streams get as much room as the rows have bytes); *v its value. 0 or -1.
+ * dsq_varint_get's loop with a store in it: decoding first and copying after cost
+ * 0.5 % more of all the instructions of indexing per-host files. */
 static inline int copy_varint(unsigned char **out, const unsigned char **pp,
                               const unsigned char *end, uint64_t *v)
 {
     const unsigned char *p = *pp;
-    if (dsq_varint_get(pp, end, v))
-        return -1;
     unsigned char *o = *out;
-    while (p < *pp) /* a byte or two: a loop, not a library call */
-        *o++ = *p++;
-    *out = o;
-    return 0;
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64 && p < end; shift += 7) {
+        unsigned char b = *p++;
+        *o++ = b;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = o;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 /* Room for one more value in column i (a varint, or 7 and 8 bytes). */
