@@ -219,6 +219,9 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
     fi->size = (uint64_t)sb.st_size;
     fi->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
     fi->fingerprint = h;
+    fi->dev = (uint64_t)sb.st_dev;
+    fi->ino = (uint64_t)sb.st_ino;
+    fi->nlink = (uint64_t)sb.st_nlink;
     return 0;
 }
 

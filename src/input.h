@@ -55,13 +55,16 @@ typedef struct dsq_file_info {
     uint64_t size;
     int64_t mtime_ns;
     uint64_t fingerprint;
+    uint64_t dev, ino;   /* which file this is, whatever its name (hard links share them) */
+    uint64_t nlink;      /* its names (hard links) */
 } dsq_file_info;
 
 int dsq_input_new(dsq_input **out);
 void dsq_input_free(dsq_input *in);
 
 /* Stats a file and computes its fingerprint (size, first and last 4 KiB) without
- * decoding it: what decides whether an indexed file changed. */
+ * decoding it: what decides whether an indexed file changed. Its device, inode and
+ * link count are filled too. */
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
 
 /* Who decodes gzip (files, the gzip layer under a tar, .gz members): ISA-L, the

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Paths: a file is known by its resolved absolute path, however it was reached
-# (a symbolic link to the archive, a symbolic link to the file, a relative path),
+# (a symbolic link to the archive, a symbolic link to the file, a relative path;
+# a hard link is known by its device and inode too),
 # so a re-run through another route finds every file unchanged and the index
 # holds each file once; the index directory inside the walked tree is never read.
 source "$(dirname "$0")/lib.sh"
@@ -70,5 +71,34 @@ $L/run1/a.log,run1" "$(query "$DB" "count Max_MA by file, run" --csv | tail -n +
         "skipped 4 links to files indexed under another name" "$OUT"
     expect_contains "links -j $j: re-run: nothing indexed again" "indexed 0 files" "$OUT"
 done
+
+# Hard links: one file under several names in one walk (next to it, in a run walked
+# before it, in one after). The first name the walk meets is indexed, in its run; the
+# other names are counted as links, not indexed again (the file is known by its device
+# and inode, not only its path); -j 1 and -j 2 alike, and the re-run too.
+H="$DSQ_TMP/hard"
+mkdir -p "$H/run0" "$H/run1" "$H/run2"
+cp "$SAMPLE/bert-baseline.log" "$H/run1/b.log"
+ln "$H/run1/b.log" "$H/run1/a.log"
+ln "$H/run1/b.log" "$H/run0/first.log"
+ln "$H/run1/b.log" "$H/run2/c.log"
+cp "$SAMPLE/bert-baseline.log" "$H/run2/own.log" # the same bytes, another file
+for j in 1 2; do
+    DB="$DSQ_TMP/db-hard-$j"
+    index_ok "hard links -j $j" "$DB" -j "$j" "$H"
+    expect_contains "hard links -j $j: each file indexed once" "indexed 2 files" "$OUT"
+    expect_contains "hard links -j $j: the other names counted as links" \
+        "skipped 3 links to files indexed under another name" "$OUT"
+    expect_not_contains "hard links -j $j: a fresh index has nothing unchanged" "unchanged" "$OUT"
+    expect_eq "hard links -j $j: the file under the name met first" "$H/run0/first.log,run0
+$H/run2/own.log,run2" "$(query "$DB" "count Max_MA by file, run" --csv | tail -n +2 | cut -d, -f1,2 | sort)"
+    index_ok "hard links -j $j: re-run" "$DB" -j "$j" "$H"
+    expect_contains "hard links -j $j: re-run: the files unchanged" "skipped 2 unchanged files" "$OUT"
+    expect_contains "hard links -j $j: re-run: the links still links" \
+        "skipped 3 links to files indexed under another name" "$OUT"
+    expect_contains "hard links -j $j: re-run: nothing indexed again" "indexed 0 files" "$OUT"
+done
+expect_eq "hard links: -j 2 indexes as -j 1" "$(dump_index "$DSQ_TMP/db-hard-1")" \
+    "$(dump_index "$DSQ_TMP/db-hard-2")"
 
 e2e_finish
