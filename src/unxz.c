@@ -142,7 +142,7 @@ static void after_stream(dsq_unxz *x)
 /* One lzma_code call on the current block. */
 static void decode(dsq_unxz *x)
 {
-    x->s.next_in = x->blk + x->blk_pos;
+    x->s.next_in = x->blk ? x->blk + x->blk_pos : NULL; /* (a pull's end may be NULL) */
     x->s.avail_in = x->blk_len - x->blk_pos;
     lzma_ret r = lzma_code(&x->s, x->input_end ? LZMA_FINISH : LZMA_RUN);
     x->blk_pos = x->blk_len - x->s.avail_in;
