@@ -16,6 +16,13 @@
  * test (dsq_input_set_gzip); ISA-L also checks each member's CRC-32 and length,
  * which libarchive's gzip reader does not, and, inflating a tar.gz to its end, what
  * follows the tar's end-of-archive marker, which libarchive never decodes.
+ *
+ * xz goes to liblzma directly (unxz.h) the same ways, always: a whole .xz file (K_OWN,
+ * own_xz), the xz layer under a tar (layer, own_xz), an .xz member (N_OWN, member_xz).
+ * libarchive's xz filter reads concatenated streams and fails on anything after the
+ * last one, losing what it had decoded; unxz stops at the end of the streams and
+ * input.c judges what follows, as after gzip. (libarchive's xz filter still decodes
+ * xz met under another compression, e.g. `xz | gzip`.)
  */
 #include "input.h"
 
@@ -48,10 +55,10 @@ enum kind { K_NONE, K_PLAIN, K_ZSTD, K_OWN, K_ARCHIVE };
 /* how the current archive member is encoded inside its container */
 enum nested { N_NONE, N_ZSTD, N_OWN, N_ARCHIVE };
 
-/* Decoded bytes the gzip layer under a tar hands libarchive per callback: 64 KiB,
- * as libarchive's own gzip filter does, so that the tar reader cuts members into
- * the same blocks (the indexer keeps a hash of each member's first block: the
- * index stays byte for byte what the libarchive path writes). */
+/* Decoded bytes the gzip (xz) layer under a tar hands libarchive per callback:
+ * 64 KiB, as libarchive's own gzip (xz) filter does, so that the tar reader cuts
+ * members into the same blocks (the indexer keeps a hash of each member's first
+ * block: the index stays byte for byte what the libarchive path writes). */
 #define GZ_LAYER_CAP ((size_t)64 << 10)
 /* Decoded bytes looked at to tell a gzip'd tar (or other container) from a log. */
 #define GZ_PEEK 1024
@@ -103,14 +110,14 @@ struct dsq_input {
     dsq_unxz *xz_member;     /* N_OWN: an .xz member */
     int own_xz;              /* K_OWN, layer: the file's decoder is xz (else gzip) */
     int member_xz;           /* N_OWN, inner_own: the member's decoder is xz (else gzip) */
-    unsigned char *gz_out;   /* layer: inflated bytes handed to libarchive, in two
+    unsigned char *gz_out;   /* layer: decoded bytes handed to libarchive, in two
                                 halves taken in turn, so that the one before the last
                                 is still there to look at when the tar has ended */
     size_t layer_len[2];     /* bytes in each half */
     int layer_half;          /* the half handed out last */
-    uint64_t layer_out;      /* bytes inflated by the layer so far */
-    int layer;            /* K_ARCHIVE: libarchive reads from layer_read */
-    int gz_fed;              /* the map was handed to gz */
+    uint64_t layer_out;      /* bytes decoded by the layer so far */
+    int layer;               /* K_ARCHIVE: libarchive reads from layer_read */
+    int gz_fed;              /* the map was handed to gz (xz) */
     size_t peeked;           /* K_OWN: bytes open_own decoded into zout, not handed out */
     char own_bad[256];        /* K_OWN: why the file is no gzip (said by next_member) */
     char pending[256];       /* an error to report at the next read (data came with it) */
@@ -673,7 +680,7 @@ static size_t first_non_nul(const unsigned char *p, size_t n)
     return i;
 }
 
-/* The tar libarchive read (from the map, or from the gzip layer) ended at its
+/* The tar libarchive read (from the map, or from the gzip or xz layer) ended at its
  * end-of-archive marker, byte `end` of the tar, which goes on to byte `total`;
  * the first byte after the marker that is not NUL is at `at` (total: none). Zero
  * padding (the rest of the tar's last record) is all a tar has there; anything
@@ -689,7 +696,7 @@ static int tar_trailing(uint64_t end, uint64_t at, uint64_t total, dsq_error *er
                          (unsigned long long)(total - at), (unsigned long long)at);
 }
 
-/* Where the tar under the gzip layer ended (when libarchive reads it with no
+/* Where the tar under the gzip (xz) layer ended (when libarchive reads it with no
  * filter of its own), else -1. */
 static int64_t layer_tar_end(const dsq_input *in)
 {
@@ -718,9 +725,9 @@ static uint64_t layer_tail(const dsq_input *in, uint64_t end)
     return in->layer_out;
 }
 
-/* The tar under a gzip layer ended: inflates what is left of the gzip stream, so
- * that a cut or corrupt end (a bad CRC) is reported as libarchive's gzip reader,
- * decoding ahead, would, and then bytes after the stream as after a single .gz's,
+/* The tar under a gzip (xz) layer ended: decodes what is left of the stream, so
+ * that a cut or corrupt end (a bad CRC) is reported as libarchive's reader,
+ * decoding ahead, would, and then bytes after the stream as after a single file's,
  * and bytes after the tar's end-of-archive marker that are not zero padding.
  * What this decodes counts against the limit. */
 static int drain_layer(dsq_input *in, dsq_error *err)

@@ -33,12 +33,7 @@ enum xz_state {
 
 struct dsq_unxz {
     lzma_stream s;
-    dsq_unxz_pull pull;
-    void *ctx;
-    const unsigned char *blk; /* the current input block */
-    size_t blk_len, blk_pos;
-    uint64_t blk_base;        /* stream offset of blk[0] */
-    int input_end;            /* pull said there is no more */
+    dsq_pull in;              /* the compressed input */
     enum xz_state state;
     uint64_t streams;         /* streams whose header was read */
     uint64_t stream_at;       /* where the stream being decoded began */
@@ -69,12 +64,8 @@ void dsq_unxz_free(dsq_unxz *x)
 
 void dsq_unxz_start(dsq_unxz *x, dsq_unxz_pull pull, void *ctx)
 {
-    x->pull = pull;
-    x->ctx = ctx;
-    x->blk = NULL;
-    x->blk_len = x->blk_pos = 0;
-    x->blk_base = x->stream_at = x->end_at = x->streams = x->pad = 0;
-    x->input_end = 0;
+    dsq_pull_start(&x->in, pull, ctx);
+    x->stream_at = x->end_at = x->streams = x->pad = 0;
     x->state = X_FIRST;
     x->fail_code = 0;
     x->fail_msg[0] = 0;
@@ -85,7 +76,7 @@ void dsq_unxz_start(dsq_unxz *x, dsq_unxz_pull pull, void *ctx)
     }
 }
 
-static uint64_t offset(const dsq_unxz *x) { return x->blk_base + x->blk_pos; }
+static uint64_t offset(const dsq_unxz *x) { return dsq_pull_offset(&x->in); }
 
 static void fail(dsq_unxz *x, int code, const char *msg)
 {
@@ -122,11 +113,11 @@ static void fail_lzma(dsq_unxz *x, lzma_ret r)
  * padding is whole 4-byte words, else the stream ended (before the padding). */
 static void after_stream(dsq_unxz *x)
 {
-    while (x->blk_pos < x->blk_len && x->blk[x->blk_pos] == 0) {
-        x->blk_pos++;
+    while (x->in.pos < x->in.len && x->in.blk[x->in.pos] == 0) {
+        x->in.pos++;
         x->pad++;
     }
-    if (x->blk_pos < x->blk_len && x->pad % 4 == 0) {
+    if (x->in.pos < x->in.len && x->pad % 4 == 0) {
         lzma_ret r = lzma_stream_decoder(&x->s, XZ_MEMLIMIT, 0);
         if (r != LZMA_OK) {
             fail_lzma(x, r);
@@ -134,7 +125,7 @@ static void after_stream(dsq_unxz *x)
         }
         x->stream_at = offset(x);
         x->state = X_NEXT;
-    } else if (x->blk_pos < x->blk_len || x->input_end) {
+    } else if (x->in.pos < x->in.len || x->in.end) {
         x->state = X_END;
     }
 }
@@ -142,10 +133,10 @@ static void after_stream(dsq_unxz *x)
 /* One lzma_code call on the current block. */
 static void decode(dsq_unxz *x)
 {
-    x->s.next_in = x->blk ? x->blk + x->blk_pos : NULL; /* (a pull's end may be NULL) */
-    x->s.avail_in = x->blk_len - x->blk_pos;
-    lzma_ret r = lzma_code(&x->s, x->input_end ? LZMA_FINISH : LZMA_RUN);
-    x->blk_pos = x->blk_len - x->s.avail_in;
+    x->s.next_in = x->in.blk ? x->in.blk + x->in.pos : NULL; /* (a pull's end may be NULL) */
+    x->s.avail_in = x->in.len - x->in.pos;
+    lzma_ret r = lzma_code(&x->s, x->in.end ? LZMA_FINISH : LZMA_RUN);
+    x->in.pos = x->in.len - x->s.avail_in;
     int header_read = offset(x) - x->stream_at > XZ_HEADER;
     if (r == LZMA_STREAM_END) {
         x->streams += x->state != X_STREAM;
@@ -155,7 +146,7 @@ static void decode(dsq_unxz *x)
         return;
     }
     /* stuck: all input taken, room left, no stream end (liblzma decodes all it can) */
-    int cut = r == LZMA_OK && x->input_end && x->s.avail_in == 0 && x->s.avail_out > 0;
+    int cut = r == LZMA_OK && x->in.end && x->s.avail_in == 0 && x->s.avail_out > 0;
     if (r == LZMA_OK && !cut) {
         if (x->state != X_STREAM && header_read) {
             x->streams++;
@@ -175,24 +166,12 @@ int dsq_unxz_read(dsq_unxz *x, unsigned char *out, size_t cap, size_t *len, dsq_
     x->s.next_out = out;
     x->s.avail_out = cap;
     while (x->s.avail_out > 0 && x->state != X_END && x->state != X_FAILED) {
-        if (x->blk_pos == x->blk_len && !x->input_end) {
-            const unsigned char *b = NULL;
-            size_t n = 0;
-            dsq_error e;
-            dsq_error_clear(&e);
-            int r = x->pull(x->ctx, &b, &n, &e);
-            if (r < 0) {
-                fail(x, r, e.msg);
-                break;
-            }
-            x->blk_base += x->blk_len;
-            x->blk = b;
-            x->blk_len = n;
-            x->blk_pos = 0;
-            x->input_end = n == 0;
-            continue;
-        }
-        if (x->state == X_AFTER)
+        dsq_error e;
+        dsq_error_clear(&e);
+        int r = dsq_pull_more(&x->in, &e);
+        if (r < 0)
+            fail(x, r, e.msg);
+        else if (x->state == X_AFTER)
             after_stream(x);
         else
             decode(x);

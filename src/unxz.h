@@ -19,13 +19,12 @@
 #include <stdint.h>
 
 #include "dsq/dsq.h"
+#include "pull.h"
 
 typedef struct dsq_unxz dsq_unxz;
 
-/* Next block of compressed input: 0 and *len > 0, 0 and *len == 0 at its end, or
- * < 0 with err filled (the block source is damaged). *buf stays valid until the
- * next call or until the stream ends. (The signature of dsq_gunzip_pull.) */
-typedef int (*dsq_unxz_pull)(void *ctx, const unsigned char **buf, size_t *len, dsq_error *err);
+/* Next block of compressed input (pull.h). */
+typedef dsq_pull_fn dsq_unxz_pull;
 
 /* 0 or DSQ_ENOMEM. */
 int dsq_unxz_new(dsq_unxz **out);

@@ -763,6 +763,13 @@ static void test_member_trailing_garbage(void)
     free(t);
 }
 
+/* A tar of one member, m, into out (written as end.tar). */
+static void one_member_tar(const member *m, buf *out)
+{
+    write_archive("end.tar", "pax", "none", m, 1);
+    slurp("end.tar", out);
+}
+
 /* Bytes after a tar's end-of-archive marker (libarchive stops there): in a plain
  * tar and inside a tar.gz's gzip stream (by ISA-L, the default gzip decoder: the
  * libarchive one is not asked) garbage is reported after every member was read,
@@ -772,9 +779,8 @@ static void test_tar_trailing_garbage(void)
     size_t n = 50000, got;
     char *t = test_log_text(n, 31);
     member m = {"node1.log", t, n, 0};
-    write_archive("end.tar", "pax", "none", &m, 1);
     buf tarb = {0}, z = {0};
-    slurp("end.tar", &tarb);
+    one_member_tar(&m, &tarb);
     size_t tar_n = tarb.n;
     test_buf_add(&tarb, "GARBAGE", 7);
     CHECK_INT(test_write_file(tmp, "garbage.tar", tarb.p, tarb.n), 0);
@@ -917,9 +923,8 @@ static void test_tar_xz_trailing_garbage(void)
     size_t n = 50000, got;
     char *t = test_log_text(n, 43);
     member m = {"node1.log", t, n, 0};
-    write_archive("end.tar", "pax", "none", &m, 1);
     buf tarb = {0}, z = {0};
-    slurp("end.tar", &tarb);
+    one_member_tar(&m, &tarb);
     size_t tar_n = tarb.n;
     compress_to(&z, "xz", tarb.p, tarb.n);
     size_t z_n = z.n;
