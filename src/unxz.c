@@ -101,7 +101,7 @@ static void fail_lzma(dsq_unxz *x, lzma_ret r)
                  (unsigned long long)(XZ_MEMLIMIT >> 20));
     else if (r == LZMA_OPTIONS_ERROR)
         snprintf(msg, sizeof msg, "xz: unsupported options (compressed offset %llu)", at);
-    else if (r == LZMA_BUF_ERROR || r == LZMA_OK)
+    else if (r == LZMA_BUF_ERROR)
         snprintf(msg, sizeof msg, "xz: truncated input (the stream is cut short at byte %llu)",
                  at);
     else
@@ -145,9 +145,8 @@ static void decode(dsq_unxz *x)
         x->state = X_AFTER;
         return;
     }
-    /* stuck: all input taken, room left, no stream end (liblzma decodes all it can) */
-    int cut = r == LZMA_OK && x->in.end && x->s.avail_in == 0 && x->s.avail_out > 0;
-    if (r == LZMA_OK && !cut) {
+    /* input cut short: LZMA_FINISH without progress, LZMA_BUF_ERROR the second time */
+    if (r == LZMA_OK) {
         if (x->state != X_STREAM && header_read) {
             x->streams++;
             x->state = X_STREAM;
