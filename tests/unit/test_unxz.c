@@ -6,6 +6,7 @@
  * input that is no xz, and an error of the block source. */
 #include <stdlib.h>
 
+#include "alloc_count.h"
 #include "dsq/dsq.h"
 #include "error.h"
 #include "test.h"
@@ -181,8 +182,40 @@ static void test_damage(void)
     free(t);
 }
 
+/* Once a stream's first bytes are decoded (liblzma allocates its decoder and
+ * dictionary there), reading the rest allocates nothing. */
+static void test_reads_allocate_nothing(void)
+{
+    size_t n = 3000000;
+    char *t = test_log_text(n, 19);
+    test_buf z = {0};
+    xz_stream(&z, t, n);
+    dsq_unxz *x = NULL;
+    CHECK_INT(dsq_unxz_new(&x), 0);
+    test_source s = {(const unsigned char *)z.p, z.n, 0, 65536, SIZE_MAX};
+    unsigned char *o = malloc(65536);
+    unsigned long at_start = allocs;
+    dsq_unxz_start(x, test_pull, &s);
+    size_t len, got = 0, reads = 0;
+    dsq_error err;
+    CHECK_INT(dsq_unxz_read(x, o, 65536, &len, &err), 0);
+    got += len;
+    unsigned long before = allocs;
+    CHECK(before > at_start); /* (the count sees liblzma's allocations) */
+    while (dsq_unxz_read(x, o, 65536, &len, &err) == 0 && len > 0)
+        got += len, reads++;
+    CHECK_INT(got, n);
+    CHECK(reads > 10);
+    CHECK_INT(allocs - before, 0);
+    free(o);
+    dsq_unxz_free(x);
+    free(z.p);
+    free(t);
+}
+
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_streams_in_any_block_size), T(test_bytes_after_the_stream),
-          T(test_cut_at_every_byte), T(test_damage), T(test_teardown))
+          T(test_cut_at_every_byte), T(test_damage), T(test_reads_allocate_nothing),
+          T(test_teardown))
