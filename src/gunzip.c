@@ -32,12 +32,7 @@ enum gz_state { G_MAGIC, G_HEADER, G_BODY, G_END, G_FAILED };
 struct dsq_gunzip {
     struct inflate_state st;
     struct isal_gzip_header hdr;
-    dsq_gunzip_pull pull;
-    void *ctx;
-    const unsigned char *blk; /* the current input block */
-    size_t blk_len, blk_pos;
-    uint64_t blk_base;        /* stream offset of blk[0] */
-    int input_end;            /* pull said there is no more */
+    dsq_pull in;              /* the compressed input */
     enum gz_state state;
     uint64_t members;         /* members whose header was read */
     uint64_t end_at;          /* offset after the last complete member */
@@ -74,19 +69,14 @@ void dsq_gunzip_start(dsq_gunzip *g, dsq_gunzip_pull pull, void *ctx)
 {
     isal_inflate_init(&g->st);
     g->state = G_MAGIC;
-    g->pull = pull;
-    g->ctx = ctx;
-    g->blk = NULL;
-    g->blk_len = g->blk_pos = 0;
-    g->blk_base = 0;
-    g->input_end = 0;
+    dsq_pull_start(&g->in, pull, ctx);
     g->members = g->end_at = 0;
     g->look_n = 0;
     g->fail_code = 0;
     g->fail_msg[0] = 0;
 }
 
-uint64_t dsq_gunzip_bytes_in(const dsq_gunzip *g) { return g->blk_base + g->blk_pos; }
+uint64_t dsq_gunzip_bytes_in(const dsq_gunzip *g) { return dsq_pull_offset(&g->in); }
 
 uint64_t dsq_gunzip_members(const dsq_gunzip *g) { return g->members; }
 
@@ -120,19 +110,8 @@ static int fail_here(dsq_gunzip *g, const char *what, dsq_error *err)
  * the input, < 0 when the pull failed. */
 static int have_input(dsq_gunzip *g, dsq_error *err)
 {
-    while (g->blk_pos == g->blk_len && !g->input_end) {
-        const unsigned char *b = NULL;
-        size_t n = 0;
-        int r = g->pull(g->ctx, &b, &n, err);
-        if (r < 0)
-            return fail(g, r, err);
-        g->blk_base += g->blk_len;
-        g->blk = b;
-        g->blk_len = n;
-        g->blk_pos = 0;
-        g->input_end = n == 0;
-    }
-    return g->blk_pos < g->blk_len;
+    int r = dsq_pull_more(&g->in, err);
+    return r < 0 ? fail(g, r, err) : r;
 }
 
 /* Points ISA-L at the unread part of the block (at most a slice); at the end of
@@ -140,8 +119,8 @@ static int have_input(dsq_gunzip *g, dsq_error *err)
 static void feed(dsq_gunzip *g)
 {
     static uint8_t nothing[1];
-    size_t n = g->blk_len - g->blk_pos;
-    g->st.next_in = n ? (uint8_t *)(uintptr_t)(g->blk + g->blk_pos) : nothing;
+    size_t n = g->in.len - g->in.pos;
+    g->st.next_in = n ? (uint8_t *)(uintptr_t)(g->in.blk + g->in.pos) : nothing;
     g->st.avail_in = (uint32_t)(n < SLICE ? n : SLICE);
 }
 
@@ -166,7 +145,7 @@ static int read_header(dsq_gunzip *g, dsq_error *err)
     feed(g);
     uint32_t avail = g->st.avail_in;
     r = isal_read_gzip_header(&g->st, &g->hdr);
-    g->blk_pos += avail - g->st.avail_in;
+    g->in.pos += avail - g->st.avail_in;
     if (r == ISAL_DECOMP_OK) {
         g->members++;
         g->state = G_BODY;
@@ -207,7 +186,7 @@ static int read_body(dsq_gunzip *g, unsigned char *out, size_t cap, size_t *len,
     uint32_t out_before = g->st.avail_out;
     int r = isal_inflate(&g->st);
     size_t used = avail - g->st.avail_in, made = out_before - g->st.avail_out;
-    g->blk_pos += used;
+    g->in.pos += used;
     *len += made;
     if (r < 0)
         return fail_here(g, inflate_why(r), err);
@@ -240,7 +219,7 @@ static int member_magic(dsq_gunzip *g, dsq_error *err)
             return r;
         if (r == 0) /* the end: of the stream, or of one that never began */
             return bad_header(g, err);
-        g->look[g->look_n++] = g->blk[g->blk_pos++];
+        g->look[g->look_n++] = g->in.blk[g->in.pos++];
     }
     if (g->look[0] != 0x1F || g->look[1] != 0x8B || g->look[2] != 8 || (g->look[3] & 0xE0))
         return bad_header(g, err);

@@ -20,14 +20,12 @@
 #include <stdint.h>
 
 #include "dsq/dsq.h"
+#include "pull.h"
 
 typedef struct dsq_gunzip dsq_gunzip;
 
-/* Next block of compressed input: 0 and *len > 0, 0 and *len == 0 at its end, or
- * < 0 with err filled (the block source is damaged). *buf stays valid until the
- * next call or until the stream ends. */
-typedef int (*dsq_gunzip_pull)(void *ctx, const unsigned char **buf, size_t *len,
-                               dsq_error *err);
+/* Next block of compressed input (pull.h). */
+typedef dsq_pull_fn dsq_gunzip_pull;
 
 /* 1 when this build decodes gzip with ISA-L, else 0. */
 int dsq_gunzip_available(void);

@@ -89,6 +89,7 @@ struct dsq_indexer {
     const char *walk_run;   /* ... its run's name (a job keeps a copy) */
     char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
     dsq_dict *link_targets; /* files outside the walked directories reached by a link */
+    dsq_dict *linked_files; /* (device, inode) of the files with hard links met so far */
     dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
@@ -268,7 +269,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
-        dsq_rollup_new(params->store, &ix->roll) || dsq_dict_new(&ix->link_targets))
+        dsq_rollup_new(params->store, &ix->roll) || dsq_dict_new(&ix->link_targets) ||
+        dsq_dict_new(&ix->linked_files))
         goto nomem;
     lp.ctx = ix->scan;
     if (dsq_lines_new(&lp, &ix->lines))
@@ -299,6 +301,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     dsq_scan_free(ix->scan);
     dsq_rollup_free(ix->roll);
     dsq_dict_free(ix->link_targets);
+    dsq_dict_free(ix->linked_files);
     free(ix->group);
     pthread_mutex_destroy(&ix->mu);
     pthread_cond_destroy(&ix->cv);
@@ -740,6 +743,21 @@ static int link_skipped(dsq_indexer *ix, const char *abs)
     return dsq_dict_count(ix->link_targets) == known;
 }
 
+/* Whether the file (stat'ed into fi) is a hard link to one met before under another
+ * name: the first name the walk meets is the one indexed, so -j 1 and -j 2 and every
+ * re-run agree. Only files with more than one name are remembered. 1 such a name;
+ * 0 not; <0 out of memory. */
+static int hard_link_skipped(dsq_indexer *ix, const dsq_file_info *fi)
+{
+    if (fi->nlink < 2)
+        return 0;
+    uint64_t key[2] = {fi->dev, fi->ino};
+    uint32_t known = dsq_dict_count(ix->linked_files);
+    if (!dsq_dict_intern(ix->linked_files, (const char *)key, sizeof key))
+        return DSQ_ENOMEM;
+    return dsq_dict_count(ix->linked_files) == known;
+}
+
 /* Resolves and stats a file, names its run (ix->cur_run) and skips it when
  * unchanged or a link to a file indexed under another name. 1: it needs indexing
  * (abs and fi filled); 0: done with (skipped, or a problem reported); <0: the
@@ -764,6 +782,12 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
             dsq_error_set(&e, DSQ_EIO, "%s", strerror(errno));
         problem(ix, &e, NULL);
         ix->st.files_failed++;
+        return 0;
+    }
+    if ((link = hard_link_skipped(ix, fi)) != 0) {
+        if (link < 0)
+            return dsq_error_set(err, DSQ_ENOMEM, "hard links");
+        ix->st.links_skipped++;
         return 0;
     }
     /* walking for workers, a new run is interned by the writer when it writes the

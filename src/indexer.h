@@ -34,7 +34,8 @@ typedef struct dsq_index_stats {
     uint64_t other_shard;       /* run directories and files of other shards' runs, not read */
     uint64_t links_skipped;     /* symbolic links to a file indexed under another name in
                                    the walk: its own inside the walked directory, or the
-                                   first link's to it from outside; not read */
+                                   first link's to it from outside; and hard links to a
+                                   file the walk met under another name first; not read */
     uint64_t members;
     uint64_t members_failed;    /* damaged members (what was read before is kept) */
     uint64_t bytes_in;          /* bytes of the files read */

@@ -8,14 +8,21 @@
  * the member name and the offset reached.
  *
  * gzip, the slowest decoder met, goes to ISA-L (gunzip.h) when the build has it:
- * a whole .gz file is inflated straight into the output buffer (K_GZIP); under a
+ * a whole .gz file is inflated straight into the output buffer (K_OWN); under a
  * tar (or anything else libarchive must parse) libarchive reads the inflated bytes
- * from a read callback (gz_layer), so it only parses the container; a .gz member
- * is inflated from the member's blocks (N_GZIP). What each reports matches the
+ * from a read callback (layer), so it only parses the container; a .gz member
+ * is inflated from the member's blocks (N_OWN). What each reports matches the
  * libarchive path, which stays for builds without ISA-L and for the differential
  * test (dsq_input_set_gzip); ISA-L also checks each member's CRC-32 and length,
  * which libarchive's gzip reader does not, and, inflating a tar.gz to its end, what
  * follows the tar's end-of-archive marker, which libarchive never decodes.
+ *
+ * xz goes to liblzma directly (unxz.h) the same ways, always: a whole .xz file (K_OWN,
+ * own_xz), the xz layer under a tar (layer, own_xz), an .xz member (N_OWN, member_xz).
+ * libarchive's xz filter reads concatenated streams and fails on anything after the
+ * last one, losing what it had decoded; unxz stops at the end of the streams and
+ * input.c judges what follows, as after gzip. (libarchive's xz filter still decodes
+ * xz met under another compression, e.g. `xz | gzip`.)
  */
 #include "input.h"
 
@@ -37,20 +44,21 @@
 #include "dict.h"
 #include "error.h"
 #include "gunzip.h"
+#include "unxz.h"
 
 /* The fingerprint reads this much at each end of a file: enough to tell a file
  * rewritten with the same size and mtime, small enough that checking thousands of
  * unchanged files costs little more than their stat. */
 #define FP_SPAN (4 * 1024)
 
-enum kind { K_NONE, K_PLAIN, K_ZSTD, K_GZIP, K_ARCHIVE };
+enum kind { K_NONE, K_PLAIN, K_ZSTD, K_OWN, K_ARCHIVE };
 /* how the current archive member is encoded inside its container */
-enum nested { N_NONE, N_ZSTD, N_GZIP, N_ARCHIVE };
+enum nested { N_NONE, N_ZSTD, N_OWN, N_ARCHIVE };
 
-/* Decoded bytes the gzip layer under a tar hands libarchive per callback: 64 KiB,
- * as libarchive's own gzip filter does, so that the tar reader cuts members into
- * the same blocks (the indexer keeps a hash of each member's first block: the
- * index stays byte for byte what the libarchive path writes). */
+/* Decoded bytes the gzip (xz) layer under a tar hands libarchive per callback:
+ * 64 KiB, as libarchive's own gzip (xz) filter does, so that the tar reader cuts
+ * members into the same blocks (the indexer keeps a hash of each member's first
+ * block: the index stays byte for byte what the libarchive path writes). */
 #define GZ_LAYER_CAP ((size_t)64 << 10)
 /* Decoded bytes looked at to tell a gzip'd tar (or other container) from a log. */
 #define GZ_PEEK 1024
@@ -87,23 +95,31 @@ struct dsq_input {
     unsigned char *to;       /* dsq_input_read_into: where zstd decodes this read, else NULL */
     int nested;              /* N_*: current archive member is compressed itself */
     struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
-    int inner_gz;            /* N_ARCHIVE: ... fed what ISA-L inflates from it (gz_member) */
+    int inner_own;           /* N_ARCHIVE: ... fed what dsq's own gzip or xz decoder decodes
+                                from it (gz_member, xz_member: member_xz) */
+    int inner_empty;         /* N_ARCHIVE: ... which decoded to nothing (an empty member) */
     const void *inner_first; /* the member's first block, handed to inner first */
     size_t inner_first_len;
     /* gzip by ISA-L (gunzip.h); handles and buffers allocated at the first gzip */
     dsq_input_gzip gzip_by;  /* DSQ_INPUT_GZIP_*: who decodes gzip from the next open */
-    dsq_gunzip *gz;          /* K_GZIP, and the gzip layer under a tar */
-    dsq_gunzip *gz_member;   /* N_GZIP: a .gz member */
-    unsigned char *gz_out;   /* gz_layer: inflated bytes handed to libarchive, in two
+    dsq_gunzip *gz;          /* K_OWN, and the gzip layer under a tar */
+    dsq_gunzip *gz_member;   /* N_OWN: a .gz member */
+    /* xz by liblzma (unxz.h), as gzip by ISA-L: a whole file, the layer under a tar, a
+     * member; handles allocated at the first xz */
+    dsq_unxz *xz;            /* K_OWN, and the xz layer under a tar */
+    dsq_unxz *xz_member;     /* N_OWN: an .xz member */
+    int own_xz;              /* K_OWN, layer: the file's decoder is xz (else gzip) */
+    int member_xz;           /* N_OWN, inner_own: the member's decoder is xz (else gzip) */
+    unsigned char *gz_out;   /* layer: decoded bytes handed to libarchive, in two
                                 halves taken in turn, so that the one before the last
                                 is still there to look at when the tar has ended */
     size_t layer_len[2];     /* bytes in each half */
     int layer_half;          /* the half handed out last */
-    uint64_t layer_out;      /* bytes inflated by the layer so far */
-    int gz_layer;            /* K_ARCHIVE: libarchive reads from layer_read */
-    int gz_fed;              /* the map was handed to gz */
-    size_t gz_peeked;        /* K_GZIP: bytes open_gzip inflated into zout, not handed out */
-    char gz_bad[256];        /* K_GZIP: why the file is no gzip (said by next_member) */
+    uint64_t layer_out;      /* bytes decoded by the layer so far */
+    int layer;               /* K_ARCHIVE: libarchive reads from layer_read */
+    int gz_fed;              /* the map was handed to gz (xz) */
+    size_t peeked;           /* K_OWN: bytes open_own decoded into zout, not handed out */
+    char own_bad[256];        /* K_OWN: why the file is no gzip (said by next_member) */
     char pending[256];       /* an error to report at the next read (data came with it) */
     uint64_t decoded;        /* bytes decoded from this file so far, all members */
     uint64_t decode_limit;   /* decoded beyond this: a decompression bomb (see input.h) */
@@ -181,6 +197,8 @@ void dsq_input_free(dsq_input *in)
     free(in->zout);
     dsq_gunzip_free(in->gz);
     dsq_gunzip_free(in->gz_member);
+    dsq_unxz_free(in->xz);
+    dsq_unxz_free(in->xz_member);
     free(in->gz_out);
     free(in->rbuf);
     free(in);
@@ -219,6 +237,9 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
     fi->size = (uint64_t)sb.st_size;
     fi->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
     fi->fingerprint = h;
+    fi->dev = (uint64_t)sb.st_dev;
+    fi->ino = (uint64_t)sb.st_ino;
+    fi->nlink = (uint64_t)sb.st_nlink;
     return 0;
 }
 
@@ -252,7 +273,35 @@ static void support_filters(struct archive *a)
     archive_read_support_filter_compress(a);
 }
 
-/* libarchive read callback of the gzip layer under a tar: ISA-L inflates the map. */
+/* The decoder dsq runs itself on a whole file or on the layer under a container
+ * (K_OWN, layer): gzip by ISA-L, or xz by liblzma (own_xz). Both are pulled the same
+ * way and say where their stream ended the same way. */
+static int own_read(dsq_input *in, unsigned char *out, size_t cap, size_t *n, dsq_error *err)
+{
+    return in->own_xz ? dsq_unxz_read(in->xz, out, cap, n, err)
+                      : dsq_gunzip_read(in->gz, out, cap, n, err);
+}
+
+static int own_end(const dsq_input *in, uint64_t *at)
+{
+    return in->own_xz ? dsq_unxz_end(in->xz, at) : dsq_gunzip_end(in->gz, at);
+}
+
+/* ... and on a compressed member (N_OWN, inner_own): member_xz says which. */
+static int member_own_read(dsq_input *in, unsigned char *out, size_t cap, size_t *n,
+                           dsq_error *err)
+{
+    return in->member_xz ? dsq_unxz_read(in->xz_member, out, cap, n, err)
+                         : dsq_gunzip_read(in->gz_member, out, cap, n, err);
+}
+
+static int member_own_end(const dsq_input *in, uint64_t *at)
+{
+    return in->member_xz ? dsq_unxz_end(in->xz_member, at) : dsq_gunzip_end(in->gz_member, at);
+}
+
+/* libarchive read callback of the gzip or xz layer under a tar: dsq's own decoder
+ * decodes the map. */
 static la_ssize_t layer_read(struct archive *a, void *ctx, const void **buf)
 {
     dsq_input *in = ctx;
@@ -260,7 +309,7 @@ static la_ssize_t layer_read(struct archive *a, void *ctx, const void **buf)
     dsq_error e;
     dsq_error_clear(&e);
     unsigned char *half = in->gz_out + (size_t)(in->layer_half ^ 1) * GZ_LAYER_CAP;
-    if (dsq_gunzip_read(in->gz, half, GZ_LAYER_CAP, &n, &e) < 0) {
+    if (own_read(in, half, GZ_LAYER_CAP, &n, &e) < 0) {
         archive_set_error(a, EIO, "%s", e.msg);
         return -1;
     }
@@ -271,7 +320,8 @@ static la_ssize_t layer_read(struct archive *a, void *ctx, const void **buf)
     return (la_ssize_t)n;
 }
 
-/* The file through libarchive: from the map, or (gz_layer) inflated by ISA-L. */
+/* The file through libarchive: from the map, or (layer) decoded by dsq's own gzip or
+ * xz decoder. */
 static int open_archive(dsq_input *in, dsq_error *err)
 {
     in->ar = archive_read_new();
@@ -282,7 +332,7 @@ static int open_archive(dsq_input *in, dsq_error *err)
     archive_read_support_format_zip(in->ar);
     archive_read_support_format_raw(in->ar); /* a single compressed file */
     archive_read_support_format_empty(in->ar); /* ... that holds nothing */
-    int r = in->gz_layer ? archive_read_open(in->ar, in, NULL, layer_read, NULL)
+    int r = in->layer ? archive_read_open(in->ar, in, NULL, layer_read, NULL)
                          : archive_read_open_memory(in->ar, in->map, in->size);
     if (r != ARCHIVE_OK)
         return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
@@ -290,7 +340,7 @@ static int open_archive(dsq_input *in, dsq_error *err)
     return 0;
 }
 
-/* dsq_gunzip_pull of a whole file: the map in one block. */
+/* dsq_gunzip_pull (and dsq_unxz_pull) of a whole file: the map in one block. */
 static int pull_map(void *ctx, const unsigned char **buf, size_t *len, dsq_error *err)
 {
     dsq_input *in = ctx;
@@ -301,13 +351,16 @@ static int pull_map(void *ctx, const unsigned char **buf, size_t *len, dsq_error
     return 0;
 }
 
-static void gz_restart(dsq_input *in)
+static void own_restart(dsq_input *in)
 {
     in->gz_fed = 0;
     in->layer_len[0] = in->layer_len[1] = 0;
     in->layer_half = 0;
     in->layer_out = 0;
-    dsq_gunzip_start(in->gz, pull_map, in);
+    if (in->own_xz)
+        dsq_unxz_start(in->xz, pull_map, in);
+    else
+        dsq_gunzip_start(in->gz, pull_map, in);
 }
 
 /* A valid tar header checksum: the bytes of the 512-byte header, its checksum
@@ -359,40 +412,46 @@ static int holds_container(const unsigned char *p, size_t n)
            compression_magic(p, n);
 }
 
-static int gz_ready(dsq_input *in)
+/* The handles of dsq's own gzip (ISA-L) or xz decoder, and the layer's buffer. */
+static int own_ready(dsq_input *in, int xz)
 {
-    if (!in->gz && dsq_gunzip_new(&in->gz) != 0)
+    if (xz && !in->xz && dsq_unxz_new(&in->xz) != 0)
         return DSQ_ENOMEM;
-    if (!in->gz_member && dsq_gunzip_new(&in->gz_member) != 0)
+    if (xz && !in->xz_member && dsq_unxz_new(&in->xz_member) != 0)
+        return DSQ_ENOMEM;
+    if (!xz && !in->gz && dsq_gunzip_new(&in->gz) != 0)
+        return DSQ_ENOMEM;
+    if (!xz && !in->gz_member && dsq_gunzip_new(&in->gz_member) != 0)
         return DSQ_ENOMEM;
     if (!in->gz_out && !(in->gz_out = malloc(2 * GZ_LAYER_CAP)))
         return DSQ_ENOMEM;
     return 0;
 }
 
-/* A gzip file for ISA-L: its first decoded bytes say whether libarchive must parse
- * them (gz_layer: inflated again from the start) or they are the log itself
- * (K_GZIP: they are kept in zout for the first read, so that a small file, often a
- * single deflate block, is not inflated twice). A file that is no gzip is reported
- * by next_member, as libarchive's path does. */
-static int open_gzip(dsq_input *in, dsq_error *err)
+/* A gzip file for ISA-L, or an xz file for liblzma (xz): its first decoded bytes say
+ * whether libarchive must parse them (layer: decoded again from the start) or they
+ * are the log itself (K_OWN: they are kept in zout for the first read, so that a
+ * small file, often a single deflate block, is not decoded twice). A file that is no
+ * gzip (xz) is reported by next_member, as libarchive's path does. */
+static int open_own(dsq_input *in, int xz, dsq_error *err)
 {
     size_t n = 0;
     dsq_error e;
     dsq_error_clear(&e);
-    if (gz_ready(in) != 0)
-        return dsq_error_set(err, DSQ_ENOMEM, "gzip decoder");
-    gz_restart(in);
-    int r = dsq_gunzip_read(in->gz, in->zout, GZ_PEEK, &n, &e);
-    if (r < 0 && dsq_gunzip_members(in->gz) == 0)
-        snprintf(in->gz_bad, sizeof in->gz_bad, "%s", e.msg);
-    if (!in->gz_bad[0] && holds_container(in->zout, n)) {
-        gz_restart(in);
-        in->gz_layer = 1;
+    in->own_xz = xz;
+    if (own_ready(in, xz) != 0)
+        return dsq_error_set(err, DSQ_ENOMEM, "%s decoder", xz ? "xz" : "gzip");
+    own_restart(in);
+    int r = own_read(in, in->zout, GZ_PEEK, &n, &e);
+    if (r < 0 && (xz ? dsq_unxz_streams(in->xz) : dsq_gunzip_members(in->gz)) == 0)
+        snprintf(in->own_bad, sizeof in->own_bad, "%s", e.msg);
+    if (!in->own_bad[0] && holds_container(in->zout, n)) {
+        own_restart(in);
+        in->layer = 1;
         return open_archive(in, err);
     }
-    in->gz_peeked = n;
-    in->kind = K_GZIP;
+    in->peeked = n;
+    in->kind = K_OWN;
     return 0;
 }
 
@@ -461,7 +520,9 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     if (am) {
         in->format = am;
         if (strcmp(am, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL)
-            return open_gzip(in, err);
+            return open_own(in, 0, err);
+        if (strcmp(am, "xz") == 0)
+            return open_own(in, 1, err);
         return open_archive(in, err);
     }
     in->kind = K_PLAIN;
@@ -483,8 +544,8 @@ uint64_t dsq_input_bytes_in(const dsq_input *in)
 {
     if (in->kind == K_ZSTD)
         return in->zin.pos;
-    if (in->kind == K_GZIP || in->gz_layer)
-        return dsq_gunzip_bytes_in(in->gz);
+    if (in->kind == K_OWN || in->layer)
+        return in->own_xz ? dsq_unxz_bytes_in(in->xz) : dsq_gunzip_bytes_in(in->gz);
     if (in->kind == K_ARCHIVE && in->ar)
         return (uint64_t)archive_filter_bytes(in->ar, -1);
     return in->size;
@@ -496,7 +557,7 @@ static void end_nested(dsq_input *in)
     if (in->inner)
         archive_read_free(in->inner);
     in->inner = NULL;
-    in->inner_gz = 0;
+    in->inner_own = in->member_xz = in->inner_empty = 0;
     in->inner_first_len = 0;
     in->nested = N_NONE;
 }
@@ -530,9 +591,9 @@ void dsq_input_close(dsq_input *in)
     in->member_done = in->data_done = 0;
     in->plain_off = 0;
     in->archive_eof = in->stopped = 0;
-    in->gz_layer = in->gz_fed = 0;
-    in->gz_peeked = 0;
-    in->gz_bad[0] = 0;
+    in->layer = in->gz_fed = in->own_xz = 0;
+    in->peeked = 0;
+    in->own_bad[0] = 0;
     in->decoded = in->skip_pending = 0;
     in->last_name[0] = in->damage[0] = 0;
 }
@@ -562,7 +623,7 @@ static int check_container(dsq_input *in, dsq_error *err)
     else if (strcmp(f, "tar") == 0)
         ok = fmt == ARCHIVE_FORMAT_TAR;
     else
-        ok = filtered || in->gz_layer; /* gz_layer: ISA-L read the gzip header */
+        ok = filtered || in->layer; /* layer: dsq's own decoder read the header */
     if (ok)
         return 0;
     return dsq_error_set(err, DSQ_EFORMAT, "starts with %s magic bytes but is no valid %s data",
@@ -585,7 +646,7 @@ static int limit_error(dsq_input *in, dsq_error *err)
  * before libarchive does it. */
 static int check_skip(dsq_input *in, dsq_error *err)
 {
-    if (archive_filter_count(in->ar) < 2 && !in->gz_layer) {
+    if (archive_filter_count(in->ar) < 2 && !in->layer) {
         in->skip_pending = 0; /* not compressed: skipping is free */
         return 0;
     }
@@ -619,7 +680,7 @@ static size_t first_non_nul(const unsigned char *p, size_t n)
     return i;
 }
 
-/* The tar libarchive read (from the map, or from the gzip layer) ended at its
+/* The tar libarchive read (from the map, or from the gzip or xz layer) ended at its
  * end-of-archive marker, byte `end` of the tar, which goes on to byte `total`;
  * the first byte after the marker that is not NUL is at `at` (total: none). Zero
  * padding (the rest of the tar's last record) is all a tar has there; anything
@@ -635,7 +696,7 @@ static int tar_trailing(uint64_t end, uint64_t at, uint64_t total, dsq_error *er
                          (unsigned long long)(total - at), (unsigned long long)at);
 }
 
-/* Where the tar under the gzip layer ended (when libarchive reads it with no
+/* Where the tar under the gzip (xz) layer ended (when libarchive reads it with no
  * filter of its own), else -1. */
 static int64_t layer_tar_end(const dsq_input *in)
 {
@@ -664,9 +725,9 @@ static uint64_t layer_tail(const dsq_input *in, uint64_t end)
     return in->layer_out;
 }
 
-/* The tar under a gzip layer ended: inflates what is left of the gzip stream, so
- * that a cut or corrupt end (a bad CRC) is reported as libarchive's gzip reader,
- * decoding ahead, would, and then bytes after the stream as after a single .gz's,
+/* The tar under a gzip (xz) layer ended: decodes what is left of the stream, so
+ * that a cut or corrupt end (a bad CRC) is reported as libarchive's reader,
+ * decoding ahead, would, and then bytes after the stream as after a single file's,
  * and bytes after the tar's end-of-archive marker that are not zero padding.
  * What this decodes counts against the limit. */
 static int drain_layer(dsq_input *in, dsq_error *err)
@@ -675,7 +736,7 @@ static int drain_layer(dsq_input *in, dsq_error *err)
     uint64_t at = tar_end >= 0 ? layer_tail(in, (uint64_t)tar_end) : UINT64_MAX;
     size_t n;
     do {
-        if (dsq_gunzip_read(in->gz, in->gz_out, GZ_LAYER_CAP, &n, err) < 0)
+        if (own_read(in, in->gz_out, GZ_LAYER_CAP, &n, err) < 0)
             return DSQ_EFORMAT;
         if (at == in->layer_out)
             at += first_non_nul(in->gz_out, n);
@@ -685,7 +746,7 @@ static int drain_layer(dsq_input *in, dsq_error *err)
             return DSQ_ELIMIT;
     } while (n > 0);
     uint64_t end;
-    int rc = dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    int rc = own_end(in, &end) ? trailing_error(in, end, in->format, err) : 0;
     return rc ? rc : tar_end < 0 ? 0 : tar_trailing((uint64_t)tar_end, at, in->layer_out, err);
 }
 
@@ -717,7 +778,7 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
         int first = archive_file_count(in->ar) == 0;
         int r = archive_read_next_header(in->ar, &e);
         int drained = r != ARCHIVE_EOF ? 0
-                      : in->gz_layer   ? drain_layer(in, err)
+                      : in->layer   ? drain_layer(in, err)
                                        : map_tar_end(in, err);
         if (drained != 0) {
             in->archive_eof = 1;
@@ -789,8 +850,8 @@ int dsq_input_next_member(dsq_input *in, dsq_member_info *mi, dsq_error *err)
     if (in->member_done)
         return 0;
     in->member_done = 1;
-    if (in->gz_bad[0])
-        return dsq_error_set(err, DSQ_EFORMAT, "%s", in->gz_bad);
+    if (in->own_bad[0])
+        return dsq_error_set(err, DSQ_EFORMAT, "%s", in->own_bad);
     start_member(in);
     mi->name = "";
     mi->mtime_ns = in->mtime_ns;
@@ -907,8 +968,8 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
 }
 
 /* libarchive read callback of a nested decoder: the member's blocks, the first one
- * (already read to look at its magic) first; or (inner_gz) what ISA-L inflates
- * from them, the first chunk (looked at too) first. */
+ * (already read to look at its magic) first; or (inner_own) what dsq's own gzip or
+ * xz decoder decodes from them, the first chunk (looked at too) first. */
 static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
 {
     dsq_input *in = ctx;
@@ -922,8 +983,8 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
     dsq_error e;
     dsq_error_clear(&e);
     int r;
-    if (in->inner_gz) {
-        r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, &sz, &e);
+    if (in->inner_own) {
+        r = member_own_read(in, in->zout, in->zout_cap, &sz, &e);
         *buf = in->zout;
         r = r < 0 ? r : sz > 0;
     } else {
@@ -936,9 +997,10 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
     return r == 0 ? 0 : (la_ssize_t)sz;
 }
 
-/* A gzip, xz or bzip2 member inside an archive (or, inner_gz, what a .gz member
- * inflates to, which is compressed again): a second libarchive reader decodes it,
- * through every further layer. */
+/* A gzip or bzip2 member inside an archive (or, inner_own, what a .gz or .xz member
+ * decodes to, which is compressed again): a second libarchive reader decodes it,
+ * through every further layer. What decodes to nothing is an empty member
+ * (inner_empty), as an empty single file is one. */
 static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *what,
                       dsq_error *err)
 {
@@ -948,13 +1010,17 @@ static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *wha
         return dsq_error_set(err, DSQ_ENOMEM, "libarchive");
     support_filters(in->inner);
     archive_read_support_format_raw(in->inner);
+    archive_read_support_format_empty(in->inner);
     in->inner_first = buf;
     in->inner_first_len = sz;
     in->nested = N_ARCHIVE;
-    if (archive_read_open(in->inner, in, NULL, inner_feed, NULL) != ARCHIVE_OK ||
-        archive_read_next_header(in->inner, &e) < ARCHIVE_WARN)
+    int r = archive_read_open(in->inner, in, NULL, inner_feed, NULL);
+    if (r == ARCHIVE_OK)
+        r = archive_read_next_header(in->inner, &e);
+    if (r < ARCHIVE_WARN)
         return dsq_error_set(err, DSQ_EFORMAT, "%s member: %s", what,
                              archive_error_string(in->inner));
+    in->inner_empty = r == ARCHIVE_EOF;
     if (archive_filter_count(in->inner) < 2 ||
         archive_filter_code(in->inner, 0) == ARCHIVE_FILTER_NONE)
         return dsq_error_set(err, DSQ_EFORMAT,
@@ -962,21 +1028,22 @@ static int open_inner(dsq_input *in, const void *buf, size_t sz, const char *wha
     return 0;
 }
 
-/* The decoder fed by ISA-L ended: the rest of the .gz member is inflated (counted
- * against the limit; what follows the inner stream inside the gzip data is not
- * judged, as in a single .gz file) and bytes after its gzip stream reported. */
-static int inner_gz_end(dsq_input *in, dsq_error *err)
+/* The decoder fed by dsq's own ended: the rest of the .gz (.xz) member is decoded
+ * (counted against the limit; what follows the inner stream inside the gzip data is
+ * not judged, as in a single .gz file) and bytes after its gzip (xz) stream reported. */
+static int inner_own_end(dsq_input *in, dsq_error *err)
 {
     size_t n;
     uint64_t end;
     do {
-        int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, &n, err);
+        int r = member_own_read(in, in->zout, in->zout_cap, &n, err);
         if (r < 0)
             return r;
         if ((in->decoded += n) > in->decode_limit)
             return limit_error(in, err);
     } while (n > 0);
-    return dsq_gunzip_end(in->gz_member, &end) ? member_trailing(in, end, "gzip", err) : 0;
+    return member_own_end(in, &end) ? member_trailing(in, end, in->member_xz ? "xz" : "gzip", err)
+                                    : 0;
 }
 
 static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
@@ -984,14 +1051,15 @@ static int inner_read(dsq_input *in, const char **data, size_t *len, dsq_error *
     const void *buf;
     size_t sz = 0;
     la_int64_t off;
-    int r;
-    do
-        r = archive_read_data_block(in->inner, &buf, &sz, &off);
-    while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && sz == 0);
+    int r = ARCHIVE_EOF;
+    while (!in->inner_empty &&
+           ((r = archive_read_data_block(in->inner, &buf, &sz, &off)) >= ARCHIVE_WARN &&
+            r != ARCHIVE_EOF && sz == 0))
+        ;
     if (r == ARCHIVE_EOF) { /* what follows the outermost compression is judged */
         *len = 0;
-        if (in->inner_gz)
-            return inner_gz_end(in, err);
+        if (in->inner_own)
+            return inner_own_end(in, err);
         la_int64_t used = archive_filter_bytes(in->inner, -1);
         int outer = archive_filter_count(in->inner) - 2;
         return used < 0 || outer < 0 ? 0
@@ -1029,8 +1097,8 @@ static int check_trailing(dsq_input *in, dsq_error *err)
     uint64_t end;
     if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW)
         return 0;
-    if (in->gz_layer) /* a gzip'd compressed file: what follows the gzip stream */
-        return dsq_gunzip_end(in->gz, &end) ? trailing_error(in, end, "gzip", err) : 0;
+    if (in->layer) /* a gzip'd (xz'd) compressed file: what follows the gzip (xz) stream */
+        return own_end(in, &end) ? trailing_error(in, end, in->format, err) : 0;
     if (archive_filter_count(in->ar) < 2)
         return 0;
     la_int64_t used = archive_filter_bytes(in->ar, -1);
@@ -1039,24 +1107,26 @@ static int check_trailing(dsq_input *in, dsq_error *err)
     return trailing_error(in, (uint64_t)used, archive_filter_name(in->ar, 0), err);
 }
 
-/* A whole .gz file by ISA-L; at its end, bytes after the stream are reported. The
- * first read tops up what open_gzip inflated (the binary sniff sees a full chunk). */
-static int gzip_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+/* A whole .gz file by ISA-L (.xz by liblzma); at its end, bytes after the stream are
+ * reported. The first read tops up what open_own decoded (the binary sniff sees a
+ * full chunk). */
+static int own_file_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     uint64_t end;
-    size_t have = in->gz_peeked;
-    in->gz_peeked = 0;
-    int r = dsq_gunzip_read(in->gz, in->zout + have, in->zout_cap - have, len, err);
+    size_t have = in->peeked;
+    in->peeked = 0;
+    int r = own_read(in, in->zout + have, in->zout_cap - have, len, err);
     if (r < 0 && have == 0)
         return r; /* (with bytes before it, the error comes again at the next read) */
     *len = r < 0 ? have : *len + have;
     *data = (const char *)in->zout;
-    if (*len == 0 && dsq_gunzip_end(in->gz, &end))
-        return trailing_error(in, end, "gzip", err);
+    if (*len == 0 && own_end(in, &end))
+        return trailing_error(in, end, in->format, err);
     return 0;
 }
 
-/* dsq_gunzip_pull of a .gz member: its first block (read to see the magic) first. */
+/* dsq_gunzip_pull (dsq_unxz_pull) of a .gz (.xz) member: its first block (read to
+ * see the magic) first. */
 static int pull_member(void *ctx, const unsigned char **buf, size_t *len, dsq_error *err)
 {
     dsq_input *in = ctx;
@@ -1074,15 +1144,41 @@ static int pull_member(void *ctx, const unsigned char **buf, size_t *len, dsq_er
     return r < 0 ? r : 0;
 }
 
-/* A .gz member by ISA-L; at its end, bytes after the stream are reported. */
-static int gzip_member_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+/* A .gz member by ISA-L (.xz by liblzma); at its end, bytes after the stream are
+ * reported. */
+static int own_member_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     uint64_t end;
-    int r = dsq_gunzip_read(in->gz_member, in->zout, in->zout_cap, len, err);
+    int r = member_own_read(in, in->zout, in->zout_cap, len, err);
     *data = (const char *)in->zout;
-    if (r == 0 && *len == 0 && dsq_gunzip_end(in->gz_member, &end))
-        return member_trailing(in, end, "gzip", err);
+    if (r == 0 && *len == 0 && member_own_end(in, &end))
+        return member_trailing(in, end, in->member_xz ? "xz" : "gzip", err);
     return r;
+}
+
+/* A .gz (.xz) member for ISA-L (liblzma), whose first block buf[0..sz) was read: the
+ * first chunk it decodes; when that is compressed again, libarchive decodes what
+ * dsq's decoder hands it (inner_own). */
+static int own_member_start(dsq_input *in, const void *buf, size_t sz, int xz, const char **data,
+                            size_t *len, dsq_error *err)
+{
+    int r;
+    const char *m;
+    in->nested = N_OWN;
+    in->member_xz = xz;
+    in->inner_first = buf;
+    in->inner_first_len = sz;
+    if (xz)
+        dsq_unxz_start(in->xz_member, pull_member, in);
+    else
+        dsq_gunzip_start(in->gz_member, pull_member, in);
+    if ((r = own_member_read(in, data, len, err)) != 0 ||
+        !(m = compression_magic((const unsigned char *)*data, *len)))
+        return r;
+    in->inner_own = 1; /* compressed twice */
+    if ((r = open_inner(in, *data, *len, m, err)) != 0)
+        return r;
+    return inner_read(in, data, len, err);
 }
 
 static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
@@ -1091,8 +1187,8 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
         return zstd_read(in, data, len, err);
     if (in->nested == N_ARCHIVE)
         return inner_read(in, data, len, err);
-    if (in->nested == N_GZIP)
-        return gzip_member_read(in, data, len, err);
+    if (in->nested == N_OWN)
+        return own_member_read(in, data, len, err);
     const void *buf;
     size_t sz;
     int r = member_block(in, &buf, &sz, err);
@@ -1110,21 +1206,11 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
             in->zin = (ZSTD_inBuffer){buf, sz, 0};
             return zstd_read(in, data, len, err);
         }
-        if (m && strcmp(m, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL &&
-            gz_ready(in) == 0) {
-            in->nested = N_GZIP;
-            in->inner_first = buf;
-            in->inner_first_len = sz;
-            dsq_gunzip_start(in->gz_member, pull_member, in);
-            if ((r = gzip_member_read(in, data, len, err)) != 0 ||
-                !(m = compression_magic((const unsigned char *)*data, *len)))
-                return r;
-            in->inner_gz = 1; /* compressed twice: libarchive decodes what ISA-L inflates */
-            if ((r = open_inner(in, *data, *len, m, err)) != 0)
-                return r;
-            return inner_read(in, data, len, err);
-        }
-        if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "xz") == 0 || strcmp(m, "bzip2") == 0)) {
+        int xz = m && strcmp(m, "xz") == 0;
+        if (((m && strcmp(m, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL) || xz) &&
+            own_ready(in, xz) == 0)
+            return own_member_start(in, buf, sz, xz, data, len, err);
+        if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "bzip2") == 0)) {
             if ((r = open_inner(in, buf, sz, m, err)) != 0)
                 return r;
             return inner_read(in, data, len, err);
@@ -1294,8 +1380,8 @@ int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err
     case K_ZSTD:
         rc = zstd_read(in, data, len, err);
         break;
-    case K_GZIP:
-        rc = gzip_read(in, data, len, err);
+    case K_OWN:
+        rc = own_file_read(in, data, len, err);
         break;
     case K_ARCHIVE:
         rc = archive_read(in, data, len, err);

@@ -1,19 +1,21 @@
 /* Inputs: one file in, a sequence of members out, each a stream of byte chunks.
  *
  * Formats are detected by magic bytes, never by name alone: plain text (mmap'd,
- * handed out in one chunk), zstd (libzstd streaming, multi-frame), and through
- * libarchive gzip / xz / bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip
- * archives, whose members are streamed in place (nothing is extracted to disk,
- * member paths are only recorded, never followed). A zstd, gzip, xz or bzip2
- * member inside an archive is decompressed on the fly; under gzip, xz or bzip2
- * (a single file's or a member's) a further compression is decoded too
- * (`xz -c f | gzip -c`).
+ * handed out in one chunk), zstd (libzstd streaming, multi-frame), xz (liblzma:
+ * unxz.h, multi-stream), gzip (ISA-L: gunzip.h, else libarchive), and through
+ * libarchive bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip archives,
+ * whose members are streamed in place (nothing is extracted to disk, member paths
+ * are only recorded, never followed). A zstd, gzip, xz or bzip2 member inside an
+ * archive is decompressed on the fly; under gzip, xz or bzip2 (a single file's or a
+ * member's) a further compression is decoded too (`xz -c f | gzip -c`). A member
+ * that decodes to nothing, however many times compressed, is an empty member.
  *
  * Hostile input is refused with a reason, never read as if it were text: magic
  * bytes followed by something else, bytes after the end of a gzip / xz / bzip2
  * stream, a single file's or a member's (zero padding excepted; after its data),
  * bytes after a tar's end-of-archive marker but zero padding (in a plain tar, and
- * in a tar.gz decoded by ISA-L; libarchive's own decoders stop at the marker),
+ * in a tar.gz decoded by ISA-L and in a tar.xz; libarchive's own decoders stop at
+ * the marker),
  * a zip member failing its CRC (after its data), a member whose first chunk is
  * binary (SNIFF_* in input.c: 5% or more control bytes other than whitespace,
  * backspace and ESC, NUL bytes not counted; text in any encoding has next to
@@ -55,13 +57,16 @@ typedef struct dsq_file_info {
     uint64_t size;
     int64_t mtime_ns;
     uint64_t fingerprint;
+    uint64_t dev, ino;   /* which file this is, whatever its name (hard links share them) */
+    uint64_t nlink;      /* its names (hard links) */
 } dsq_file_info;
 
 int dsq_input_new(dsq_input **out);
 void dsq_input_free(dsq_input *in);
 
 /* Stats a file and computes its fingerprint (size, first and last 4 KiB) without
- * decoding it: what decides whether an indexed file changed. */
+ * decoding it: what decides whether an indexed file changed. Its device, inode and
+ * link count are filled too. */
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
 
 /* Who decodes gzip (files, the gzip layer under a tar, .gz members): ISA-L, the

@@ -3,7 +3,7 @@
 #   tools/deps.sh          build dependencies
 #   tools/deps.sh --test   build + test dependencies (compressors, zip, python3, mdb_dump)
 set -eu
-pkgs="build-essential cmake pkg-config re2c libzstd-dev liblmdb-dev libarchive-dev libisal-dev"
+pkgs="build-essential cmake pkg-config re2c libzstd-dev liblmdb-dev libarchive-dev liblzma-dev libisal-dev"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs zstd gzip xz-utils bzip2 tar zip python3 lmdb-utils"
 fi

@@ -482,4 +482,57 @@ else
     expect_eq "unreadable files: the readable file is indexed" "good.log,-,2" "$(by_file)"
 fi
 
+# 16. xz with trailing bytes --------------------------------------------------------------
+# garbage after an xz stream: what the stream holds is indexed, the garbage named with
+# the file (and member) and where it starts, exit status 1; as a single file, a tar
+# member, and after a tar.xz's xz stream. Not garbage: stream padding (zero bytes in
+# whole 4-byte words) and streams back to back.
+new_case xztrail
+xz -c "$GOOD" >"$C/trail.log.xz"
+XZ_END=$(stat -c %s "$C/trail.log.xz")
+printf 'GARBAGE\001\002 after the end of the stream\n' >>"$C/trail.log.xz"
+{ xz -c "$GOOD"; head -c 1024 /dev/zero; } >"$C/padded.log.xz"
+{ xz -c "$GOOD"; head -c 8 /dev/zero; xz -c "$GOOD"; } >"$C/twostreams.log.xz"
+mkdir -p "$DSQ_TMP/xzsrc"
+cp "$C/trail.log.xz" "$DSQ_TMP/xzsrc/node1.log.xz"
+cp "$C/padded.log.xz" "$DSQ_TMP/xzsrc/node2.log.xz"
+tar -C "$DSQ_TMP/xzsrc" -cf "$C/run.tar" node1.log.xz node2.log.xz
+cp "$GOOD" "$DSQ_TMP/xzsrc/node3.log"
+{ tar -C "$DSQ_TMP/xzsrc" -cf - node3.log | xz -c; printf 'GARBAGE\n'; } >"$C/after.tar.xz"
+run_dsq --db "$DB" index "$C"
+expect_code "xz trailing garbage: index" 1 "$RC"
+expect_problem "xz trailing garbage: named with the reason and offset" "trail.log.xz" \
+    "trailing garbage after the xz data (at byte $XZ_END)"
+expect_problem "xz trailing garbage in a tar member: named with archive, member, reason and offset" \
+    "run.tar: node1.log.xz" "trailing garbage after the xz data (at byte $XZ_END)"
+expect_problem "garbage after a tar.xz's xz stream: named with the reason" "after.tar.xz" \
+    "trailing garbage after the xz data"
+for f in padded.log.xz twostreams.log.xz node2.log.xz; do
+    expect_not_contains "xz: $f is no problem" "$f" "$ERR"
+done
+expect_eq "xz trailing garbage: everything readable is indexed" "after.tar.xz,node3,2
+good.log,-,2
+padded.log.xz,-,2
+run.tar,node1,2
+run.tar,node2,2
+trail.log.xz,-,2
+twostreams.log.xz,-,4" "$(by_file)"
+
+# 17. an empty log compressed twice -----------------------------------------------------
+# every order of gzip, xz and bzip2, as single files and as tar members: empty logs,
+# no problem
+new_case empty2
+mkdir -p "$DSQ_TMP/empty2src"
+for o in gzip xz bzip2; do
+    for i in gzip xz bzip2 zstd; do
+        printf '' | "$i" -c | "$o" -c >"$DSQ_TMP/empty2src/e.$i.$o"
+    done
+done
+cp "$DSQ_TMP"/empty2src/e.* "$C/"
+tar -C "$DSQ_TMP/empty2src" -cf "$C/run.tar" .
+run_dsq --db "$DB" index "$C"
+expect_code "empty logs compressed twice: nothing is skipped" 0 "$RC"
+expect_eq "empty logs compressed twice: no message" "" "$ERR"
+expect_contains "empty logs compressed twice: every file is counted" "indexed 14 files (25 members)" "$OUT"
+
 e2e_finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `dsq index -j N`: worker threads must not change the index. A mixed archive (plain,
 # .zst, .gz, tar.zst, tar.gz, zip, many small runs, one big file committed in many
-# pieces, damaged files) is indexed with -j 1 and with -j 4 (and $DSQ_JOBS=3): every
+# pieces, hard links, damaged files) is indexed with -j 1 and with -j 4 (and $DSQ_JOBS=3): every
 # event (`dsq show`), `dsq runs`, `dsq fields` and several queries answer the same,
 # the summaries count the same files, members, lines and events, the problems are
 # reported the same, in the same order, with the same exit status, also when the
@@ -49,6 +49,9 @@ for i in $(seq -w 1 24); do
     cp -r "$SAMPLE/gpt2-zero2" "$A/small-$i"
 done
 cp "$SAMPLE/bert-baseline.log" "$A/"
+# a file under two more names (hard links): indexed once, under the name met first
+ln "$A/run-files/gpu001.log" "$A/small-03/gpu001.log"
+ln "$A/run-files/gpu001.log" "$A/run-files/gpu000.log"
 # damaged files between good ones: a truncated .zst, a truncated .gz, a file that
 # cannot be read
 head -c 20000 "$A/run-files/gpu002.log.zst" >"$A/small-05/gpu009.log.zst"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Paths: a file is known by its resolved absolute path, however it was reached
-# (a symbolic link to the archive, a symbolic link to the file, a relative path),
+# (a symbolic link to the archive, a symbolic link to the file, a relative path;
+# a hard link is known by its device and inode too),
 # so a re-run through another route finds every file unchanged and the index
 # holds each file once; the index directory inside the walked tree is never read.
 source "$(dirname "$0")/lib.sh"
@@ -55,20 +56,45 @@ ln -s ../run1/a.log "$L/run0/first.log"
 ln -s "$L/run1/a.log" "$L/run2/a.log"
 ln -s "$DSQ_TMP/elsewhere/extra.log" "$L/run1/extra.log"
 ln -s "$DSQ_TMP/elsewhere/extra.log" "$L/run2/extra.log"
-for j in 1 2; do
-    DB="$DSQ_TMP/db-links-$j"
-    index_ok "links -j $j" "$DB" -j "$j" "$L"
-    expect_contains "links -j $j: each file indexed once" "indexed 2 files" "$OUT"
-    expect_contains "links -j $j: the other names counted as links" \
-        "skipped 4 links to files indexed under another name" "$OUT"
-    expect_not_contains "links -j $j: a fresh index has nothing unchanged" "unchanged" "$OUT"
-    expect_eq "links -j $j: each file in its own run" "$DSQ_TMP/elsewhere/extra.log,run1
-$L/run1/a.log,run1" "$(query "$DB" "count Max_MA by file, run" --csv | tail -n +2 | cut -d, -f1,2 | sort)"
-    index_ok "links -j $j: re-run" "$DB" -j "$j" "$L"
-    expect_contains "links -j $j: re-run: the files unchanged" "skipped 2 unchanged files" "$OUT"
-    expect_contains "links -j $j: re-run: the links still links" \
-        "skipped 4 links to files indexed under another name" "$OUT"
-    expect_contains "links -j $j: re-run: nothing indexed again" "indexed 0 files" "$OUT"
-done
+# once_each WHAT DIR LINKS FILES: DIR, indexed with -j 1 and with -j 2 (into
+# $DSQ_TMP/db-WHAT-J), holds each of its 2 files once (FILES: "file,run" lines), the
+# other LINKS names counted as links; a re-run finds the files unchanged, the links
+# still links
+once_each() {
+    local what=$1 dir=$2 links=$3 files=$4 j db
+    for j in 1 2; do
+        db="$DSQ_TMP/db-$what-$j"
+        index_ok "$what -j $j" "$db" -j "$j" "$dir"
+        expect_contains "$what -j $j: each file indexed once" "indexed 2 files" "$OUT"
+        expect_contains "$what -j $j: the other names counted as links" \
+            "skipped $links links to files indexed under another name" "$OUT"
+        expect_not_contains "$what -j $j: a fresh index has nothing unchanged" "unchanged" "$OUT"
+        expect_eq "$what -j $j: each file in its own run" "$files" \
+            "$(query "$db" "count Max_MA by file, run" --csv | tail -n +2 | cut -d, -f1,2 | sort)"
+        index_ok "$what -j $j: re-run" "$db" -j "$j" "$dir"
+        expect_contains "$what -j $j: re-run: the files unchanged" "skipped 2 unchanged files" "$OUT"
+        expect_contains "$what -j $j: re-run: the links still links" \
+            "skipped $links links to files indexed under another name" "$OUT"
+        expect_contains "$what -j $j: re-run: nothing indexed again" "indexed 0 files" "$OUT"
+    done
+}
+once_each links "$L" 4 "$DSQ_TMP/elsewhere/extra.log,run1
+$L/run1/a.log,run1"
+
+# Hard links: one file under several names in one walk (next to it, in a run walked
+# before it, in one after). The first name the walk meets is indexed, in its run; the
+# other names are counted as links, not indexed again (the file is known by its device
+# and inode, not only its path); -j 1 and -j 2 alike, and the re-run too.
+H="$DSQ_TMP/hard"
+mkdir -p "$H/run0" "$H/run1" "$H/run2"
+cp "$SAMPLE/bert-baseline.log" "$H/run1/b.log"
+ln "$H/run1/b.log" "$H/run1/a.log"
+ln "$H/run1/b.log" "$H/run0/first.log"
+ln "$H/run1/b.log" "$H/run2/c.log"
+cp "$SAMPLE/bert-baseline.log" "$H/run2/own.log" # the same bytes, another file
+once_each hard "$H" 3 "$H/run0/first.log,run0
+$H/run2/own.log,run2"
+expect_eq "hard links: -j 2 indexes as -j 1" "$(dump_index "$DSQ_TMP/db-hard-1")" \
+    "$(dump_index "$DSQ_TMP/db-hard-2")"
 
 e2e_finish

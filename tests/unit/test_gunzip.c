@@ -10,59 +10,13 @@
 #include "gunzip.h"
 #include "test.h"
 #include "testgzip.h"
+#include "testpull.h"
 
 static char tmp[64];
 
-typedef struct source {
-    const unsigned char *p;
-    size_t n, pos, step;
-    size_t fail_at; /* the pull fails once pos reaches this (SIZE_MAX: never) */
-} source;
+typedef test_result result;
 
-static int pull(void *ctx, const unsigned char **buf, size_t *len, dsq_error *err)
-{
-    source *s = ctx;
-    if (s->pos >= s->fail_at)
-        return dsq_error_set(err, DSQ_EIO, "the source broke");
-    size_t k = s->n - s->pos < s->step ? s->n - s->pos : s->step;
-    if (s->fail_at - s->pos < k)
-        k = s->fail_at - s->pos;
-    *buf = s->p + s->pos;
-    *len = k;
-    s->pos += k;
-    return 0;
-}
-
-typedef struct result {
-    test_buf out;
-    int rc;
-    dsq_error err;
-    int ended;
-    uint64_t end_at;
-} result;
-
-/* Decodes p[0..n) pulled step bytes at a time, read cap bytes at a time. */
-static void decode(dsq_gunzip *g, const void *p, size_t n, size_t step, size_t cap,
-                   size_t fail_at, result *r)
-{
-    source s = {p, n, 0, step, fail_at};
-    unsigned char *o = malloc(cap);
-    r->out.n = 0;
-    dsq_error_clear(&r->err);
-    dsq_gunzip_start(g, pull, &s);
-    size_t len = 0;
-    for (int guard = 0; guard < 10000000; guard++) {
-        r->rc = dsq_gunzip_read(g, o, cap, &len, &r->err);
-        if (r->rc < 0 || len == 0)
-            break;
-        CHECK(len <= cap);
-        test_buf_add(&r->out, o, len);
-    }
-    if (r->rc < 0) /* it stays failed */
-        CHECK_INT(dsq_gunzip_read(g, o, cap, &len, NULL), r->rc);
-    r->ended = dsq_gunzip_end(g, &r->end_at);
-    free(o);
-}
+TEST_PULL_DECODE(dsq_gunzip, dsq_gunzip, dsq_gunzip_members)
 
 static int has(const result *r, const char *what) { return strstr(r->err.msg, what) != NULL; }
 
@@ -82,26 +36,7 @@ static void test_members_in_any_block_size(void)
     test_buf_add(&want, t + 1000, 5000);
     dsq_gunzip *g = NULL;
     CHECK_INT(dsq_gunzip_new(&g), 0);
-    const size_t steps[] = {1, 2, 3, 7, 509, 65536, SIZE_MAX};
-    const size_t caps[] = {1, 13, 4096, 1 << 20};
-    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
-        for (size_t j = 0; j < sizeof caps / sizeof *caps; j++) {
-            if (steps[i] < 8 && caps[j] < 4096)
-                continue; /* slow and adds nothing */
-            result r = {0};
-            decode(g, z.p, z.n, steps[i], caps[j], SIZE_MAX, &r);
-            if (r.rc != 0 || r.out.n != want.n || memcmp(r.out.p, want.p, want.n) != 0)
-                fprintf(stderr, "step %zu cap %zu: rc %d (%s), %zu bytes\n", steps[i], caps[j],
-                        r.rc, r.err.msg, r.out.n);
-            CHECK_INT(r.rc, 0);
-            CHECK_INT(r.out.n, want.n);
-            CHECK(r.out.n == want.n && memcmp(r.out.p, want.p, want.n) == 0);
-            CHECK_INT(r.ended, 1);
-            CHECK_INT(r.end_at, z.n);
-            CHECK_INT(dsq_gunzip_bytes_in(g), z.n);
-            CHECK_INT(dsq_gunzip_members(g), 3);
-            free(r.out.p);
-        }
+    every_size(g, &z, &want, z.n, 3);
     dsq_gunzip_free(g);
     free(z.p);
     free(want.p);

@@ -763,6 +763,13 @@ static void test_member_trailing_garbage(void)
     free(t);
 }
 
+/* A tar of one member, m, into out (written as end.tar). */
+static void one_member_tar(const member *m, buf *out)
+{
+    write_archive("end.tar", "pax", "none", m, 1);
+    slurp("end.tar", out);
+}
+
 /* Bytes after a tar's end-of-archive marker (libarchive stops there): in a plain
  * tar and inside a tar.gz's gzip stream (by ISA-L, the default gzip decoder: the
  * libarchive one is not asked) garbage is reported after every member was read,
@@ -772,9 +779,8 @@ static void test_tar_trailing_garbage(void)
     size_t n = 50000, got;
     char *t = test_log_text(n, 31);
     member m = {"node1.log", t, n, 0};
-    write_archive("end.tar", "pax", "none", &m, 1);
     buf tarb = {0}, z = {0};
-    slurp("end.tar", &tarb);
+    one_member_tar(&m, &tarb);
     size_t tar_n = tarb.n;
     test_buf_add(&tarb, "GARBAGE", 7);
     CHECK_INT(test_write_file(tmp, "garbage.tar", tarb.p, tarb.n), 0);
@@ -803,6 +809,215 @@ static void test_tar_trailing_garbage(void)
     free(tarb.p);
     free(z.p);
     free(t);
+}
+
+/* xz (liblzma: unxz.c) with bytes behind its stream, as a single file: all of the
+ * data is read, then garbage is reported naming where it starts, as after a gzip
+ * stream; streams back to back, with stream padding of whole 4-byte words between
+ * them, are one stream; zero bytes at the end are no garbage; zero bytes of another
+ * length between streams, or xz magic bytes with a bad header, are garbage from the
+ * first stream's end; a stream cut short is an error. */
+static void test_xz_trailing_bytes(void)
+{
+    size_t n = 100000, got;
+    char *t = test_log_text(n, 37);
+    char *tt = malloc(2 * n);
+    memcpy(tt, t, n);
+    memcpy(tt + n, t, n);
+    buf x = {0}, f = {0};
+    compress_to(&x, "xz", t, n);
+    member one = {"", t, n, 0}, two = {"", tt, 2 * n, 0};
+    static const struct {
+        const char *name, *tail;
+        size_t tail_n;
+        int garbage, second; /* the tail is garbage; a second stream follows it */
+    } tab[] = {{"garbage.xz", "GARBAGE", 7, 1, 0},
+               {"pad.xz", "\0\0\0\0\0\0\0\0", 8, 0, 0},
+               {"odd-pad.xz", "\0\0\0", 3, 0, 0},
+               {"two.xz", "", 0, 0, 1},
+               {"two-pad.xz", "\0\0\0\0", 4, 0, 1},
+               {"two-odd-pad.xz", "\0\0", 2, 1, 1},
+               {"bad-header.xz", "\xFD" "7zXZ\0junk junk", 15, 1, 0}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        f.n = 0;
+        test_buf_add(&f, x.p, x.n);
+        test_buf_add(&f, tab[i].tail, tab[i].tail_n);
+        if (tab[i].second)
+            test_buf_add(&f, x.p, x.n);
+        CHECK_INT(test_write_file(tmp, tab[i].name, f.p, f.n), 0);
+        if (!tab[i].garbage) {
+            expect_file(tab[i].name, "xz", tab[i].second ? &two : &one, 1);
+            continue;
+        }
+        char want[128];
+        snprintf(want, sizeof want, "%zu bytes of trailing garbage after the xz data (at byte %zu)",
+                 f.n - x.n, x.n);
+        CHECK_INT(expect_failure(tab[i].name, want, &got), 1);
+        CHECK_INT(got, n); /* all of the data, then the complaint */
+    }
+    CHECK_INT(test_write_file(tmp, "cut.xz", x.p, x.n - 10), 0);
+    CHECK_INT(expect_failure("cut.xz", "xz: truncated input", NULL), 1);
+    free(x.p);
+    free(f.p);
+    free(tt);
+    free(t);
+}
+
+/* .xz members of a tar with bytes behind their streams: garbage is reported after
+ * all of the member's data, naming where in the member it starts; two streams, zero
+ * padding, are no garbage; the members after are read as usual. */
+static void test_xz_member_trailing_bytes(void)
+{
+    size_t n = 100000;
+    char *t = test_log_text(n, 41);
+    char *tt = malloc(2 * n);
+    memcpy(tt, t, n);
+    memcpy(tt + n, t, n);
+    buf x = {0}, z[3] = {{0}, {0}, {0}};
+    compress_to(&x, "xz", t, n);
+    const char *tails[] = {"GARBAGE", "\0\0\0\0", "\0\0\0\0\0\0\0"};
+    for (int i = 0; i < 3; i++) {
+        test_buf_add(&z[i], x.p, x.n);
+        test_buf_add(&z[i], tails[i], 7 - 3 * (i == 1));
+        if (i == 1)
+            test_buf_add(&z[i], x.p, x.n);
+    }
+    member in[] = {{"node1.log.xz", z[0].p, z[0].n, 0}, {"node2.log.xz", z[1].p, z[1].n, 0},
+                   {"node3.log.xz", z[2].p, z[2].n, 0}, {"node4.log", t, n, 0}};
+    const size_t want_n[] = {n, 2 * n, n, n};
+    char want[128];
+    snprintf(want, sizeof want, "7 bytes of trailing garbage after the xz data (at byte %zu)", x.n);
+    write_archive("xz-trail.tar", "pax", "none", in, 4);
+    dsq_error err;
+    dsq_input *inp = open_with_gzip(DSQ_INPUT_GZIP_LIBARCHIVE, "xz-trail.tar", &err);
+    buf got = {0};
+    dsq_member_info mi;
+    for (int i = 0; inp && i < 4; i++) {
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+        dsq_error_clear(&err);
+        int rc = read_member(inp, &got, &err);
+        int ok = got.n == want_n[i] && memcmp(got.p, tt, got.n) == 0 && (rc != 0) == (i == 0) &&
+                 (i != 0 || strcmp(err.msg, want) == 0);
+        if (!ok) {
+            fprintf(stderr, "xz-trail.tar %s: %zu bytes, rc %d '%s'\n", in[i].name, got.n, rc,
+                    err.msg);
+            test_failures++;
+        }
+    }
+    if (inp)
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+    dsq_input_free(inp);
+    for (int i = 0; i < 3; i++)
+        free(z[i].p);
+    free(got.p);
+    free(x.p);
+    free(tt);
+    free(t);
+}
+
+/* A tar.xz: liblzma decodes the xz stream under libarchive's tar reader, so garbage
+ * after the xz stream, and after the tar's end-of-archive marker inside it, is
+ * reported after every member was read, as in a tar.gz; zero padding is not. */
+static void test_tar_xz_trailing_garbage(void)
+{
+    size_t n = 50000, got;
+    char *t = test_log_text(n, 43);
+    member m = {"node1.log", t, n, 0};
+    buf tarb = {0}, z = {0};
+    one_member_tar(&m, &tarb);
+    size_t tar_n = tarb.n;
+    compress_to(&z, "xz", tarb.p, tarb.n);
+    size_t z_n = z.n;
+    test_buf_add(&z, "GARBAGE", 7);
+    CHECK_INT(test_write_file(tmp, "garbage-after.tar.xz", z.p, z.n), 0);
+    char want[160];
+    snprintf(want, sizeof want, "7 bytes of trailing garbage after the xz data (at byte %zu)", z_n);
+    CHECK_INT(expect_failure("garbage-after.tar.xz", want, &got), 1);
+    CHECK_INT(got, n);
+    z.n = z_n;
+    test_buf_add(&z, "\0\0\0\0", 4);
+    CHECK_INT(test_write_file(tmp, "padded.tar.xz", z.p, z.n), 0);
+    expect_file("padded.tar.xz", "xz", &m, 1);
+    test_buf_add(&tarb, "GARBAGE", 7);
+    z.n = 0;
+    compress_to(&z, "xz", tarb.p, tarb.n);
+    CHECK_INT(test_write_file(tmp, "garbage-inside.tar.xz", z.p, z.n), 0);
+    snprintf(want, sizeof want,
+             "7 bytes of trailing garbage after the tar's end-of-archive marker (at byte %zu of "
+             "the tar)",
+             tar_n);
+    CHECK_INT(expect_failure("garbage-inside.tar.xz", want, &got), 1);
+    CHECK_INT(got, n);
+    free(tarb.p);
+    free(z.p);
+    free(t);
+}
+
+/* Reads every member of the open input: each must be empty and read without error;
+ * returns how many there were. */
+static int count_empty_members(dsq_input *inp, const char *name, int by)
+{
+    dsq_error err;
+    dsq_member_info mi;
+    buf got = {0};
+    int k = 0, rc;
+    dsq_error_clear(&err);
+    while ((rc = dsq_input_next_member(inp, &mi, &err)) == 1) {
+        int rrc = read_member(inp, &got, &err);
+        if (rrc != 0 || got.n != 0) {
+            fprintf(stderr, "%s member %d (gzip by %d): %zu bytes, rc %d '%s'\n", name, k, by,
+                    got.n, rrc, err.msg);
+            test_failures++;
+        }
+        k++;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "%s (gzip by %d): next_member %d '%s'\n", name, by, rc, err.msg);
+        test_failures++;
+    }
+    free(got.p);
+    return k;
+}
+
+/* An empty log compressed twice (`printf '' | gzip | xz`), in every order of gzip, xz
+ * and bzip2 (zstd inside them too): an empty log, no error, as a single file and as a
+ * tar member, by each gzip decoder. */
+static void test_empty_twice_compressed(void)
+{
+    const char *filters[] = {"gzip", "xz", "bzip2", "zstd"};
+    char names[12][32];
+    buf z[12];
+    member in[12];
+    int k = 0;
+    for (int o = 0; o < 3; o++) {
+        for (int i = 0; i < 4; i++, k++) {
+            buf inner = {0};
+            if (i < 3)
+                compress_to(&inner, filters[i], "", 0);
+            else
+                zstd_frame(&inner, "", 0, 3);
+            z[k] = (buf){0};
+            compress_to(&z[k], filters[o], inner.p, inner.n);
+            free(inner.p);
+            snprintf(names[k], sizeof names[k], "empty.%s.%s", filters[i], filters[o]);
+            CHECK_INT(test_write_file(tmp, names[k], z[k].p, z[k].n), 0);
+            in[k] = (member){names[k], z[k].p, z[k].n, 0};
+        }
+    }
+    write_archive("empty-twice.tar", "pax", "none", in, 12);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        for (int j = 0; j <= 12; j++) {
+            const char *name = j < 12 ? names[j] : "empty-twice.tar";
+            dsq_error err;
+            dsq_input *inp = open_with_gzip(by, name, &err);
+            if (!inp)
+                break;
+            CHECK_INT(count_empty_members(inp, name, by), j < 12 ? 1 : 12);
+            dsq_input_free(inp);
+        }
+    }
+    for (int j = 0; j < 12; j++)
+        free(z[j].p);
 }
 
 /* A stored zip member whose bytes do not match its CRC: its data, then an error. */
@@ -1032,6 +1247,7 @@ TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
           T(test_member_trailing_garbage), T(test_twice_compressed_members),
-          T(test_tar_trailing_garbage),
+          T(test_tar_trailing_garbage), T(test_xz_trailing_bytes), T(test_xz_member_trailing_bytes),
+          T(test_tar_xz_trailing_garbage), T(test_empty_twice_compressed),
           T(test_zip_bad_crc), T(test_zip_bad_crc_after_gz_member), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
