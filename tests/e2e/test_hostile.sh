@@ -160,7 +160,13 @@ expect_problem "gzip trailing garbage in a tar member: named with archive, membe
 expect_problem "bzip2 trailing garbage in a tar member: named with archive, member and reason" "run.tar: node2.log.bz2" "trailing garbage after the bzip2 data"
 expect_not_contains "gzip zero padding in a tar member is no problem" "node4.log.gz" "$ERR"
 expect_problem "garbage after a tar's end: named with the reason and offset" "tarend.tar:" "after the tar's end-of-archive marker (at byte 10240 of the tar)"
-expect_problem "garbage after a tar's end inside a tar.gz: named with the reason and offset" "tarend.tar.gz:" "after the tar's end-of-archive marker (at byte 10240 of the tar)"
+# (a build that reads gzip through libarchive, DSQ_ISAL=OFF, cannot see past the marker
+# inside the gzip stream: libarchive stops there; the tar's content is indexed all the same)
+if "$DSQ" --version | grep -q "gzip: zlib (libarchive)"; then
+    echo "skip: garbage after a tar's end inside a tar.gz (gzip read through libarchive)"
+else
+    expect_problem "garbage after a tar's end inside a tar.gz: named with the reason and offset" "tarend.tar.gz:" "after the tar's end-of-archive marker (at byte 10240 of the tar)"
+fi
 expect_not_contains "gzip zero padding is no problem" "padded.log.gz" "$ERR"
 expect_not_contains "two gzip members are no problem" "twomembers.log.gz" "$ERR"
 expect_eq "gzip trailing garbage: everything readable is indexed, compressed members too" "good.log,-,2
