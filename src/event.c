@@ -525,20 +525,17 @@ int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t 
     for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
         if (dsq_varint_get(&p, end, &len[i]))
             return DSQ_EFORMAT;
-    /* the columns' lengths, kept in their `end` until the starts are known */
-    uint64_t total = 0;
+    /* the columns' lengths are read twice: to check that all parts fit, then to
+     * place each column after the streams */
+    const unsigned char *lens = p;
+    uint64_t total = 0, l;
     for (uint32_t i = 0; i < it->ncols; i++) {
-        uint64_t l;
         if (dsq_varint_get(&p, end, &l) || l > (uint64_t)(end - p))
             return DSQ_EFORMAT;
-        it->col[i].end = (const unsigned char *)(uintptr_t)l;
         total += l;
     }
-    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++) {
-        if (len[i] > (uint64_t)(end - p))
-            return DSQ_EFORMAT;
-        total += len[i];
-    }
+    for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
+        total += len[i] > (uint64_t)(end - p) ? (uint64_t)(end - p) + 1 : len[i];
     if (total > (uint64_t)(end - p))
         return DSQ_EFORMAT;
     for (int i = 0; i < DSQ_BLOCK_STREAMS; i++) {
@@ -546,7 +543,7 @@ int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t 
         it->end[i] = p += len[i];
     }
     for (uint32_t i = 0; i < it->ncols; i++) {
-        size_t l = (size_t)(uintptr_t)it->col[i].end;
+        dsq_varint_get(&lens, end, &l); /* read and checked above */
         it->col[i].p = p;
         it->col[i].end = p += l;
         it->col[i].e = 7;

@@ -33,6 +33,29 @@ static void xz_stream(test_buf *out, const void *data, size_t n)
 
 static int has(const result *r, const char *what) { return strstr(r->err.msg, what) != NULL; }
 
+/* n bytes of log text (seed), one xz stream of them, and a decoder. */
+typedef struct xz_case {
+    size_t n;
+    char *t;
+    test_buf z;
+    dsq_unxz *x;
+} xz_case;
+
+static xz_case xz_case_new(size_t n, int seed)
+{
+    xz_case c = {n, test_log_text(n, seed), {0}, NULL};
+    xz_stream(&c.z, c.t, n);
+    CHECK_INT(dsq_unxz_new(&c.x), 0);
+    return c;
+}
+
+static void xz_case_free(xz_case *c)
+{
+    dsq_unxz_free(c->x);
+    free(c->z.p);
+    free(c->t);
+}
+
 /* Three streams (one empty) with padding of 4 and 8 zero bytes between them and 3
  * after, read as one stream whatever the block and output sizes: the stream ends
  * after the last one (the zero bytes after it are for the caller to judge). */
@@ -123,23 +146,16 @@ static void test_bytes_after_the_stream(void)
  * could be decoded, which is a prefix of the data. */
 static void test_cut_at_every_byte(void)
 {
-    size_t n = 3000;
-    char *t = test_log_text(n, 13);
-    test_buf z = {0};
-    xz_stream(&z, t, n);
-    dsq_unxz *x = NULL;
-    CHECK_INT(dsq_unxz_new(&x), 0);
-    for (size_t cut = 0; cut < z.n; cut++) {
+    xz_case c = xz_case_new(3000, 13);
+    for (size_t cut = 0; cut < c.z.n; cut++) {
         result r = {0};
-        decode(x, z.p, cut, cut % 2 ? 1 : 4096, 4096, SIZE_MAX, &r);
+        decode(c.x, c.z.p, cut, cut % 2 ? 1 : 4096, 4096, SIZE_MAX, &r);
         CHECK(r.rc < 0);
         CHECK_INT(r.ended, 0);
-        CHECK(r.out.n <= n && (r.out.n == 0 || memcmp(r.out.p, t, r.out.n) == 0));
+        CHECK(r.out.n <= c.n && (r.out.n == 0 || memcmp(r.out.p, c.t, r.out.n) == 0));
         free(r.out.p);
     }
-    dsq_unxz_free(x);
-    free(z.p);
-    free(t);
+    xz_case_free(&c);
 }
 
 /* A flipped byte in the compressed data, input that is no xz behind the magic
@@ -147,18 +163,17 @@ static void test_cut_at_every_byte(void)
  * so (the source's own), repeated by every later read. */
 static void test_damage(void)
 {
-    size_t n = 100000;
-    char *t = test_log_text(n, 17);
-    test_buf z = {0};
-    xz_stream(&z, t, n);
-    dsq_unxz *x = NULL;
-    CHECK_INT(dsq_unxz_new(&x), 0);
-    z.p[z.n / 2] ^= 0x55;
+    xz_case c = xz_case_new(100000, 17);
+    size_t n = c.n;
+    char *t = c.t;
+    test_buf *z = &c.z;
+    dsq_unxz *x = c.x;
+    z->p[z->n / 2] ^= 0x55;
     result r = {0};
-    decode(x, z.p, z.n, 4096, 4096, SIZE_MAX, &r);
+    decode(x, z->p, z->n, 4096, 4096, SIZE_MAX, &r);
     CHECK(r.rc < 0 && has(&r, "xz: corrupted input data (compressed offset"));
     free(r.out.p);
-    z.p[z.n / 2] ^= 0x55;
+    z->p[z->n / 2] ^= 0x55;
     static const char junk[] = "\xFD" "7zXZ\0 junk junk junk", text[] = "no xz at all, just text";
     const char *fakes[] = {junk, text};
     const size_t len[] = {sizeof junk - 1, sizeof text - 1};
@@ -172,27 +187,22 @@ static void test_damage(void)
         free(f.out.p);
     }
     result s = {0};
-    decode(x, z.p, z.n, 1000, 1 << 16, z.n / 2, &s);
+    decode(x, z->p, z->n, 1000, 1 << 16, z->n / 2, &s);
     CHECK(s.rc < 0);
     CHECK_STR(s.err.msg, "the source broke");
     CHECK(s.out.n < n && memcmp(s.out.p, t, s.out.n) == 0);
     free(s.out.p);
-    dsq_unxz_free(x);
-    free(z.p);
-    free(t);
+    xz_case_free(&c);
 }
 
 /* Once a stream's first bytes are decoded (liblzma allocates its decoder and
  * dictionary there), reading the rest allocates nothing. */
 static void test_reads_allocate_nothing(void)
 {
-    size_t n = 3000000;
-    char *t = test_log_text(n, 19);
-    test_buf z = {0};
-    xz_stream(&z, t, n);
-    dsq_unxz *x = NULL;
-    CHECK_INT(dsq_unxz_new(&x), 0);
-    test_source s = {(const unsigned char *)z.p, z.n, 0, 65536, SIZE_MAX};
+    xz_case c = xz_case_new(3000000, 19);
+    size_t n = c.n;
+    dsq_unxz *x = c.x;
+    test_source s = {(const unsigned char *)c.z.p, c.z.n, 0, 65536, SIZE_MAX};
     unsigned char *o = malloc(65536);
     unsigned long at_start = allocs;
     dsq_unxz_start(x, test_pull, &s);
@@ -208,9 +218,7 @@ static void test_reads_allocate_nothing(void)
     CHECK(reads > 10);
     CHECK_INT(allocs - before, 0);
     free(o);
-    dsq_unxz_free(x);
-    free(z.p);
-    free(t);
+    xz_case_free(&c);
 }
 
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
