@@ -67,6 +67,7 @@ typedef struct exec {
     int single;           /* one index: group keys are its dictionary ids (no gdict) */
     struct acc_block *acc_blocks; /* where the groups' accumulators live */
     int time_nodes;       /* the where clause tests time */
+    dsq_pairs *pairs;     /* reads chunks (with need_values) */
     dsq_error *err;
     /* the index being read */
     dsq_store *st;
@@ -642,38 +643,31 @@ typedef struct roll_ctx {
     const dsq_series_rec *rec;
 } roll_ctx;
 
-static int roll_values(void *ctx, const void *data, size_t n)
+static int roll_values(void *ctx, const int64_t *t, const double *v, size_t n)
 {
     roll_ctx *rc = ctx;
     exec *x = rc->x;
     const dsq_query *q = x->q;
-    dsq_chunk_iter it;
-    int64_t t;
-    double v;
-    int r;
     uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
     for (int i = 0; i < q->nby; i++)
         key[i] = key_part(x, i, &rc->k, &rc->ev);
-    dsq_chunk_iter_init(&it, data, n);
-    acc *a = NULL; /* without `every`, one group for the whole chunk */
-    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
-        rc->ev.t_us = t;
+    acc *a = NULL; /* without `every`, one group for the whole batch */
+    for (size_t j = 0; j < n; j++) {
+        rc->ev.t_us = t[j];
         if (x->time_nodes && !eval(x, q->where, &rc->k, &rc->ev))
             continue;
         if (q->every_us || !a) {
             if (q->every_us)
-                key[q->nby] = bucket_of(q, t);
+                key[q->nby] = bucket_of(q, t[j]);
             group *g = group_for(x, key);
             if (!g)
                 return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory grouping");
             a = &g->accs[rc->agg];
         }
-        if (add_value(a, q->aggs[rc->agg].fn, v, rc->rec->unit, t))
+        if (add_value(a, q->aggs[rc->agg].fn, v[j], rc->rec->unit, t[j]))
             return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory for percentiles");
     }
-    return r < 0 ? dsq_error_set(x->err, DSQ_EINDEX, "damaged rollup chunk (source %u)",
-                                 rc->k.source)
-                 : 0;
+    return 0;
 }
 
 static int roll_series(void *ctx, const dsq_series_key *sk, const dsq_series_rec *rec)
@@ -689,8 +683,14 @@ static int roll_series(void *ctx, const dsq_series_key *sk, const dsq_series_rec
     if (!x->time_nodes && q->where >= 0 && !eval(x, q->where, &rc->k, &rc->ev))
         return 0;
     int counting = !q->aggs[rc->agg].field[0];
-    if (x->need_values && !counting)
-        return dsq_store_scan_chunks(x->st, sk, rec, roll_values, rc, x->err);
+    if (x->need_values && !counting) {
+        /* a percentile alone needs no times */
+        int fn = q->aggs[rc->agg].fn;
+        int times = q->every_us || x->time_nodes || fn == DSQ_AGG_FIRST || fn == DSQ_AGG_LAST;
+        if (!x->pairs && dsq_pairs_new(&x->pairs))
+            return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading rollups");
+        return dsq_pairs_scan(x->pairs, x->st, sk, rec, times, roll_values, rc, x->err);
+    }
     uint64_t key[DSQ_Q_MAX_BY + 1] = {0};
     for (int i = 0; i < q->nby; i++)
         key[i] = key_part(x, i, &rc->k, &rc->ev);
@@ -1079,6 +1079,7 @@ static int run_store(exec *x, int lines_query, int scan_only)
 
 static void exec_free(exec *x)
 {
+    dsq_pairs_free(x->pairs);
     for (size_t i = 0; i < x->ngroups; i++)
         for (int a = 0; a < x->q->naggs; a++)
             free(x->groups[i].accs[a].vals);

@@ -1,13 +1,19 @@
 /* Rollups (see rollup.h).
  *
- * Chunk encoding (schema 3). A chunk is a run of segments, each
+ * Chunk encoding (schema 8). A chunk is a run of segments, each
  *   header       byte k << 4 | E, then the count of its pairs (1..65535) in two
- *                bytes, little-endian
- *   per pair     time: zigzag varint of the change of the time step, in units of
- *                10^k (k is 6, 3 or 0: every time of the segment is a multiple of
- *                10^k, as logs print seconds or milliseconds; DSQ_TIME_NONE is not).
- *                Times are 64-bit two's complement, the step before the first is 0
- *                and the time before it 0, so the first pair holds its whole time.
+ *                bytes, little-endian; when k is 15 (pairs by event, below) the
+ *                varint of the event kind follows
+ *   per pair     time, k < 15: zigzag varint of the change of the time step, in
+ *                units of 10^k (k is 6, 3 or 0: every time of the segment is a
+ *                multiple of 10^k, as logs print seconds or milliseconds;
+ *                DSQ_TIME_NONE is not). Times are 64-bit two's complement, the
+ *                step before the first is 0 and the time before it 0, so the first
+ *                pair holds its whole time.
+ *                time, k = 15: the varint of the pair's event number minus the
+ *                previous pair's (0 before the first): its event is that one of
+ *                the kind's events with fields in the same (run, host, rank,
+ *                source), whose times the kind's count series keeps (see below).
  *                value, E < 7: every value of the segment is m / 10^E exactly, with
  *                |m| < 2^53; the zigzag varint of m minus the previous m (0 first).
  *                value, E = 7: each value on its own: a decimal m / 10^e (e < 7) as
@@ -15,15 +21,26 @@
  *                byte 7 | z << 3 and, when z < 8, the varint of x >> 8z, where x is
  *                the value's bits XOR the previous value's bits and z the count of
  *                x's low zero bytes (doubles printed from floats end in zero bytes).
+ *                E = 8 (k < 15): no value; the chunks of a kind's count series
+ *                hold only times, one per event of that kind with fields.
  * Pairs are encoded as they come: a segment's k and E are those of its first pair
  * (E at least the previous segment's), and a pair whose time or value does not fit
  * them starts a new segment. E only grows and ends at 7, so a chunk has few
  * segments, and the builder holds encoded bytes only (no pairs waiting).
- * Every segment starts afresh (times, steps and values from 0). Decoding computes
- * m / 10^e as the encoder checked it, so every double comes back bit for bit; every
- * byte is checked against the chunk's end. Steady step times and slowly moving
- * values take one or two bytes each, so chunks are stored without zstd unless
- * they are big (store.c).
+ * Every segment starts afresh (times, steps, event numbers and values from 0).
+ * Decoding computes m / 10^e as the encoder checked it, so every double comes back
+ * bit for bit; every byte is checked against the chunk's end. Steady step times
+ * and slowly moving values take one or two bytes each, so chunks are stored
+ * without zstd unless they are big (store.c).
+ *
+ * Times by event. An event's fields (about five of DeepSpeed's or HF's lines) all
+ * have the event's time: stored with each field's values it was a third to a half
+ * of the chunks' bytes after zstd. So the times of a kind's events with fields
+ * are kept once, in its count series, and a field series' values from events of
+ * that kind (the kind of its first value) say which event they came from: one
+ * byte, nearly always the same, which zstd all but removes. Values from events of
+ * another kind keep their times (k < 15). Queries that need no times (percentiles)
+ * read only the values.
  *
  * The builder keeps one source's series in an open-addressing table keyed by
  * (field, host, rank); each series has a summary and a chunk that is written out
@@ -44,6 +61,8 @@
 /* bytes one encoded pair takes at most: time varint, then a value's tag byte and varint */
 #define PAIR_MAX (2 * DSQ_VARINT_MAX + 1)
 #define SEG_HDR 3
+/* a segment header with its kind (pairs by event) */
+#define SEG_HDR_MAX (SEG_HDR + DSQ_VARINT_MAX)
 #define SEG_PAIRS 65535
 /* A chunk is written once its encoded bytes reach this: big values waste little of
  * their last LMDB overflow page (zstd packs them further, store.c). */
@@ -125,6 +144,8 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 /* --- chunks ------------------------------------------------------------------ */
 
 /* Rarely taken paths of the per-value code, kept out of its registers and lines. */
+#define K_BY_EVENT 15 /* a segment's k: pairs by event number (see the top) */
+#define E_NONE 8      /* a segment's E: no values (a kind's times) */
 #define COLD __attribute__((noinline, cold))
 
 static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
@@ -206,31 +227,36 @@ static void close_segment(dsq_chunk *c)
     c->seg_n = 0;
 }
 
-/* Starts a segment for the pair (pt, v): its k and E are those of the pair; *m is
- * v's mantissa at E when E < 7. */
-COLD static void open_segment(dsq_chunk *c, const pair_time *pt, double v,
+/* Starts a segment of time scale k (K_BY_EVENT: pairs by event of `kind`) for the
+ * value v of form f (NULL: times alone); *m is v's mantissa at E when E < 7. */
+COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, double v,
                               const dsq_num_form *f, int64_t *m)
 {
     int vm = c->seg_n && c->vm < 7 ? c->vm : 0; /* E only grows within a chunk */
     close_segment(c);
-    if (f->e < 0) {
+    if (!f) {
+        vm = E_NONE;
+    } else if (f->e < 0) {
         vm = 7;
     } else if (f->e >= vm || !fits_form(v, f, vm, m)) {
         vm = f->e;
         *m = f->m; /* the test at e rounds to dsq_ev_decimal's m */
     }
-    c->k = (uint8_t)pt->k;
+    c->k = (uint8_t)k;
     c->vm = (uint8_t)vm;
+    c->kind = kind;
     c->x = c->dx = c->m = c->bits = 0;
     c->seg_at = c->len;
-    c->buf[c->len] = (unsigned char)(c->k << 4 | c->vm);
+    c->buf[c->len] = (unsigned char)(k << 4 | vm);
     c->len += SEG_HDR;
+    if (k == K_BY_EVENT)
+        c->len = (size_t)(dsq_varint_put(c->buf + c->len, kind) - c->buf);
 }
 
 /* Room for one more pair and a segment header. 0 or DSQ_ENOMEM. */
 COLD static int chunk_grow(dsq_chunk *c)
 {
-    size_t need = c->len + SEG_HDR + PAIR_MAX;
+    size_t need = c->len + SEG_HDR_MAX + PAIR_MAX;
     size_t cap = c->cap ? c->cap * 2 : 256;
     unsigned char *n = realloc(c->buf, cap > need ? cap : need);
     if (!n)
@@ -240,39 +266,96 @@ COLD static int chunk_grow(dsq_chunk *c)
     return 0;
 }
 
+/* Whether v (bits vb, form f) fits the open segment's value form, *m set to its
+ * mantissa there; the value of the pair before, again (a steady learning rate),
+ * has the same mantissa. */
+static inline int value_fits(const dsq_chunk *c, double v, uint64_t vb, const dsq_num_form *f,
+                             int64_t *m)
+{
+    if (c->vm >= 7)
+        return c->vm == 7;
+    if (vb == c->last_bits) {
+        *m = (int64_t)c->m;
+        return 1;
+    }
+    return fits_form(v, f, c->vm, m);
+}
+
+/* Writes v (bits vb, mantissa m in the segment's form) at p after its pair's time.
+ * The state is read and written before the bytes go out (byte stores may alias it). */
+static inline unsigned char *put_value(dsq_chunk *c, unsigned char *p, double v, uint64_t vb,
+                                       int64_t m, const dsq_num_form *f)
+{
+    int vm = c->vm;
+    uint64_t dm = (uint64_t)m - c->m;
+    if (vm < 7)
+        c->m = (uint64_t)m;
+    c->last_bits = vb;
+    c->seg_n++;
+    c->count++;
+    if (vm == 7)
+        return put_value_alone(p, v, f, &c->bits);
+    return dsq_varint_put(p, dsq_zigzag((int64_t)dm));
+}
+
 /* dsq_chunk_add with the pair's time found (pair_time_of) and v's form f. Inline in
  * the builder's loop over an event's fields: one call per value cost more than its
  * common path (a pair that fits its segment). */
 __attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const pair_time *pt,
                                                            double v, const dsq_num_form *f)
 {
-    if (c->len + SEG_HDR + PAIR_MAX > c->cap && chunk_grow(c))
+    if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
         return DSQ_ENOMEM;
     int64_t m = 0;
     uint64_t vb;
     memcpy(&vb, &v, 8);
-    /* a segment holds times of its scale and values of its form; the value of the
-     * pair before, again (a steady learning rate), has the same mantissa */
-    if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k ||
-        (c->vm < 7 && (vb == c->last_bits ? (m = (int64_t)c->m, 0) : !fits_form(v, f, c->vm, &m))))
-        open_segment(c, pt, v, f, &m);
-    /* the state is read and written before the bytes go out (byte stores may alias it) */
-    int vm = c->vm;
-    unsigned char *buf = c->buf, *p = buf + c->len;
-    uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx, dm = (uint64_t)m - c->m;
+    /* a segment holds times of its scale and values of its form */
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k || !value_fits(c, v, vb, f, &m))
+        open_segment(c, pt->k, 0, v, f, &m);
+    uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx;
     c->x = x;
     c->dx = dx;
-    if (vm < 7)
-        c->m = (uint64_t)m;
-    c->last_bits = vb;
+    unsigned char *buf = c->buf, *p = buf + c->len;
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)ddx));
+    c->len = (size_t)(put_value(c, p, v, vb, m, f) - buf);
+    return 0;
+}
+
+/* chunk_put of a value of event number `event` among the events of `kind` (with
+ * fields) of the series' run, host, rank and source: its time is that event's. */
+__attribute__((always_inline)) static inline int chunk_put_by_event(dsq_chunk *c, uint32_t kind,
+                                                                    uint64_t event, double v,
+                                                                    const dsq_num_form *f)
+{
+    if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
+        return DSQ_ENOMEM;
+    int64_t m = 0;
+    uint64_t vb;
+    memcpy(&vb, &v, 8);
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || c->k != K_BY_EVENT || c->kind != kind ||
+        !value_fits(c, v, vb, f, &m))
+        open_segment(c, K_BY_EVENT, kind, v, f, &m);
+    uint64_t d = event - c->x;
+    c->x = event;
+    unsigned char *buf = c->buf, *p = buf + c->len;
+    p = dsq_varint_put(p, d);
+    c->len = (size_t)(put_value(c, p, v, vb, m, f) - buf);
+    return 0;
+}
+
+/* Appends the time of a kind's next event with fields to its count series' chunk. */
+static int chunk_put_time(dsq_chunk *c, const pair_time *pt)
+{
+    if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
+        return DSQ_ENOMEM;
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k || c->vm != E_NONE)
+        open_segment(c, pt->k, 0, 0, NULL, NULL);
+    uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx;
+    c->x = x;
+    c->dx = dx;
     c->seg_n++;
     c->count++;
-    p = dsq_varint_put(p, dsq_zigzag((int64_t)ddx));
-    if (vm == 7)
-        p = put_value_alone(p, v, f, &c->bits);
-    else
-        p = dsq_varint_put(p, dsq_zigzag((int64_t)dm));
-    c->len = (size_t)(p - buf);
+    c->len = (size_t)(dsq_varint_put(c->buf + c->len, dsq_zigzag((int64_t)ddx)) - c->buf);
     return 0;
 }
 
@@ -299,7 +382,7 @@ void dsq_chunk_free(dsq_chunk *c)
     memset(c, 0, sizeof *c);
 }
 
-_Static_assert(DSQ_CHUNK_ONE_MAX >= SEG_HDR + PAIR_MAX, "room for one pair");
+_Static_assert(DSQ_CHUNK_ONE_MAX >= SEG_HDR_MAX + PAIR_MAX, "room for one pair");
 
 size_t dsq_chunk_one(unsigned char *out, int64_t t, double v)
 {
@@ -323,11 +406,20 @@ static int next_segment(dsq_chunk_iter *it)
     if (it->end - it->p < SEG_HDR)
         return -1;
     unsigned hdr = it->p[0], count = it->p[1] | (unsigned)it->p[2] << 8;
+    unsigned k = hdr >> 4, e = hdr & 15;
     it->p += SEG_HDR;
-    if ((hdr >> 4) > 6 || (hdr & 15) > 7 || count == 0)
+    if ((k > 6 && k != K_BY_EVENT) || e > E_NONE || (k == K_BY_EVENT && e == E_NONE) || count == 0)
         return -1;
-    it->scale = time_scale[hdr >> 4];
-    it->vmode = (uint8_t)(hdr & 15);
+    it->by_event = k == K_BY_EVENT;
+    if (it->by_event) {
+        uint64_t kind;
+        if (dsq_varint_get(&it->p, it->end, &kind) || kind > UINT32_MAX)
+            return -1;
+        it->kind = (uint32_t)kind;
+    } else {
+        it->scale = time_scale[k];
+    }
+    it->vmode = (uint8_t)e;
     it->left = (uint32_t)count;
     it->x = it->dx = it->m = it->bits = 0;
     return 0;
@@ -363,10 +455,17 @@ int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v)
     }
     if (dsq_varint_get(&it->p, it->end, &dd))
         return DSQ_EFORMAT;
-    it->dx += (uint64_t)dsq_unzigzag(dd);
-    it->x += it->dx;
-    *t = (int64_t)(it->x * (uint64_t)it->scale);
-    if (it->vmode == 7) {
+    if (it->by_event) {
+        it->x += dd;
+        *t = DSQ_TIME_NONE;
+    } else {
+        it->dx += (uint64_t)dsq_unzigzag(dd);
+        it->x += it->dx;
+        *t = (int64_t)(it->x * (uint64_t)it->scale);
+    }
+    if (it->vmode == E_NONE) {
+        *v = 0;
+    } else if (it->vmode == 7) {
         if (get_value_alone(it, v))
             return DSQ_EFORMAT;
     } else {
@@ -385,6 +484,8 @@ typedef struct open_series {
     uint32_t field, host; /* field 0: a free slot */
     int32_t rank;
     uint32_t nchunks;
+    uint32_t by_kind;     /* a field's: 1 + the kind whose events its values name (0: none yet) */
+    uint64_t nevents;     /* a kind's: its events with fields so far (their times: the chunk) */
     dsq_series_rec rec;
     dsq_chunk chunk;
 } open_series;
@@ -645,6 +746,17 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     int64_t t = ev->t_us;
     pair_time pt;
     pair_time_of(&pt, t);
+    /* the event's time, once, in its kind's series (before the fields' series are
+     * found: a new one may move the table) */
+    uint64_t event = s->nevents++;
+    if (chunk_put_time(&s->chunk, &pt))
+        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+    if (s->chunk.len >= CHUNK_BYTES) {
+        int rc = write_chunk(r, s, err);
+        if (rc)
+            return rc;
+    }
+    uint32_t by_kind = (uint32_t)ev->kind + 1;
     for (int i = 0; i < nf; i++) {
         const dsq_field *f = &ev->f[i];
         if (!f->name || !(s = series_memo(r, ms, 1 + i, f->name)))
@@ -658,7 +770,10 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
             form = &conv;
         }
         dsq_series_add(&s->rec, t, v, f->unit);
-        if (chunk_put(&s->chunk, &pt, v, form))
+        if (!s->by_kind)
+            s->by_kind = by_kind;
+        if (s->by_kind == by_kind ? chunk_put_by_event(&s->chunk, ev->kind, event, v, form)
+                                  : chunk_put(&s->chunk, &pt, v, form))
             return dsq_error_set(err, DSQ_ENOMEM, "rollups");
         if (s->chunk.len >= CHUNK_BYTES) {
             int rc = write_chunk(r, s, err);
@@ -671,8 +786,10 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
 
 /* Writes the summaries (see dsq_rollup_finish). At the end of a source, a series
  * without chunks so far keeps its pairs in its own record when they are few
- * (store.h): none for one value, else its chunk up to OWN_PAIRS_BYTES. Before an
- * intermediate commit its chunk is written out, as more values may follow. */
+ * (store.h): none for a field's one value, else its chunk up to OWN_PAIRS_BYTES (a
+ * kind's times also when there is one: its summary's times span every event of
+ * the kind). Before an intermediate commit its chunk is written out, as more
+ * values may follow. */
 static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 {
     int rc = 0;
@@ -681,12 +798,13 @@ static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
         const void *pairs = NULL;
         size_t n = 0;
         if (at_end && s->nchunks == 0 && s->chunk.count) {
+            int times = s->field >= DSQ_SERIES_KIND_BASE;
             dsq_chunk_finish(&s->chunk);
-            if (s->chunk.count > 1 && s->chunk.len <= OWN_PAIRS_BYTES) {
+            if ((s->chunk.count > 1 || times) && s->chunk.len <= OWN_PAIRS_BYTES) {
                 pairs = s->chunk.buf;
                 n = s->chunk.len;
             }
-            if (s->chunk.count == 1 || n)
+            if ((s->chunk.count == 1 && !times) || n)
                 dsq_chunk_reset(&s->chunk);
         }
         if (!(rc = write_chunk(r, s, err))) {
@@ -705,3 +823,155 @@ static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err) { return put_summaries(r, 0, err); }
 
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err) { return put_summaries(r, 1, err); }
+
+/* --- reading a series' pairs ------------------------------------------------------ */
+
+#define PAIRS_BATCH 256
+
+struct dsq_pairs {
+    int64_t *times; /* the times of the kind series tkey (tvalid) */
+    size_t ntimes, tcap;
+    dsq_series_key tkey;
+    int tvalid;
+    unsigned char *rest; /* a chunk's unread bytes, moved there while times are read */
+    size_t rest_cap;
+    int64_t bt[PAIRS_BATCH];
+    double bv[PAIRS_BATCH];
+    /* the scan under way */
+    dsq_store *st;
+    const dsq_series_key *sk;
+    int with_times;
+    dsq_pairs_fn fn;
+    void *ctx;
+    dsq_error *err;
+};
+
+int dsq_pairs_new(dsq_pairs **out)
+{
+    return (*out = calloc(1, sizeof **out)) ? 0 : DSQ_ENOMEM;
+}
+
+void dsq_pairs_free(dsq_pairs *pr)
+{
+    if (!pr)
+        return;
+    free(pr->times);
+    free(pr->rest);
+    free(pr);
+}
+
+static int damaged(dsq_pairs *pr)
+{
+    return dsq_error_set(pr->err, DSQ_EINDEX, "damaged rollup chunk (source %u)", pr->sk->source);
+}
+
+/* A chunk of a kind's times: appended to pr->times. */
+static int on_times(void *ctx, const void *data, size_t n)
+{
+    dsq_pairs *pr = ctx;
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (it.by_event)
+            return damaged(pr);
+        if (pr->ntimes == pr->tcap) {
+            size_t cap = pr->tcap ? pr->tcap * 2 : 1024;
+            int64_t *nt = realloc(pr->times, cap * sizeof *nt);
+            if (!nt)
+                return dsq_error_set(pr->err, DSQ_ENOMEM, "out of memory reading times");
+            pr->times = nt;
+            pr->tcap = cap;
+        }
+        pr->times[pr->ntimes++] = t;
+    }
+    return r < 0 ? damaged(pr) : 0;
+}
+
+/* Reads the times of `kind` in the scanned series' run, host, rank and source,
+ * after moving the unread bytes of the chunk `it` reads (the store's buffer they
+ * may be in is reused). */
+static int load_times(dsq_pairs *pr, dsq_chunk_iter *it, uint32_t kind)
+{
+    size_t rest = (size_t)(it->end - it->p);
+    if (it->p >= pr->rest && it->p <= pr->rest + pr->rest_cap) {
+        memmove(pr->rest, it->p, rest); /* moved before: the rest only shrinks */
+    } else {
+        if (rest > pr->rest_cap) {
+            unsigned char *nb = realloc(pr->rest, rest);
+            if (!nb)
+                return dsq_error_set(pr->err, DSQ_ENOMEM, "out of memory reading times");
+            pr->rest = nb;
+            pr->rest_cap = rest;
+        }
+        if (rest)
+            memcpy(pr->rest, it->p, rest);
+    }
+    it->p = pr->rest;
+    it->end = pr->rest + rest;
+    pr->tkey = *pr->sk;
+    pr->tkey.field = DSQ_SERIES_KIND_BASE + kind;
+    pr->ntimes = 0;
+    pr->tvalid = 0;
+    int status = dsq_store_scan_chunks(pr->st, &pr->tkey, NULL, on_times, pr, pr->err);
+    pr->tvalid = !status;
+    return status;
+}
+
+static int same_times(const dsq_pairs *pr, uint32_t kind)
+{
+    const dsq_series_key *a = &pr->tkey, *b = pr->sk;
+    return pr->tvalid && a->field == DSQ_SERIES_KIND_BASE + kind && a->run == b->run &&
+           a->host == b->host && a->rank == b->rank && a->source == b->source;
+}
+
+static int on_pairs(void *ctx, const void *data, size_t n)
+{
+    dsq_pairs *pr = ctx;
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r, status = 0;
+    size_t nb = 0;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (it.vmode == E_NONE)
+            return damaged(pr);
+        if (it.by_event && pr->with_times) {
+            if (it.kind >= DSQ_EV_KIND_COUNT)
+                return damaged(pr);
+            if (!same_times(pr, it.kind) && (status = load_times(pr, &it, it.kind)))
+                return status;
+            if (it.x >= pr->ntimes)
+                return damaged(pr);
+            t = pr->times[it.x];
+        }
+        pr->bt[nb] = t;
+        pr->bv[nb] = v;
+        if (++nb == PAIRS_BATCH) {
+            if ((status = pr->fn(pr->ctx, pr->bt, pr->bv, nb)))
+                return status;
+            nb = 0;
+        }
+    }
+    if (r < 0)
+        return damaged(pr);
+    return nb ? pr->fn(pr->ctx, pr->bt, pr->bv, nb) : 0;
+}
+
+int dsq_pairs_scan(dsq_pairs *pr, dsq_store *st, const dsq_series_key *k,
+                   const dsq_series_rec *rec, int with_times, dsq_pairs_fn fn, void *ctx,
+                   dsq_error *err)
+{
+    if (pr->st != st)
+        pr->tvalid = 0; /* times are of one index (its read snapshot) */
+    pr->st = st;
+    pr->sk = k;
+    pr->with_times = with_times;
+    pr->fn = fn;
+    pr->ctx = ctx;
+    pr->err = err;
+    return dsq_store_scan_chunks(st, k, rec, on_pairs, pr, err);
+}

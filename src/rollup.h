@@ -60,8 +60,10 @@ typedef struct dsq_chunk {
     /* the open segment (seg_n == 0: none) */
     size_t seg_at;      /* where its header is */
     uint32_t seg_n;     /* its pairs */
-    uint8_t k, vm;      /* its time scale 10^k and value form */
-    uint64_t x, dx, m, bits; /* the previous pair's scaled time, step, mantissa, bits */
+    uint8_t k, vm;      /* its time scale 10^k (15: pairs by event) and value form */
+    uint32_t kind;      /* the event kind of a segment of pairs by event */
+    uint64_t x, dx, m, bits; /* the previous pair's scaled time (or event number),
+                                step, mantissa, bits */
     uint64_t last_bits;      /* the previous pair's value's bits, in every form */
 } dsq_chunk;
 
@@ -72,22 +74,44 @@ void dsq_chunk_finish(dsq_chunk *c);
 void dsq_chunk_reset(dsq_chunk *c);
 void dsq_chunk_free(dsq_chunk *c);
 /* The chunk of the one pair (t, v) into out; its length (at most DSQ_CHUNK_ONE_MAX). */
-#define DSQ_CHUNK_ONE_MAX 32
+#define DSQ_CHUNK_ONE_MAX 40
 size_t dsq_chunk_one(unsigned char *out, int64_t t, double v);
 
 typedef struct dsq_chunk_iter {
     const unsigned char *p, *end;
     uint32_t left;    /* pairs left in the segment */
-    uint8_t vmode;    /* 0..6: every value is m / 10^vmode, m delta-coded; 7: each its own */
+    uint8_t vmode;    /* 0..6: every value is m / 10^vmode, m delta-coded; 7: each its own;
+                         8: no values (a kind's times) */
+    uint8_t by_event; /* the segment's pairs name their event (x) instead of a time */
+    uint32_t kind;    /* ... an event of this kind */
     int64_t scale;    /* times are x * scale */
-    uint64_t x, dx;   /* previous scaled time and its difference */
+    uint64_t x, dx;   /* previous scaled time (or event number) and its difference */
     uint64_t m;       /* previous mantissa (vmode < 7) */
     uint64_t bits;    /* previous value's bits (vmode 7) */
 } dsq_chunk_iter;
 
 void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n);
-/* 1 with *t and *v, 0 at the end, DSQ_EFORMAT when the chunk is damaged. */
+/* 1 with *t and *v, 0 at the end, DSQ_EFORMAT when the chunk is damaged. A pair of a
+ * segment by event has *t DSQ_TIME_NONE and its event number in it->x (of kind
+ * it->kind): dsq_pairs_scan looks its time up. A kind's times have *v 0. */
 int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v);
+
+/* --- reading a series' pairs ------------------------------------------------- */
+
+/* Reads field series' pairs with their times, looking up the times of values kept
+ * by event in their kind's count series (rollup.c). Keeps its buffers between
+ * series: one per query. */
+typedef struct dsq_pairs dsq_pairs;
+/* Up to some hundred pairs of one series at a time, in the series' order. */
+typedef int (*dsq_pairs_fn)(void *ctx, const int64_t *t, const double *v, size_t n);
+
+int dsq_pairs_new(dsq_pairs **out);
+void dsq_pairs_free(dsq_pairs *pr);
+/* Calls fn with the pairs of series k (rec: its summary, as scanned). with_times 0:
+ * values kept by event come with DSQ_TIME_NONE (their times are not read). */
+int dsq_pairs_scan(dsq_pairs *pr, dsq_store *st, const dsq_series_key *k,
+                   const dsq_series_rec *rec, int with_times, dsq_pairs_fn fn, void *ctx,
+                   dsq_error *err);
 
 /* --- the builder --------------------------------------------------------------- */
 

@@ -2033,7 +2033,7 @@ typedef struct chunk_scan {
     dsq_store_chunk_fn fn;
     void *ctx;
     dsq_error *err;
-    uint32_t source;
+    uint32_t field, source;
     unsigned char pre[DSQ_SERIES_KEY_LEN];
 } chunk_scan;
 
@@ -2053,7 +2053,7 @@ static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned c
 {
     if (n)
         return cs->fn(cs->ctx, p, n);
-    if (rec->count != 1)
+    if (rec->count != 1 || cs->field >= DSQ_SERIES_KIND_BASE) /* a kind's count: no pair */
         return 0;
     unsigned char one[DSQ_CHUNK_ONE_MAX]; /* one value: its pair is the summary's first */
     return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
@@ -2062,18 +2062,18 @@ static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned c
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err)
 {
-    chunk_scan cs = {fn, ctx, err, sk->source, {0}};
+    chunk_scan cs = {fn, ctx, err, sk->field, sk->source, {0}};
     series_key_pack(sk, cs.pre);
-    if (rec->nchunks)
+    if (rec && rec->nchunks)
         return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
                           "reading rollups", err);
-    if (st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
+    if (rec && st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
         return own_pairs(&cs, rec, st->vis_pairs, (size_t)st->vis_n);
-    /* looked up: the series is not being visited */
+    /* looked up: the series is not being visited (or its summary is not at hand) */
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
     MDB_val k, v;
-    int status, rc, own = 0;
+    int status, rc, own = 0, chunked = 0;
     if ((status = read_txn(st, &txn, &own, err)))
         return status == DSQ_EMPTY_INDEX ? 0 : status;
     if ((rc = mdb_cursor_open(txn, st->series, &c)) == 0 && (rc = group_at(c, cs.pre, &k, &v)) == 0) {
@@ -2083,7 +2083,9 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
         dsq_group_iter_init(&it, v.mv_data, v.mv_size);
         while ((got = dsq_group_next(&it, &e)) == 1 && !(e.rank == sk->rank && e.source == sk->source))
             ;
-        if (got == 1)
+        if (got == 1 && e.rec.nchunks)
+            chunked = 1; /* read below, this transaction's cursor closed */
+        else if (got == 1)
             status = own_pairs(&cs, &e.rec, e.pairs, e.npairs);
         else if (got < 0)
             status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup (source %u)", sk->source);
@@ -2094,6 +2096,9 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
         mdb_cursor_close(c);
     if (own)
         mdb_txn_abort(txn);
+    if (chunked && !status)
+        status = scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
+                            "reading rollups", err);
     return status;
 }
 

@@ -12,7 +12,7 @@
  *             source) order: per series, its dsq_series_rec and a small series'
  *             pairs (a chunk, rollup.h) when it has no chunks, packed (sergroup.h)
  *   chunks    series key (field, run, host, rank + 1, source), chunk seq (BE) ->
- *             (time, value) pairs of that series
+ *             (time, value) pairs of that series, or a kind's times (rollup.c)
  *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
  *             that field; an empty value while it is stale (a write touched the run
  *             and the run has not gone quiet yet: readers merge the series instead)
@@ -47,8 +47,9 @@
  * srcroll records listing fields and (host, rank) pairs, summaries and source
  * records packed; 5: series in groups, records of up to 64 series of one (field, run, host);
  * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
- * in columns (event.h) */
-#define DSQ_STORE_SCHEMA 7
+ * in columns (event.h); 8: a field's values name their event, whose time its kind's count
+ * series keeps (rollup.c) */
+#define DSQ_STORE_SCHEMA 8
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -179,9 +180,9 @@ int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *
  * and has the run rollups of their fields brought up to date (marked stale at the
  * commit, recomputed once the run goes quiet: dsq_store_runroll_update); each call
  * of it replaces the record with what was put since the last one. */
-/* A field series' pairs are either in nchunks chunk records (dsq_store_chunk_put),
- * or, with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when
- * it has one value (its pair is (first_t, first_v)). */
+/* A series' pairs are either in nchunks chunk records (dsq_store_chunk_put), or,
+ * with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when a
+ * field series has one value (its pair is (first_t, first_v)). */
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
                          const void *pairs, size_t n, dsq_error *err);
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, const void *data,
@@ -226,8 +227,10 @@ int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, u
  * needs field_lo == field_hi); the key's host is 0, rank -1, source 0. */
 int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
                            dsq_store_series_fn fn, void *ctx, dsq_error *err);
-/* The pairs of one field series (rec: its summary, as scanned), chunk by chunk in
- * order; a series kept in its record gives one chunk. */
+/* The pairs of one series (rec: its summary, as scanned; NULL: looked up), chunk
+ * by chunk in order; a series kept in its record gives one chunk. A kind's count
+ * series gives the times of its events with fields (rollup.c). Readers of field
+ * series go through dsq_pairs_scan (rollup.h), which finds their times. */
 typedef int (*dsq_store_chunk_fn)(void *ctx, const void *data, size_t n);
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err);

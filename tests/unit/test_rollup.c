@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dsq/dsq.h"
 #include "num.h"
@@ -332,8 +333,10 @@ static void test_cut_or_damaged_never_overruns(void)
             ;
         free(bad);
     }
-    /* a bad header: time scale past 10^6, form past 7, no pairs */
-    static const unsigned char h1[] = {7 << 4, 1, 0, 0, 0}, h2[] = {8, 1, 0, 0, 0}, h3[] = {0, 0, 0};
+    /* a bad header: time scale past 10^6 (not by event), form past 8 (no values), no
+     * pairs, by event without values, by event without its kind */
+    static const unsigned char h1[] = {7 << 4, 1, 0, 0, 0}, h2[] = {9, 1, 0, 0, 0}, h3[] = {0, 0, 0},
+                               h4[] = {15 << 4 | 8, 1, 0, 1, 0, 0}, h5[] = {15 << 4, 1, 0};
     int64_t t;
     double v;
     dsq_chunk_iter it;
@@ -342,6 +345,10 @@ static void test_cut_or_damaged_never_overruns(void)
     dsq_chunk_iter_init(&it, h2, sizeof h2);
     CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
     dsq_chunk_iter_init(&it, h3, sizeof h3);
+    CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
+    dsq_chunk_iter_init(&it, h4, sizeof h4);
+    CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
+    dsq_chunk_iter_init(&it, h5, sizeof h5);
     CHECK_INT(dsq_chunk_iter_next(&it, &t, &v), DSQ_EFORMAT);
     dsq_chunk_free(&c);
 }
@@ -361,20 +368,15 @@ typedef struct want {
     int n;
 } want;
 
-static int check_pairs(void *ctx, const void *data, size_t n)
+static int check_pairs(void *ctx, const int64_t *t, const double *v, size_t n)
 {
     want *w = ctx;
-    dsq_chunk_iter it;
-    int64_t t;
-    double v;
-    int r;
-    dsq_chunk_iter_init(&it, data, n);
-    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+    for (size_t j = 0; j < n; j++) {
         int i = w->k < 0 ? 1000 + w->n : w->k + NFIELDS * w->n; /* the event that made it */
-        w->s->bad += t != T0 + (int64_t)i * 1000000 || v != i * 0.5;
+        w->s->bad += t[j] != T0 + (int64_t)i * 1000000 || v[j] != i * 0.5;
         w->n++;
     }
-    return r;
+    return 0;
 }
 
 static int on_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
@@ -388,7 +390,11 @@ static int on_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *r
     s->bad += (int)rec->count != (k->source == 2 ? 3 : 2);
     dsq_error err;
     dsq_error_clear(&err);
-    int rc = dsq_store_scan_chunks(s->st, k, rec, check_pairs, &w, &err);
+    dsq_pairs *pr = NULL;
+    if (dsq_pairs_new(&pr))
+        return DSQ_ENOMEM;
+    int rc = dsq_pairs_scan(pr, s->st, k, rec, 1, check_pairs, &w, &err);
+    dsq_pairs_free(pr);
     s->bad += w.n != (int)rec->count;
     return rc;
 }
@@ -580,6 +586,189 @@ static void test_builder_forgets_memos_between_sources(void)
     builder_close(&fx);
 }
 
-TEST_MAIN(T(test_round_trip_bit_for_bit), T(test_builder_forgets_memos_between_sources), T(test_builder_grows_in_the_middle_of_an_event), T(test_chunk_bytes_as_first_written), T(test_steady_series_is_small), T(test_long_segment_splits),
+/* What a series' pairs should be: (t, v) of each value, in order. */
+typedef struct expect {
+    int64_t t[3][40000];
+    double v[3][40000];
+    int n[3];
+} expect;
+
+typedef struct got_pairs {
+    const expect *e;
+    int f, n, bad;
+    int by_event_none; /* with_times 0: values that came without their time */
+} got_pairs;
+
+static int on_got(void *ctx, const int64_t *t, const double *v, size_t n)
+{
+    got_pairs *g = ctx;
+    for (size_t j = 0; j < n; j++, g->n++) {
+        if (g->n >= g->e->n[g->f]) {
+            g->bad++;
+            continue;
+        }
+        g->bad += memcmp(&v[j], &g->e->v[g->f][g->n], 8) != 0;
+        if (t[j] == DSQ_TIME_NONE && g->e->t[g->f][g->n] != DSQ_TIME_NONE)
+            g->by_event_none++;
+        else
+            g->bad += t[j] != g->e->t[g->f][g->n];
+    }
+    return 0;
+}
+
+typedef struct pairs_check {
+    dsq_store *st;
+    uint32_t field[3];
+    const expect *e;
+    int with_times;
+    got_pairs got[3];
+    int status;
+} pairs_check;
+
+static int on_check_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    pairs_check *pc = ctx;
+    for (int f = 0; f < 3; f++) {
+        if (k->field != pc->field[f])
+            continue;
+        dsq_pairs *pr = NULL;
+        dsq_error err;
+        dsq_error_clear(&err);
+        if (dsq_pairs_new(&pr))
+            return DSQ_ENOMEM;
+        pc->got[f] = (got_pairs){pc->e, f, 0, 0, 0};
+        pc->status |= dsq_pairs_scan(pr, pc->st, k, rec, pc->with_times, on_got, &pc->got[f], &err);
+        dsq_pairs_free(pr);
+    }
+    return 0;
+}
+
+/* Fields a, b and c of DeepSpeed step events (a and b in most, c in every third,
+ * times irregular to the millisecond, some events without a time), and a also in
+ * memory events now and then; a checkpoint (an intermediate commit) in the middle
+ * and enough events for the kind's times to fill chunks. Every value comes back
+ * with its own time, bit for bit; read without times, the values from step events
+ * come without theirs (they are kept once, with the kind) and a's memory values
+ * with theirs. */
+static void test_values_name_their_event_times_kept_once(void)
+{
+    static expect e;
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), host = dsq_dict_intern(fx.d, "gpu1", 4);
+    uint32_t fa = dsq_dict_intern(fx.d, "a", 1), fb = dsq_dict_intern(fx.d, "b", 1),
+             fc = dsq_dict_intern(fx.d, "c", 1);
+    memset(&e, 0, sizeof e);
+    int64_t now = T0;
+    int from_memory = 0;
+    dsq_rollup_begin(fx.r, run, 1);
+    for (int i = 0; i < 36000; i++) {
+        now += 1000 + (int64_t)(rnd() % 5000) * 1000;
+        dsq_event ev = {.kind = DSQ_EV_DS_STEP, .t_us = i % 97 == 5 ? DSQ_TIME_NONE : now,
+                        .host = host, .rank = 3};
+        double x = (double)(rnd() % 100000) / 1000;
+        if (i % 50 == 7) { /* a memory event: a's value with its own time */
+            ev.kind = DSQ_EV_MEMORY;
+            from_memory++;
+        }
+        if (i % 3 != 2 || ev.kind == DSQ_EV_MEMORY)
+            ev.f[ev.nf++] = (dsq_field){fa, DSQ_U_NONE, x};
+        if (i % 3 != 2 && ev.kind != DSQ_EV_MEMORY)
+            ev.f[ev.nf++] = (dsq_field){fb, DSQ_U_NONE, x * 2};
+        if (i % 3 == 2 && ev.kind != DSQ_EV_MEMORY)
+            ev.f[ev.nf++] = (dsq_field){fc, DSQ_U_NONE, (double)i};
+        for (int j = 0; j < ev.nf; j++) {
+            int f = ev.f[j].name == fa ? 0 : ev.f[j].name == fb ? 1 : 2;
+            e.t[f][e.n[f]] = ev.t_us;
+            e.v[f][e.n[f]++] = ev.f[j].v;
+        }
+        CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
+        if (i == 20000)
+            CHECK_INT(dsq_rollup_checkpoint(fx.r, &fx.err), 0);
+    }
+    CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
+    CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
+    for (int with_times = 1; with_times >= 0; with_times--) {
+        pairs_check pc = {fx.st, {fa, fb, fc}, &e, with_times, {{0}}, 0};
+        CHECK_INT(dsq_store_scan_series(fx.st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_check_series, &pc,
+                                        &fx.err),
+                  0);
+        CHECK_INT(pc.status, 0);
+        for (int f = 0; f < 3; f++) {
+            CHECK_INT(pc.got[f].n, e.n[f]);
+            CHECK_INT(pc.got[f].bad, 0);
+        }
+        if (with_times) {
+            for (int f = 0; f < 3; f++)
+                CHECK_INT(pc.got[f].by_event_none, 0);
+        } else { /* all but a's memory values (and those without a time anyway) */
+            int timed_mem = 0;
+            for (int f = 0; f < 3; f++) {
+                int timed = 0;
+                for (int j = 0; j < e.n[f]; j++)
+                    timed += e.t[f][j] != DSQ_TIME_NONE;
+                if (f == 0)
+                    for (int i = 0; i < 36000; i++)
+                        timed_mem += i % 50 == 7 && i % 97 != 5;
+                CHECK_INT(pc.got[f].by_event_none, timed - (f == 0 ? timed_mem : 0));
+            }
+        }
+    }
+    CHECK(from_memory > 0);
+    builder_close(&fx);
+}
+
+static int on_nothing(void *ctx, const int64_t *t, const double *v, size_t n)
+{
+    (void)t;
+    (void)v;
+    *(size_t *)ctx += n;
+    return 0;
+}
+
+/* A series whose values name events its kind has no times for (a damaged index):
+ * read with times, the scan says the chunk is damaged, naming the source; read
+ * without times, its values still come. */
+static void test_event_without_its_time_is_damage(void)
+{
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), host = dsq_dict_intern(fx.d, "gpu1", 4);
+    uint32_t fa = dsq_dict_intern(fx.d, "a", 1);
+    /* two pairs by event of kind DS_STEP: events 0 and 5, values 1 and 2 (E 0) */
+    static const unsigned char pairs[] = {15 << 4, 2, 0, DSQ_EV_DS_STEP, 0, 2, 5, 2};
+    dsq_series_key k = {fa, run, host, 0, 9};
+    dsq_series_rec rec = {.count = 2, .sum = 3, .min = 1, .max = 2, .first_v = 1, .last_v = 2,
+                          .first_t = T0, .last_t = T0 + 5};
+    CHECK_INT(dsq_store_series_put(fx.st, &k, &rec, pairs, sizeof pairs, &fx.err), 0);
+    /* the kind's times: only one event's */
+    dsq_series_key kk = {DSQ_SERIES_KIND_BASE + DSQ_EV_DS_STEP, run, host, 0, 9};
+    dsq_series_rec krec = {.count = 1, .first_t = T0, .last_t = T0};
+    static const unsigned char one_time[] = {6 << 4 | 8, 1, 0, 0x80, 0x80, 0x01};
+    CHECK_INT(dsq_store_series_put(fx.st, &kk, &krec, one_time, sizeof one_time, &fx.err), 0);
+    CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
+    dsq_pairs *pr = NULL;
+    CHECK_INT(dsq_pairs_new(&pr), 0);
+    size_t n = 0;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_pairs_scan(pr, fx.st, &k, &rec, 1, on_nothing, &n, &err), DSQ_EINDEX);
+    CHECK(strstr(err.msg, "damaged rollup chunk (source 9)") != NULL);
+    n = 0;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_pairs_scan(pr, fx.st, &k, &rec, 0, on_nothing, &n, &err), 0);
+    CHECK_INT(n, 2);
+    dsq_pairs_free(pr);
+    builder_close(&fx);
+}
+
+TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_event_without_its_time_is_damage),
+          T(test_round_trip_bit_for_bit), T(test_builder_forgets_memos_between_sources), T(test_builder_grows_in_the_middle_of_an_event), T(test_chunk_bytes_as_first_written), T(test_steady_series_is_small), T(test_long_segment_splits),
           T(test_single_pairs),
           T(test_cut_or_damaged_never_overruns), T(test_builder_grows_then_writes_only_its_own))
