@@ -2,18 +2,24 @@
  *
  * Chunk encoding (schema 8). A chunk is a run of segments, each
  *   header       byte k << 4 | E, then the count of its pairs (1..65535) in two
- *                bytes, little-endian; when k is 15 (pairs by event, below) the
- *                varint of the event kind follows
+ *                bytes, little-endian
  *   per pair     time, k < 15: zigzag varint of the change of the time step, in
  *                units of 10^k (k is 6, 3 or 0: every time of the segment is a
  *                multiple of 10^k, as logs print seconds or milliseconds;
  *                DSQ_TIME_NONE is not). Times are 64-bit two's complement, the
  *                step before the first is 0 and the time before it 0, so the first
  *                pair holds its whole time.
- *                time, k = 15: the varint of the pair's event number minus the
- *                previous pair's (0 before the first): its event is that one of
- *                the kind's events with fields in the same (run, host, rank,
- *                source), whose times the kind's count series keeps (see below).
+ *                time, k = 14 (a run of events): none. The header goes on with the
+ *                varint of a kind and the varint of an event number e: the
+ *                segment's pairs are of e and the events after it, one by one.
+ *                time, k = 15 (pairs by event): the pair's event, the n-th of its
+ *                kind's events with fields in the same (run, host, rank, source),
+ *                whose times the kind's count series keeps (see below). A segment
+ *                names up to 3 kinds, slots 0..2 in the order they come; per pair
+ *                the varint zigzag(d) << 2 | slot, d the change of the step from
+ *                the slot's previous event number to this one (0 and 0 before
+ *                the first); slot 3 brings in a kind: the varint of the kind
+ *                follows and it takes the next slot, then d as for that slot.
  *                value, E < 7: every value of the segment is m / 10^E exactly, with
  *                |m| < 2^53; the zigzag varint of m minus the previous m (0 first).
  *                value, E = 7: each value on its own: a decimal m / 10^e (e < 7) as
@@ -35,12 +41,15 @@
  *
  * Times by event. An event's fields (about five of DeepSpeed's or HF's lines) all
  * have the event's time: stored with each field's values it was a third to a half
- * of the chunks' bytes after zstd. So the times of a kind's events with fields
- * are kept once, in its count series, and a field series' values from events of
- * that kind (the kind of its first value) say which event they came from: one
- * byte, nearly always the same, which zstd all but removes. Values from events of
- * another kind keep their times (k < 15). Queries that need no times (percentiles)
- * read only the values.
+ * of the chunks' bytes after zstd (times to the millisecond). So the times of a
+ * kind's events with fields are kept once, in its count series, and a field
+ * series' values say which event they came from: a chunk starts with runs of
+ * events (k 14: nothing per value), and once a value is not of the event after
+ * the one before (a field not in every event of its kind, or printed by lines of
+ * two kinds, as HF's and DeepSpeed's `epoch` taking turns) the rest of the chunk
+ * names each value's event (k 15: one byte, nearly always the same, which zstd
+ * all but removes). Queries that need no times (percentiles) read only the
+ * values.
  *
  * The builder keeps one source's series in an open-addressing table keyed by
  * (field, host, rank); each series has a summary and a chunk that is written out
@@ -144,7 +153,9 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 /* --- chunks ------------------------------------------------------------------ */
 
 /* Rarely taken paths of the per-value code, kept out of its registers and lines. */
-#define K_BY_EVENT 15 /* a segment's k: pairs by event number (see the top) */
+#define K_RUN 14      /* a segment's k: pairs of a run of events (see the top) */
+#define K_BY_EVENT 15 /* a segment's k: pairs by event number */
+#define SLOT_NEW 3    /* a pair by event whose kind comes next (slots 0..2 named) */
 #define E_NONE 8      /* a segment's E: no values (a kind's times) */
 #define COLD __attribute__((noinline, cold))
 
@@ -227,9 +238,10 @@ static void close_segment(dsq_chunk *c)
     c->seg_n = 0;
 }
 
-/* Starts a segment of time scale k (K_BY_EVENT: pairs by event of `kind`) for the
- * value v of form f (NULL: times alone); *m is v's mantissa at E when E < 7. */
-COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, double v,
+/* Starts a segment of time scale k (K_BY_EVENT: pairs by event; K_RUN: a run of
+ * events from `event` of `kind`) for the value v of form f (NULL: times alone); *m
+ * is v's mantissa at E when E < 7. */
+COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, uint64_t event, double v,
                               const dsq_num_form *f, int64_t *m)
 {
     int vm = c->seg_n && c->vm < 7 ? c->vm : 0; /* E only grows within a chunk */
@@ -244,13 +256,17 @@ COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, double v,
     }
     c->k = (uint8_t)k;
     c->vm = (uint8_t)vm;
-    c->kind = kind;
+    c->nkinds = 0;
     c->x = c->dx = c->m = c->bits = 0;
     c->seg_at = c->len;
     c->buf[c->len] = (unsigned char)(k << 4 | vm);
     c->len += SEG_HDR;
-    if (k == K_BY_EVENT)
-        c->len = (size_t)(dsq_varint_put(c->buf + c->len, kind) - c->buf);
+    if (k == K_RUN) {
+        c->kinds[0] = kind;
+        c->ex[0] = event;
+        unsigned char *p = dsq_varint_put(c->buf + c->len, kind);
+        c->len = (size_t)(dsq_varint_put(p, event) - c->buf);
+    }
 }
 
 /* Room for one more pair and a segment header. 0 or DSQ_ENOMEM. */
@@ -311,7 +327,7 @@ __attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const p
     memcpy(&vb, &v, 8);
     /* a segment holds times of its scale and values of its form */
     if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k || !value_fits(c, v, vb, f, &m))
-        open_segment(c, pt->k, 0, v, f, &m);
+        open_segment(c, pt->k, 0, 0, v, f, &m);
     uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx;
     c->x = x;
     c->dx = dx;
@@ -321,24 +337,57 @@ __attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const p
     return 0;
 }
 
+/* The slot of `kind` in the open segment of pairs by event: -1 when it is new
+ * (SLOT_NEW), -2 when the segment has no room for it. */
+static inline int kind_slot(const dsq_chunk *c, uint32_t kind)
+{
+    for (int i = 0; i < c->nkinds; i++)
+        if (c->kinds[i] == kind)
+            return i;
+    return c->nkinds < SLOT_NEW ? -1 : -2;
+}
+
 /* chunk_put of a value of event number `event` among the events of `kind` (with
  * fields) of the series' run, host, rank and source: its time is that event's. */
 __attribute__((always_inline)) static inline int chunk_put_by_event(dsq_chunk *c, uint32_t kind,
                                                                     uint64_t event, double v,
                                                                     const dsq_num_form *f)
 {
-    if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
+    if (c->len + SEG_HDR + 2 * DSQ_VARINT_MAX + PAIR_MAX > c->cap && chunk_grow(c))
         return DSQ_ENOMEM;
     int64_t m = 0;
     uint64_t vb;
     memcpy(&vb, &v, 8);
-    if (!c->seg_n || c->seg_n == SEG_PAIRS || c->k != K_BY_EVENT || c->kind != kind ||
-        !value_fits(c, v, vb, f, &m))
-        open_segment(c, K_BY_EVENT, kind, v, f, &m);
-    uint64_t d = event - c->x;
-    c->x = event;
+    int slot = -2;
+    if (!c->runs_end) {
+        if (c->seg_n && c->k == K_RUN && (c->kinds[0] != kind || event != c->ex[0] + 1)) {
+            c->runs_end = 1; /* not the next event: events named from here on */
+        } else {
+            if (!c->seg_n || c->k != K_RUN || c->seg_n == SEG_PAIRS || !value_fits(c, v, vb, f, &m))
+                open_segment(c, K_RUN, kind, event, v, f, &m);
+            c->ex[0] = event;
+            c->len = (size_t)(put_value(c, c->buf + c->len, v, vb, m, f) - c->buf);
+            return 0;
+        }
+    }
+    if (!c->seg_n || c->seg_n == SEG_PAIRS || c->k != K_BY_EVENT ||
+        (slot = kind_slot(c, kind)) == -2 || !value_fits(c, v, vb, f, &m)) {
+        open_segment(c, K_BY_EVENT, 0, 0, v, f, &m);
+        slot = -1;
+    }
+    int is_new = slot < 0;
+    if (is_new) { /* the kind's first pair in the segment: its step starts at 0 */
+        slot = c->nkinds++;
+        c->kinds[slot] = kind;
+        c->ex[slot] = c->edx[slot] = 0;
+    }
+    uint64_t d = event - c->ex[slot], dd = d - c->edx[slot];
+    c->ex[slot] = event;
+    c->edx[slot] = d;
     unsigned char *buf = c->buf, *p = buf + c->len;
-    p = dsq_varint_put(p, d);
+    p = dsq_varint_put(p, dsq_zigzag((int64_t)dd) << 2 | (uint64_t)(is_new ? SLOT_NEW : slot));
+    if (is_new)
+        p = dsq_varint_put(p, kind);
     c->len = (size_t)(put_value(c, p, v, vb, m, f) - buf);
     return 0;
 }
@@ -349,7 +398,7 @@ static int chunk_put_time(dsq_chunk *c, const pair_time *pt)
     if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
         return DSQ_ENOMEM;
     if (!c->seg_n || c->seg_n == SEG_PAIRS || pt->k < c->k || c->vm != E_NONE)
-        open_segment(c, pt->k, 0, 0, NULL, NULL);
+        open_segment(c, pt->k, 0, 0, 0, NULL, NULL);
     uint64_t x = (uint64_t)pt->x[c->k], dx = x - c->x, ddx = dx - c->dx;
     c->x = x;
     c->dx = dx;
@@ -372,6 +421,7 @@ void dsq_chunk_finish(dsq_chunk *c) { close_segment(c); }
 
 void dsq_chunk_reset(dsq_chunk *c)
 {
+    c->runs_end = 0;
     c->len = 0;
     c->count = c->seg_n = 0;
 }
@@ -408,20 +458,22 @@ static int next_segment(dsq_chunk_iter *it)
     unsigned hdr = it->p[0], count = it->p[1] | (unsigned)it->p[2] << 8;
     unsigned k = hdr >> 4, e = hdr & 15;
     it->p += SEG_HDR;
-    if ((k > 6 && k != K_BY_EVENT) || e > E_NONE || (k == K_BY_EVENT && e == E_NONE) || count == 0)
+    if ((k > 6 && k < K_RUN) || e > E_NONE || (k >= K_RUN && e == E_NONE) || count == 0)
         return -1;
-    it->by_event = k == K_BY_EVENT;
-    if (it->by_event) {
-        uint64_t kind;
-        if (dsq_varint_get(&it->p, it->end, &kind) || kind > UINT32_MAX)
-            return -1;
-        it->kind = (uint32_t)kind;
-    } else {
+    it->by_event = k >= K_RUN;
+    it->run = k == K_RUN;
+    it->nkinds = 0;
+    uint64_t kind = 0, first = 0;
+    if (it->run && (dsq_varint_get(&it->p, it->end, &kind) || kind > UINT32_MAX ||
+                    dsq_varint_get(&it->p, it->end, &first)))
+        return -1;
+    if (!it->by_event)
         it->scale = time_scale[k];
-    }
     it->vmode = (uint8_t)e;
     it->left = (uint32_t)count;
     it->x = it->dx = it->m = it->bits = 0;
+    it->kind = (uint32_t)kind;
+    it->event = first - 1; /* a run's: one before its first */
     return 0;
 }
 
@@ -453,10 +505,28 @@ int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v)
         if (next_segment(it))
             return DSQ_EFORMAT;
     }
-    if (dsq_varint_get(&it->p, it->end, &dd))
+    if (it->run) {
+        it->event++;
+        *t = DSQ_TIME_NONE;
+    } else if (dsq_varint_get(&it->p, it->end, &dd)) {
         return DSQ_EFORMAT;
-    if (it->by_event) {
-        it->x += dd;
+    } else if (it->by_event) {
+        unsigned slot = (unsigned)(dd & 3);
+        if (slot == SLOT_NEW) {
+            uint64_t kind;
+            if (it->nkinds == SLOT_NEW || dsq_varint_get(&it->p, it->end, &kind) ||
+                kind > UINT32_MAX)
+                return DSQ_EFORMAT;
+            slot = it->nkinds++;
+            it->kinds[slot] = (uint32_t)kind;
+            it->ex[slot] = it->edx[slot] = 0;
+        } else if (slot >= it->nkinds) {
+            return DSQ_EFORMAT;
+        }
+        it->edx[slot] += (uint64_t)dsq_unzigzag(dd >> 2);
+        it->ex[slot] += it->edx[slot];
+        it->kind = it->kinds[slot];
+        it->event = it->ex[slot];
         *t = DSQ_TIME_NONE;
     } else {
         it->dx += (uint64_t)dsq_unzigzag(dd);
@@ -484,7 +554,6 @@ typedef struct open_series {
     uint32_t field, host; /* field 0: a free slot */
     int32_t rank;
     uint32_t nchunks;
-    uint32_t by_kind;     /* a field's: 1 + the kind whose events its values name (0: none yet) */
     uint64_t nevents;     /* a kind's: its events with fields so far (their times: the chunk) */
     dsq_series_rec rec;
     dsq_chunk chunk;
@@ -756,7 +825,6 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
         if (rc)
             return rc;
     }
-    uint32_t by_kind = (uint32_t)ev->kind + 1;
     for (int i = 0; i < nf; i++) {
         const dsq_field *f = &ev->f[i];
         if (!f->name || !(s = series_memo(r, ms, 1 + i, f->name)))
@@ -770,10 +838,7 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
             form = &conv;
         }
         dsq_series_add(&s->rec, t, v, f->unit);
-        if (!s->by_kind)
-            s->by_kind = by_kind;
-        if (s->by_kind == by_kind ? chunk_put_by_event(&s->chunk, ev->kind, event, v, form)
-                                  : chunk_put(&s->chunk, &pt, v, form))
+        if (chunk_put_by_event(&s->chunk, ev->kind, event, v, form))
             return dsq_error_set(err, DSQ_ENOMEM, "rollups");
         if (s->chunk.len >= CHUNK_BYTES) {
             int rc = write_chunk(r, s, err);
@@ -827,12 +892,24 @@ int dsq_rollup_finish(dsq_rollup *r, dsq_error *err) { return put_summaries(r, 1
 /* --- reading a series' pairs ------------------------------------------------------ */
 
 #define PAIRS_BATCH 256
+/* the kinds whose times are kept at once (a segment names up to 3) */
+#define TIME_SETS 4
+
+/* The times of one kind's events with fields in the (run, host, rank, source) of
+ * dsq_pairs' tkey. */
+typedef struct time_set {
+    int64_t *t;
+    size_t n, cap;
+    uint32_t kind;
+    int valid;
+    unsigned used; /* when last used (the least recently used set is reloaded) */
+} time_set;
 
 struct dsq_pairs {
-    int64_t *times; /* the times of the kind series tkey (tvalid) */
-    size_t ntimes, tcap;
-    dsq_series_key tkey;
-    int tvalid;
+    time_set ts[TIME_SETS];
+    dsq_series_key tkey; /* whose times the sets hold (field: the kind series read last) */
+    unsigned clock;
+    time_set *loading;
     unsigned char *rest; /* a chunk's unread bytes, moved there while times are read */
     size_t rest_cap;
     int64_t bt[PAIRS_BATCH];
@@ -855,7 +932,8 @@ void dsq_pairs_free(dsq_pairs *pr)
 {
     if (!pr)
         return;
-    free(pr->times);
+    for (int i = 0; i < TIME_SETS; i++)
+        free(pr->ts[i].t);
     free(pr->rest);
     free(pr);
 }
@@ -865,10 +943,11 @@ static int damaged(dsq_pairs *pr)
     return dsq_error_set(pr->err, DSQ_EINDEX, "damaged rollup chunk (source %u)", pr->sk->source);
 }
 
-/* A chunk of a kind's times: appended to pr->times. */
+/* A chunk of a kind's times: appended to the set being loaded. */
 static int on_times(void *ctx, const void *data, size_t n)
 {
     dsq_pairs *pr = ctx;
+    time_set *ts = pr->loading;
     dsq_chunk_iter it;
     int64_t t;
     double v;
@@ -877,23 +956,22 @@ static int on_times(void *ctx, const void *data, size_t n)
     while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
         if (it.by_event)
             return damaged(pr);
-        if (pr->ntimes == pr->tcap) {
-            size_t cap = pr->tcap ? pr->tcap * 2 : 1024;
-            int64_t *nt = realloc(pr->times, cap * sizeof *nt);
+        if (ts->n == ts->cap) {
+            size_t cap = ts->cap ? ts->cap * 2 : 1024;
+            int64_t *nt = realloc(ts->t, cap * sizeof *nt);
             if (!nt)
                 return dsq_error_set(pr->err, DSQ_ENOMEM, "out of memory reading times");
-            pr->times = nt;
-            pr->tcap = cap;
+            ts->t = nt;
+            ts->cap = cap;
         }
-        pr->times[pr->ntimes++] = t;
+        ts->t[ts->n++] = t;
     }
     return r < 0 ? damaged(pr) : 0;
 }
 
-/* Reads the times of `kind` in the scanned series' run, host, rank and source,
- * after moving the unread bytes of the chunk `it` reads (the store's buffer they
- * may be in is reused). */
-static int load_times(dsq_pairs *pr, dsq_chunk_iter *it, uint32_t kind)
+/* Moves the unread bytes of the chunk `it` reads into pr->rest (the store's buffer
+ * they may be in is reused by the next read). */
+static int keep_rest(dsq_pairs *pr, dsq_chunk_iter *it)
 {
     size_t rest = (size_t)(it->end - it->p);
     if (it->p >= pr->rest && it->p <= pr->rest + pr->rest_cap) {
@@ -911,20 +989,41 @@ static int load_times(dsq_pairs *pr, dsq_chunk_iter *it, uint32_t kind)
     }
     it->p = pr->rest;
     it->end = pr->rest + rest;
-    pr->tkey = *pr->sk;
-    pr->tkey.field = DSQ_SERIES_KIND_BASE + kind;
-    pr->ntimes = 0;
-    pr->tvalid = 0;
-    int status = dsq_store_scan_chunks(pr->st, &pr->tkey, NULL, on_times, pr, pr->err);
-    pr->tvalid = !status;
-    return status;
+    return 0;
 }
 
-static int same_times(const dsq_pairs *pr, uint32_t kind)
+/* The times of `kind` in the scanned series' run, host, rank and source: kept, or
+ * read into the least recently used set (NULL: *status says why). */
+static time_set *times_of(dsq_pairs *pr, dsq_chunk_iter *it, uint32_t kind, int *status)
 {
     const dsq_series_key *a = &pr->tkey, *b = pr->sk;
-    return pr->tvalid && a->field == DSQ_SERIES_KIND_BASE + kind && a->run == b->run &&
-           a->host == b->host && a->rank == b->rank && a->source == b->source;
+    if (a->run != b->run || a->host != b->host || a->rank != b->rank || a->source != b->source) {
+        for (int i = 0; i < TIME_SETS; i++)
+            pr->ts[i].valid = 0;
+        pr->tkey = *b;
+    }
+    time_set *ts = &pr->ts[0];
+    for (int i = 0; i < TIME_SETS; i++) {
+        time_set *c = &pr->ts[i];
+        if (c->valid && c->kind == kind) {
+            c->used = ++pr->clock;
+            return c;
+        }
+        if (!c->valid ? ts->valid : ts->valid && c->used < ts->used)
+            ts = c;
+    }
+    if ((*status = keep_rest(pr, it)))
+        return NULL;
+    ts->n = 0;
+    ts->valid = 0;
+    ts->kind = kind;
+    ts->used = ++pr->clock;
+    pr->loading = ts;
+    pr->tkey.field = DSQ_SERIES_KIND_BASE + kind;
+    if ((*status = dsq_store_scan_chunks(pr->st, &pr->tkey, NULL, on_times, pr, pr->err)))
+        return NULL;
+    ts->valid = 1;
+    return ts;
 }
 
 static int on_pairs(void *ctx, const void *data, size_t n)
@@ -940,13 +1039,14 @@ static int on_pairs(void *ctx, const void *data, size_t n)
         if (it.vmode == E_NONE)
             return damaged(pr);
         if (it.by_event && pr->with_times) {
+            time_set *ts;
             if (it.kind >= DSQ_EV_KIND_COUNT)
                 return damaged(pr);
-            if (!same_times(pr, it.kind) && (status = load_times(pr, &it, it.kind)))
+            if (!(ts = times_of(pr, &it, it.kind, &status)))
                 return status;
-            if (it.x >= pr->ntimes)
+            if (it.event >= ts->n)
                 return damaged(pr);
-            t = pr->times[it.x];
+            t = ts->t[it.event];
         }
         pr->bt[nb] = t;
         pr->bv[nb] = v;
@@ -965,8 +1065,9 @@ int dsq_pairs_scan(dsq_pairs *pr, dsq_store *st, const dsq_series_key *k,
                    const dsq_series_rec *rec, int with_times, dsq_pairs_fn fn, void *ctx,
                    dsq_error *err)
 {
-    if (pr->st != st)
-        pr->tvalid = 0; /* times are of one index (its read snapshot) */
+    if (pr->st != st) /* times are of one index (its read snapshot) */
+        for (int i = 0; i < TIME_SETS; i++)
+            pr->ts[i].valid = 0;
     pr->st = st;
     pr->sk = k;
     pr->with_times = with_times;

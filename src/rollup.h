@@ -61,7 +61,12 @@ typedef struct dsq_chunk {
     size_t seg_at;      /* where its header is */
     uint32_t seg_n;     /* its pairs */
     uint8_t k, vm;      /* its time scale 10^k (15: pairs by event) and value form */
-    uint32_t kind;      /* the event kind of a segment of pairs by event */
+    uint8_t runs_end;   /* a value was not of the event after the one before: the
+                           chunk's later values name their events (rollup.c) */
+    uint8_t nkinds;     /* pairs by event: the kinds named so far, their last event
+                           numbers and steps (a run's kind and last event: [0]) */
+    uint32_t kinds[3];
+    uint64_t ex[3], edx[3];
     uint64_t x, dx, m, bits; /* the previous pair's scaled time (or event number),
                                 step, mantissa, bits */
     uint64_t last_bits;      /* the previous pair's value's bits, in every form */
@@ -82,8 +87,14 @@ typedef struct dsq_chunk_iter {
     uint32_t left;    /* pairs left in the segment */
     uint8_t vmode;    /* 0..6: every value is m / 10^vmode, m delta-coded; 7: each its own;
                          8: no values (a kind's times) */
-    uint8_t by_event; /* the segment's pairs name their event (x) instead of a time */
-    uint32_t kind;    /* ... an event of this kind */
+    uint8_t by_event; /* the segment's pairs are of events instead of times: the last
+                         pair's is the event-th of `kind` (with fields) */
+    uint8_t run;      /* ... one event after another from the header's */
+    uint8_t nkinds;   /* the kinds the segment named so far, their events and steps */
+    uint32_t kind;
+    uint64_t event;
+    uint32_t kinds[3];
+    uint64_t ex[3], edx[3];
     int64_t scale;    /* times are x * scale */
     uint64_t x, dx;   /* previous scaled time (or event number) and its difference */
     uint64_t m;       /* previous mantissa (vmode < 7) */
@@ -91,9 +102,10 @@ typedef struct dsq_chunk_iter {
 } dsq_chunk_iter;
 
 void dsq_chunk_iter_init(dsq_chunk_iter *it, const void *data, size_t n);
-/* 1 with *t and *v, 0 at the end, DSQ_EFORMAT when the chunk is damaged. A pair of a
- * segment by event has *t DSQ_TIME_NONE and its event number in it->x (of kind
- * it->kind): dsq_pairs_scan looks its time up. A kind's times have *v 0. */
+/* 1 with *t and *v, 0 at the end, DSQ_EFORMAT when the chunk is damaged. A pair by
+ * event has *t DSQ_TIME_NONE, it->by_event set and its event in it->event (the
+ * number among it->kind's): dsq_pairs_scan looks its time up. A kind's times have
+ * *v 0. */
 int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v);
 
 /* --- reading a series' pairs ------------------------------------------------- */
