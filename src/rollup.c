@@ -417,6 +417,13 @@ int dsq_chunk_add(dsq_chunk *c, int64_t t, double v)
     return chunk_put(c, &pt, v, &f);
 }
 
+int dsq_chunk_add_event(dsq_chunk *c, uint32_t kind, uint64_t event, double v)
+{
+    dsq_num_form f;
+    f.e = dsq_ev_decimal(v, &f.m);
+    return chunk_put_by_event(c, kind, event, v, &f);
+}
+
 void dsq_chunk_finish(dsq_chunk *c) { close_segment(c); }
 
 void dsq_chunk_reset(dsq_chunk *c)

@@ -3,13 +3,16 @@
  * A series is the values of one numeric field in one (run, host, rank, source):
  * its summary (count, sum, min, max, first and last by time, the unit of its first
  * value) answers count/sum/min/max/avg/first/last exactly and merges exactly with
- * other series' summaries, also across indexes. Its values, with their times, are
- * kept in chunks in time-of-logging order, so percentiles (exact), `every` buckets
- * and time ranges read only that field's values, never the event blocks.
+ * other series' summaries, also across indexes. Its values are kept in chunks in
+ * the order they were logged, each with the event it came from, so percentiles
+ * (exact), `every` buckets and time ranges read only that field's values, never
+ * the event blocks.
  *
  * Events of one kind in one (run, host, rank, source) form a count-only series
  * under the pseudo-field DSQ_SERIES_KIND_BASE + kind (count, and first_t/last_t
- * spanning the events that have a time; no chunks): `count by run` or `count by host where kind = 'failure'` read those.
+ * spanning the events that have a time): `count by run` or `count by host where
+ * kind = 'failure'` read those. Its chunks hold the times of its events with
+ * fields, once for all their fields (dsq_pairs_scan finds a value's time there).
  *
  * Run attributes (kind attr events) are kept as (run, name, source) -> the latest
  * value in that source, so `by zero_stage` reads a small table. The class of the
@@ -48,7 +51,7 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
  * (MB and GB); otherwise returns v. */
 double dsq_unit_convert(double v, uint8_t from, uint8_t to);
 
-/* --- chunks: (time, value) pairs -------------------------------------------- */
+/* --- chunks: (time, value) pairs, (event, value) pairs, a kind's times ------ */
 
 /* A chunk is a run of segments encoded as pairs come (rollup.c): each segment has
  * one time scale and one number form, and a pair that fits neither starts the next
@@ -74,6 +77,10 @@ typedef struct dsq_chunk {
 
 /* Appends one pair; 0 or DSQ_ENOMEM. */
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v);
+/* Appends the value of the event-th event (with fields) of `kind`, whose time its
+ * kind's count series keeps (rollup.c); event numbers of a kind only grow in a
+ * chunk. 0 or DSQ_ENOMEM. */
+int dsq_chunk_add_event(dsq_chunk *c, uint32_t kind, uint64_t event, double v);
 /* Closes the open segment: the chunk's bytes are then buf[0..len). */
 void dsq_chunk_finish(dsq_chunk *c);
 void dsq_chunk_reset(dsq_chunk *c);

@@ -12,7 +12,8 @@
  *             source) order: per series, its dsq_series_rec and a small series'
  *             pairs (a chunk, rollup.h) when it has no chunks, packed (sergroup.h)
  *   chunks    series key (field, run, host, rank + 1, source), chunk seq (BE) ->
- *             (time, value) pairs of that series, or a kind's times (rollup.c)
+ *             the values of that series with their events (or times), or a
+ *             kind's times (rollup.c)
  *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
  *             that field; an empty value while it is stale (a write touched the run
  *             and the run has not gone quiet yet: readers merge the series instead)

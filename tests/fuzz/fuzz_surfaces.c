@@ -12,9 +12,9 @@
  *           xz, bzip2, tar, zip, nested members), every member read to the end
  *   values  bytes -> the event block, rollup chunk and series group decoders (an
  *           exact-size copy: damage must be reported, never overrun); and bytes as
- *           (time, value) pairs -> a chunk, as events -> a block stored in rows or
- *           columns (dsq_block_encode), and as series summaries -> a group, each
- *           decoded back bit for bit
+ *           (time, value) pairs -> a chunk, as (kind, event, value) -> a chunk, as
+ *           events -> a block stored in rows or columns (dsq_block_encode), and
+ *           as series summaries -> a group, each decoded back bit for bit
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -311,6 +311,47 @@ static void block_round_trip(const uint8_t *data, size_t size)
     dsq_block_free_buf(&b);
 }
 
+/* The bytes as values of events, 9 bytes each: a byte picks the kind (of 5, so
+ * segments run out of slots) and how far its event number moves (0..3 past the
+ * next: runs of events and their ends), then the value's bits; through a chunk and
+ * back, kinds, events and values bit for bit. */
+static void event_round_trip(const uint8_t *data, size_t size)
+{
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    uint64_t next[5] = {0};
+    size_t n = size / 9;
+    for (size_t i = 0; i < n; i++) {
+        double v;
+        memcpy(&v, data + 9 * i + 1, 8);
+        unsigned kind = data[9 * i] % 5;
+        next[kind] += data[9 * i] / 5 % 4;
+        if (dsq_chunk_add_event(&c, kind, next[kind]++, v))
+            abort();
+    }
+    dsq_chunk_finish(&c);
+    memset(next, 0, sizeof next);
+    dsq_chunk_iter ci;
+    int64_t t;
+    double v;
+    int r;
+    size_t k = 0;
+    dsq_chunk_iter_init(&ci, c.buf, c.len);
+    while ((r = dsq_chunk_iter_next(&ci, &t, &v)) == 1) {
+        if (k >= n)
+            abort();
+        unsigned kind = data[9 * k] % 5;
+        next[kind] += data[9 * k] / 5 % 4;
+        if (!ci.by_event || t != DSQ_TIME_NONE || ci.kind != kind || ci.event != next[kind]++ ||
+            memcmp(&v, data + 9 * k + 1, 8) != 0)
+            abort();
+        k++;
+    }
+    if (r != 0 || k != n)
+        abort();
+    dsq_chunk_free(&c);
+}
+
 static void fuzz_values(const uint8_t *data, size_t size)
 {
     unsigned char *copy = malloc(size ? size : 1);
@@ -350,6 +391,7 @@ static void fuzz_values(const uint8_t *data, size_t size)
     if (r != 0 || k != n)
         abort();
     dsq_chunk_free(&c);
+    event_round_trip(data, size);
     block_round_trip(data, size);
     fuzz_groups(data, size);
 }

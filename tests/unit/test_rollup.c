@@ -299,6 +299,77 @@ static void test_chunk_bytes_as_first_written(void)
     CHECK_INT(wrong, 0);
 }
 
+
+/* Values by event: (kind, event, value) of each pair made, and a decoder check. */
+typedef struct ev_pair {
+    uint32_t kind;
+    uint64_t event;
+    double v;
+} ev_pair;
+
+/* Decodes data[0..n) as pairs by event: the number that match want[] (a prefix),
+ * -1000 - k at the first that does not, or the iterator's error. */
+static int event_check(const unsigned char *data, size_t n, const ev_pair *want, int max)
+{
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r, k = 0;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        if (k >= max || !it.by_event || t != DSQ_TIME_NONE || it.kind != want[k].kind ||
+            it.event != want[k].event || !same_bits(v, want[k].v))
+            return -1000 - k;
+        k++;
+    }
+    return r < 0 ? r : k;
+}
+
+/* A run of events (one kind, one after another) takes its values' bytes and a
+ * header; after a gap (an event without the field) every value names its event,
+ * up to three kinds taking turns in a segment and a fourth opening the next; all
+ * come back bit for bit, and every cut or flipped byte is refused or read short,
+ * never past the end. */
+static void test_values_by_event_round_trip(void)
+{
+    enum { N = 3000 };
+    static ev_pair p[N];
+    dsq_chunk c;
+    memset(&c, 0, sizeof c);
+    uint64_t next[5] = {0};
+    for (int i = 0; i < N; i++) {
+        uint32_t kind = i < 1000 ? 4 : (uint32_t)(rnd() % (i < 2000 ? 3 : 5));
+        uint64_t skip = i == 1000 ? 0 : i > 1000 ? rnd() % 3 : 0;
+        next[kind] += skip;
+        p[i] = (ev_pair){kind, next[kind]++, (double)(rnd() % 100000) / 100};
+        CHECK_INT(dsq_chunk_add_event(&c, p[i].kind, p[i].event, p[i].v), 0);
+        if (i == 999) { /* the run so far: a header, then the values alone (E 2: up to 3 bytes) */
+            CHECK(c.len < 1000 * 3 + 16);
+            CHECK_INT(c.runs_end, 0);
+        }
+    }
+    dsq_chunk_finish(&c);
+    CHECK_INT(c.runs_end, 1);
+    CHECK_INT(event_check(c.buf, c.len, p, N), N);
+    int wrong = 0;
+    for (size_t len = 0; len < c.len; len += 7) {
+        unsigned char *cut = malloc(len ? len : 1); /* exact size: ASan sees any overrun */
+        memcpy(cut, c.buf, len);
+        int r = event_check(cut, len, p, N);
+        wrong += r != DSQ_EFORMAT && (r < 0 || r >= N);
+        free(cut);
+    }
+    CHECK_INT(wrong, 0);
+    for (int i = 0; i < 2000; i++) {
+        unsigned char *bad = malloc(c.len);
+        memcpy(bad, c.buf, c.len);
+        bad[rnd() % c.len] ^= (unsigned char)(1u << (rnd() % 8));
+        event_check(bad, c.len, p, N); /* any answer but a crash or an overrun */
+        free(bad);
+    }
+    dsq_chunk_free(&c);
+}
+
 static void test_cut_or_damaged_never_overruns(void)
 {
     enum { N = 700 };
@@ -765,7 +836,7 @@ static void test_event_without_its_time_is_damage(void)
     builder_close(&fx);
 }
 
-TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_event_without_its_time_is_damage),
+TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_values_by_event_round_trip), T(test_event_without_its_time_is_damage),
           T(test_round_trip_bit_for_bit), T(test_builder_forgets_memos_between_sources), T(test_builder_grows_in_the_middle_of_an_event), T(test_chunk_bytes_as_first_written), T(test_steady_series_is_small), T(test_long_segment_splits),
           T(test_single_pairs),
           T(test_cut_or_damaged_never_overruns), T(test_builder_grows_then_writes_only_its_own))
