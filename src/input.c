@@ -23,6 +23,16 @@
  * last one, losing what it had decoded; unxz stops at the end of the streams and
  * input.c judges what follows, as after gzip. (libarchive's xz filter still decodes
  * xz met under another compression, e.g. `xz | gzip`.)
+ *
+ * zstd over another compression (`gzip | zstd`, a .gz.zst file or member): zstd's
+ * first decoded bytes are looked at once (a file's when it is opened, a member's
+ * at its first chunk); with another compression's magic bytes there, what zstd
+ * decodes (into zsrc_buf) is what the next decoder pulls, as it pulls a compressed
+ * member's bytes: gzip by ISA-L, xz by liblzma, anything else by a libarchive reader
+ * (open_inner). Bytes after that inner stream are judged in what zstd decodes
+ * (member_trailing). A .zst file with a tar or zip under the inner compression is
+ * read by libarchive from the map, every layer (zstd_again_holds_container). A plain
+ * .zst goes on being decoded straight into zout, or the caller's buffer.
  */
 #include "input.h"
 
