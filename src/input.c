@@ -23,6 +23,16 @@
  * last one, losing what it had decoded; unxz stops at the end of the streams and
  * input.c judges what follows, as after gzip. (libarchive's xz filter still decodes
  * xz met under another compression, e.g. `xz | gzip`.)
+ *
+ * zstd over another compression (`gzip | zstd`, a .gz.zst file or member): zstd's
+ * first decoded bytes are looked at once (a file's when it is opened, a member's
+ * at its first chunk); with another compression's magic bytes there, what zstd
+ * decodes (into zsrc_buf) is what the next decoder pulls, as it pulls a compressed
+ * member's bytes: gzip by ISA-L, xz by liblzma, anything else by a libarchive reader
+ * (open_inner). Bytes after that inner stream are judged in what zstd decodes
+ * (member_trailing). A .zst file with a tar or zip under the inner compression is
+ * read by libarchive from the map, every layer (zstd_again_holds_container). A plain
+ * .zst goes on being decoded straight into zout, or the caller's buffer.
  */
 #include "input.h"
 
@@ -93,6 +103,12 @@ struct dsq_input {
     unsigned char *zout;
     size_t zout_cap;
     unsigned char *to;       /* dsq_input_read_into: where zstd decodes this read, else NULL */
+    int zinner;              /* K_ZSTD: what zstd decodes is compressed again (open saw it) */
+    int zsrc;                /* the member's (K_ZSTD file's) further decoder reads what zstd
+                                decodes, not the member's bytes: zstd is the outer layer */
+    unsigned char *zsrc_buf; /* zsrc: zstd's output (zout_cap bytes), allocated at the first */
+    uint64_t src_len;        /* zsrc: bytes zstd decoded so far */
+    uint64_t src_nz_end;     /* zsrc: offset after the last of them that is not NUL */
     int nested;              /* N_*: current archive member is compressed itself */
     struct archive *inner;   /* N_ARCHIVE: gzip/xz/bzip2 decoder fed from the member */
     int inner_own;           /* N_ARCHIVE: ... fed what dsq's own gzip or xz decoder decodes
@@ -195,6 +211,7 @@ void dsq_input_free(dsq_input *in)
     dsq_input_close(in);
     ZSTD_freeDCtx(in->dctx);
     free(in->zout);
+    free(in->zsrc_buf);
     dsq_gunzip_free(in->gz);
     dsq_gunzip_free(in->gz_member);
     dsq_unxz_free(in->xz);
@@ -241,21 +258,6 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
     fi->ino = (uint64_t)sb.st_ino;
     fi->nlink = (uint64_t)sb.st_nlink;
     return 0;
-}
-
-/* Decompresses the first bytes of a zstd stream to see whether it holds a tar. */
-static int zstd_holds_tar(dsq_input *in)
-{
-    unsigned char peek[1024];
-    ZSTD_inBuffer zi = {in->map, in->size, 0};
-    ZSTD_outBuffer zo = {peek, sizeof peek, 0};
-    while (zo.pos < sizeof peek && zi.pos < zi.size) {
-        size_t r = ZSTD_decompressStream(in->dctx, &zo, &zi);
-        if (ZSTD_isError(r) || r == 0)
-            break;
-    }
-    ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
-    return is_tar(peek, zo.pos);
 }
 
 /* The compressions dsq reads, each decoded in-process by a library. Not
@@ -392,13 +394,57 @@ static const char *compression_magic(const unsigned char *p, size_t n)
         return m;
     if (is_zstd(p, n))
         return "zstd";
-    if (n >= 4 && memcmp(p, "LZIP", 4) == 0)
+    if (n >= 5 && memcmp(p, "LZIP", 4) == 0 && p[4] <= 1) /* and its version */
         return "lzip";
     if (n >= 4 && memcmp(p, "\x04\x22\x4D\x18", 4) == 0)
         return "lz4";
     if (n >= 2 && p[0] == 0x1F && p[1] == 0x9D)
         return "compress";
     return NULL;
+}
+
+/* What a .zst file's first decoded bytes hold: a tar (Z_TAR), another compression
+ * (Z_AGAIN: a log compressed twice, or a tar or zip under that compression), or
+ * the log itself (Z_LOG). */
+enum zstd_holds { Z_LOG, Z_TAR, Z_AGAIN };
+
+static enum zstd_holds zstd_holds(dsq_input *in)
+{
+    unsigned char peek[1024];
+    ZSTD_inBuffer zi = {in->map, in->size, 0};
+    ZSTD_outBuffer zo = {peek, sizeof peek, 0};
+    while (zo.pos < sizeof peek && zi.pos < zi.size) {
+        size_t r = ZSTD_decompressStream(in->dctx, &zo, &zi);
+        if (ZSTD_isError(r) || r == 0)
+            break;
+    }
+    ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
+    return is_tar(peek, zo.pos) ? Z_TAR : compression_magic(peek, zo.pos) ? Z_AGAIN : Z_LOG;
+}
+
+/* A .zst file holding another compression: 1 when libarchive finds a tar or zip
+ * under it (read then as a tar.zst is, every layer by libarchive), 0 for anything
+ * else (a log compressed twice, empty, or damaged: dsq decodes it layer by layer,
+ * as a .gz.zst member). Decodes the first blocks once more, in files compressed
+ * twice only. */
+static int zstd_again_holds_container(const dsq_input *in)
+{
+    struct archive *a = archive_read_new();
+    struct archive_entry *e;
+    if (!a)
+        return 0;
+    support_filters(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a);
+    archive_read_support_format_raw(a);
+    archive_read_support_format_empty(a);
+    int r = archive_read_open_memory(a, in->map, in->size);
+    if (r == ARCHIVE_OK)
+        r = archive_read_next_header(a, &e);
+    int fmt = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+    archive_read_free(a);
+    return r >= ARCHIVE_WARN && r != ARCHIVE_EOF &&
+           (fmt == ARCHIVE_FORMAT_TAR || fmt == ARCHIVE_FORMAT_ZIP);
 }
 
 /* Decoded gzip content libarchive has to parse rather than a log read as it is:
@@ -509,9 +555,11 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
         return rc;
     const char *am = archive_magic(in->map, in->size);
     if (is_zstd(in->map, in->size)) {
-        in->format = zstd_holds_tar(in) ? "tar.zst" : "zstd";
-        if (strcmp(in->format, "zstd") != 0)
+        enum zstd_holds h = zstd_holds(in);
+        in->format = h == Z_TAR ? "tar.zst" : "zstd";
+        if (h == Z_TAR || (h == Z_AGAIN && zstd_again_holds_container(in)))
             return open_archive(in, err);
+        in->zinner = h == Z_AGAIN;
         in->kind = K_ZSTD;
         in->zin = (ZSTD_inBuffer){in->map, in->size, 0};
         in->zlast = 0;
@@ -560,6 +608,8 @@ static void end_nested(dsq_input *in)
     in->inner_own = in->member_xz = in->inner_empty = 0;
     in->inner_first_len = 0;
     in->nested = N_NONE;
+    in->zsrc = 0;
+    in->src_len = in->src_nz_end = 0;
 }
 
 static void start_member(dsq_input *in)
@@ -592,6 +642,7 @@ void dsq_input_close(dsq_input *in)
     in->plain_off = 0;
     in->archive_eof = in->stopped = 0;
     in->layer = in->gz_fed = in->own_xz = 0;
+    in->zinner = 0;
     in->peeked = 0;
     in->own_bad[0] = 0;
     in->decoded = in->skip_pending = 0;
@@ -910,36 +961,49 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
     }
 }
 
-/* A member's nested gzip/xz/bzip2 stream ended at byte `at` of the member: the
- * member's rest is read (decoding an outer layer, which counts against the limit
- * as a skip does) and bytes after the stream, zero padding excepted, are reported
- * as after a single file's; then a warning its last block came with (a zip CRC). */
+static int src_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err);
+
+/* A member's nested gzip/xz/bzip2 stream ended at byte `at` of the member (zsrc: of
+ * what zstd decodes from the member or .zst file): the rest is read (decoding an
+ * outer layer, which counts against the limit as a skip does) and bytes after the
+ * stream, zero padding excepted, are reported as after a single file's; then a
+ * warning its last block came with (a zip CRC). */
 static int member_trailing(dsq_input *in, uint64_t at, const char *what, dsq_error *err)
 {
     const void *buf;
     size_t sz;
     int r;
-    while ((r = member_block(in, &buf, &sz, err)) == 1) {
+    while ((r = src_block(in, &buf, &sz, err)) == 1) {
+        if (in->zsrc) { /* decoded by zstd just to be looked at */
+            if ((in->decoded += sz) > in->decode_limit)
+                return limit_error(in, err);
+            continue;
+        }
         in->skip_pending += sz;
         if (check_skip(in, err) != 0)
             return DSQ_ELIMIT;
     }
-    if (r == 0 && in->member_nz_end <= at && in->pending[0]) {
+    uint64_t nz_end = in->zsrc ? in->src_nz_end : in->member_nz_end;
+    uint64_t total = in->zsrc ? in->src_len : in->member_raw;
+    if (r == 0 && nz_end <= at && in->pending[0]) {
         r = dsq_error_set(err, DSQ_EFORMAT, "%s", in->pending);
         in->pending[0] = 0;
     }
-    if (r < 0 || in->member_nz_end <= at)
+    if (r < 0 || nz_end <= at)
         return r;
     return dsq_error_set(err, DSQ_EFORMAT,
-                         "%llu bytes of trailing garbage after the %s data (at byte %llu)",
-                         (unsigned long long)(in->member_raw - at), what, (unsigned long long)at);
+                         "%llu bytes of trailing garbage after the %s data (at byte %llu%s)",
+                         (unsigned long long)(total - at), what, (unsigned long long)at,
+                         in->zsrc ? " of the decoded zstd data" : "");
 }
 
-/* Decompresses from in->zin into zout; refills zin from the archive member when
- * the zstd stream is nested. One call yields at least one byte or the end. */
-static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+/* Decompresses from in->zin into out[0..zout_cap); refills zin from the archive
+ * member when the zstd stream is nested. One call yields at least one byte or the
+ * end. */
+static int zstd_decode(dsq_input *in, unsigned char *out, const char **data, size_t *len,
+                       dsq_error *err)
 {
-    ZSTD_outBuffer zo = {in->to ? in->to : in->zout, in->zout_cap, 0};
+    ZSTD_outBuffer zo = {out, in->zout_cap, 0};
     while (zo.pos == 0) {
         if (in->zin.pos == in->zin.size) {
             if (in->kind != K_ARCHIVE)
@@ -967,6 +1031,32 @@ static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *e
     return 0;
 }
 
+/* zstd decoded into zout, or where dsq_input_read_into said. */
+static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    return zstd_decode(in, in->to ? in->to : in->zout, data, len, err);
+}
+
+/* Next block of what the current member's further decoder reads: 1 and the block,
+ * 0 at its end, < 0 on damage. The member's own bytes (member_block), or (zsrc)
+ * what zstd decodes from them (from the map, in a .zst file), whose length and last
+ * byte not NUL are noted as member_block notes the member's. */
+static int src_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err)
+{
+    if (!in->zsrc)
+        return member_block(in, buf, sz, err);
+    const char *d;
+    int r = zstd_decode(in, in->zsrc_buf, &d, sz, err);
+    if (r < 0)
+        return r;
+    *buf = d;
+    size_t end = non_nul_end((const unsigned char *)d, *sz);
+    if (end > 0)
+        in->src_nz_end = in->src_len + end;
+    in->src_len += *sz;
+    return *sz > 0;
+}
+
 /* libarchive read callback of a nested decoder: the member's blocks, the first one
  * (already read to look at its magic) first; or (inner_own) what dsq's own gzip or
  * xz decoder decodes from them, the first chunk (looked at too) first. */
@@ -988,7 +1078,7 @@ static la_ssize_t inner_feed(struct archive *a, void *ctx, const void **buf)
         *buf = in->zout;
         r = r < 0 ? r : sz > 0;
     } else {
-        r = member_block(in, buf, &sz, &e);
+        r = src_block(in, buf, &sz, &e);
     }
     if (r < 0) {
         archive_set_error(a, EIO, "%s", e.msg);
@@ -1137,7 +1227,7 @@ static int pull_member(void *ctx, const unsigned char **buf, size_t *len, dsq_er
         return 0;
     }
     const void *b = NULL;
-    int r = member_block(in, &b, len, err);
+    int r = src_block(in, &b, len, err);
     *buf = b;
     if (r == 0)
         *len = 0;
@@ -1181,6 +1271,55 @@ static int own_member_start(dsq_input *in, const void *buf, size_t sz, int xz, c
     return inner_read(in, data, len, err);
 }
 
+/* A member's compressed stream (or, zsrc, what zstd decoded from one), whose first
+ * block buf[0..sz) starts with m's magic bytes: gzip by ISA-L and xz by liblzma
+ * (N_OWN), else libarchive (N_ARCHIVE); the first chunk it decodes. */
+static int compressed_start(dsq_input *in, const void *buf, size_t sz, const char *m,
+                            const char **data, size_t *len, dsq_error *err)
+{
+    int r, xz = strcmp(m, "xz") == 0;
+    if (((strcmp(m, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL) || xz) &&
+        own_ready(in, xz) == 0)
+        return own_member_start(in, buf, sz, xz, data, len, err);
+    if ((r = open_inner(in, buf, sz, m, err)) != 0)
+        return r;
+    return inner_read(in, data, len, err);
+}
+
+/* The first chunk zstd decoded of a member (or of a .zst file that open saw holds
+ * another compression): when it starts with another compression's magic bytes, what
+ * zstd decodes is the source (zsrc) of a further decoder, as a .gz member's bytes
+ * are of the gzip decoder, and that decoder's first chunk is handed out; else the
+ * chunk is the log's. Once per member: the chunks after go straight out. */
+static int zstd_first_chunk(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    const char *m = compression_magic((const unsigned char *)*data, *len);
+    if (!m)
+        return 0;
+    if (!in->zsrc_buf && !(in->zsrc_buf = malloc(in->zout_cap)))
+        return dsq_error_set(err, DSQ_ENOMEM, "zstd layer buffer");
+    memcpy(in->zsrc_buf, *data, *len); /* the further decoder may write where it was */
+    in->zsrc = 1;
+    in->src_len = *len;
+    in->src_nz_end = non_nul_end(in->zsrc_buf, *len);
+    return compressed_start(in, in->zsrc_buf, *len, m, data, len, err);
+}
+
+/* A .zst file whose decoded bytes are compressed again (zinner), read as a .gz.zst
+ * (.xz.zst...) member is. */
+static int zstd_again_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    int r;
+    if (in->nested == N_OWN)
+        return own_member_read(in, data, len, err);
+    if (in->nested == N_ARCHIVE)
+        return inner_read(in, data, len, err);
+    if ((r = zstd_read(in, data, len, err)) != 0 || in->member_started)
+        return r;
+    in->member_started = 1;
+    return zstd_first_chunk(in, data, len, err);
+}
+
 static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     if (in->nested == N_ZSTD)
@@ -1204,17 +1343,12 @@ static int archive_read(dsq_input *in, const char **data, size_t *len, dsq_error
         if (m && strcmp(m, "zstd") == 0) {
             in->nested = N_ZSTD;
             in->zin = (ZSTD_inBuffer){buf, sz, 0};
-            return zstd_read(in, data, len, err);
-        }
-        int xz = m && strcmp(m, "xz") == 0;
-        if (((m && strcmp(m, "gzip") == 0 && in->gzip_by == DSQ_INPUT_GZIP_ISAL) || xz) &&
-            own_ready(in, xz) == 0)
-            return own_member_start(in, buf, sz, xz, data, len, err);
-        if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "bzip2") == 0)) {
-            if ((r = open_inner(in, buf, sz, m, err)) != 0)
+            if ((r = zstd_read(in, data, len, err)) != 0)
                 return r;
-            return inner_read(in, data, len, err);
+            return zstd_first_chunk(in, data, len, err);
         }
+        if (m && (strcmp(m, "gzip") == 0 || strcmp(m, "bzip2") == 0 || strcmp(m, "xz") == 0))
+            return compressed_start(in, buf, sz, m, data, len, err);
     }
     *data = buf;
     *len = sz;
@@ -1359,7 +1493,7 @@ size_t dsq_input_chunk_max(const dsq_input *in) { return in->zout_cap; }
 
 int dsq_input_decodes_zstd(const dsq_input *in)
 {
-    return in->kind == K_ZSTD || (in->kind == K_ARCHIVE && in->nested == N_ZSTD);
+    return (in->kind == K_ZSTD && !in->zinner) || (in->kind == K_ARCHIVE && in->nested == N_ZSTD);
 }
 
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
@@ -1378,7 +1512,7 @@ int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err
         rc = 0;
         break;
     case K_ZSTD:
-        rc = zstd_read(in, data, len, err);
+        rc = in->zinner ? zstd_again_read(in, data, len, err) : zstd_read(in, data, len, err);
         break;
     case K_OWN:
         rc = own_file_read(in, data, len, err);

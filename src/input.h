@@ -6,13 +6,15 @@
  * libarchive bzip2 single files and tar, tar.zst, tar.gz, tar.xz, zip archives,
  * whose members are streamed in place (nothing is extracted to disk, member paths
  * are only recorded, never followed). A zstd, gzip, xz or bzip2 member inside an
- * archive is decompressed on the fly; under gzip, xz or bzip2 (a single file's or a
- * member's) a further compression is decoded too (`xz -c f | gzip -c`). A member
- * that decodes to nothing, however many times compressed, is an empty member.
+ * archive is decompressed on the fly; under gzip, xz, bzip2 or zstd (a single file's
+ * or a member's) a further compression is decoded too (`xz -c f | gzip -c`,
+ * `gzip -c f | zstd -c`), and a tar under it read as a tar (a single file's). A
+ * member that decodes to nothing, however many times compressed, is an empty member.
  *
  * Hostile input is refused with a reason, never read as if it were text: magic
  * bytes followed by something else, bytes after the end of a gzip / xz / bzip2
- * stream, a single file's or a member's (zero padding excepted; after its data),
+ * stream, a single file's or a member's, or inside the zstd data around it (zero
+ * padding excepted; after its data),
  * bytes after a tar's end-of-archive marker but zero padding (in a plain tar, and
  * in a tar.gz decoded by ISA-L and in a tar.xz; libarchive's own decoders stop at
  * the marker),

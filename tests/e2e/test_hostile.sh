@@ -525,13 +525,13 @@ trail.log.xz,-,2
 twostreams.log.xz,-,4" "$(by_file)"
 
 # 17. an empty log compressed twice -----------------------------------------------------
-# every order of gzip, xz and bzip2, as single files and as tar members: empty logs,
-# no problem
+# every order of gzip, xz, bzip2 and zstd, as single files and as tar members: empty
+# logs, no problem
 new_case empty2
 mkdir -p "$DSQ_TMP/empty2src"
-for o in gzip xz bzip2; do
+for o in gzip xz bzip2 zstd; do
     for i in gzip xz bzip2 zstd; do
-        printf '' | "$i" -c | "$o" -c >"$DSQ_TMP/empty2src/e.$i.$o"
+        printf '' | "$i" -c | "$o" -q -c >"$DSQ_TMP/empty2src/e.$i.$o"
     done
 done
 cp "$DSQ_TMP"/empty2src/e.* "$C/"
@@ -539,6 +539,42 @@ tar -C "$DSQ_TMP/empty2src" -cf "$C/run.tar" .
 run_dsq --db "$DB" index "$C"
 expect_code "empty logs compressed twice: nothing is skipped" 0 "$RC"
 expect_eq "empty logs compressed twice: no message" "" "$ERR"
-expect_contains "empty logs compressed twice: every file is counted" "indexed 14 files (25 members)" "$OUT"
+expect_contains "empty logs compressed twice: every file is counted" "indexed 18 files (33 members)" "$OUT"
+expect_contains "empty logs compressed twice: nothing decoded but the good log" "decompressed $(stat -c %s "$GOOD") B" "$OUT"
+
+# 18. zstd as the outer layer ------------------------------------------------------------
+# a log compressed by gzip, xz or bzip2 and then by zstd (`gzip -c f | zstd`): every
+# layer is decoded, as a single file and as a tar member; garbage after the inner
+# gzip stream is named with the file (and member) and where it starts in what zstd
+# decodes, what came before it is indexed, exit status 1; a tar.gz.zst is a tar.
+new_case zstdouter
+mkdir -p "$DSQ_TMP/zosrc"
+gzip -c <"$GOOD" | zstd -q -c >"$C/a.log.gz.zst"
+xz -c "$GOOD" | zstd -q -c >"$C/b.log.xz.zst"
+bzip2 -c "$GOOD" | zstd -q -c >"$C/c.log.bz2.zst"
+GZ_END=$(gzip -c <"$GOOD" | wc -c)
+{ gzip -c <"$GOOD"; printf 'GARBAGE\001\002 after the gzip stream\n'; } | zstd -q -c >"$C/trail.log.gz.zst"
+cp "$C/trail.log.gz.zst" "$DSQ_TMP/zosrc/node1.log.gz.zst"
+cp "$C/c.log.bz2.zst" "$DSQ_TMP/zosrc/node2.log.bz2.zst"
+tar -C "$DSQ_TMP/zosrc" -cf "$C/run.tar" node1.log.gz.zst node2.log.bz2.zst
+cp "$GOOD" "$DSQ_TMP/zosrc/node3.log"
+tar -C "$DSQ_TMP/zosrc" -cf - node3.log | gzip -c | zstd -q -c >"$C/run2.tar.gz.zst"
+run_dsq --db "$DB" index "$C"
+expect_code "zstd outer layer: index" 1 "$RC"
+expect_problem "garbage after the gzip stream under zstd: named with the reason and offset" \
+    "trail.log.gz.zst" "trailing garbage after the gzip data (at byte $GZ_END of the decoded zstd data)"
+expect_problem "... in a tar member: named with archive, member, reason and offset" \
+    "run.tar: node1.log.gz.zst" "trailing garbage after the gzip data (at byte $GZ_END of the decoded zstd data)"
+for f in a.log.gz.zst b.log.xz.zst c.log.bz2.zst node2.log.bz2.zst run2.tar.gz.zst; do
+    expect_not_contains "zstd outer layer: $f is no problem" "$f" "$ERR"
+done
+expect_eq "zstd outer layer: every layer decoded, everything readable indexed" "a.log.gz.zst,-,2
+b.log.xz.zst,-,2
+c.log.bz2.zst,-,2
+good.log,-,2
+run.tar,node1,2
+run.tar,node2,2
+run2.tar.gz.zst,node3,2
+trail.log.gz.zst,-,2" "$(by_file)"
 
 e2e_finish

@@ -979,17 +979,17 @@ static int count_empty_members(dsq_input *inp, const char *name, int by)
     return k;
 }
 
-/* An empty log compressed twice (`printf '' | gzip | xz`), in every order of gzip, xz
- * and bzip2 (zstd inside them too): an empty log, no error, as a single file and as a
- * tar member, by each gzip decoder. */
+/* An empty log compressed twice (`printf '' | gzip | xz`), in every order of gzip, xz,
+ * bzip2 and zstd: an empty log, no error, as a single file and as a tar member, by
+ * each gzip decoder. */
 static void test_empty_twice_compressed(void)
 {
     const char *filters[] = {"gzip", "xz", "bzip2", "zstd"};
-    char names[12][32];
-    buf z[12];
-    member in[12];
+    char names[16][32];
+    buf z[16];
+    member in[16];
     int k = 0;
-    for (int o = 0; o < 3; o++) {
+    for (int o = 0; o < 4; o++) {
         for (int i = 0; i < 4; i++, k++) {
             buf inner = {0};
             if (i < 3)
@@ -1004,20 +1004,128 @@ static void test_empty_twice_compressed(void)
             in[k] = (member){names[k], z[k].p, z[k].n, 0};
         }
     }
-    write_archive("empty-twice.tar", "pax", "none", in, 12);
+    write_archive("empty-twice.tar", "pax", "none", in, 16);
     for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
-        for (int j = 0; j <= 12; j++) {
-            const char *name = j < 12 ? names[j] : "empty-twice.tar";
+        for (int j = 0; j <= 16; j++) {
+            const char *name = j < 16 ? names[j] : "empty-twice.tar";
             dsq_error err;
             dsq_input *inp = open_with_gzip(by, name, &err);
             if (!inp)
                 break;
-            CHECK_INT(count_empty_members(inp, name, by), j < 12 ? 1 : 12);
+            CHECK_INT(count_empty_members(inp, name, by), j < 16 ? 1 : 16);
             dsq_input_free(inp);
         }
     }
-    for (int j = 0; j < 12; j++)
+    for (int j = 0; j < 16; j++)
         free(z[j].p);
+}
+
+/* Reads every member of name by gzip decoder `by`: member i must be want[i] (want_n[i]
+ * bytes) read to its end, then fail with a message containing why[i] when that is
+ * not NULL, else succeed; the input must end after the n of them. */
+static void expect_members_by(int by, const char *name, int n, const char *const *want,
+                              const size_t *want_n, const char *const *why)
+{
+    dsq_error err;
+    dsq_input *inp = open_with_gzip(by, name, &err);
+    if (!inp)
+        return;
+    buf got = {0};
+    dsq_member_info mi;
+    for (int i = 0; i < n; i++) {
+        CHECK_INT(dsq_input_next_member(inp, &mi, &err), 1);
+        dsq_error_clear(&err);
+        int rc = read_member(inp, &got, &err);
+        int ok = got.n == want_n[i] && memcmp(got.p, want[i], got.n) == 0 &&
+                 (rc != 0) == (why[i] != NULL) && (!why[i] || strstr(err.msg, why[i]));
+        if (!ok) {
+            fprintf(stderr, "%s member %d (gzip by %d): %zu bytes (want %zu), rc %d '%s'\n", name,
+                    i, by, got.n, want_n[i], rc, err.msg);
+            test_failures++;
+        }
+    }
+    CHECK_INT(dsq_input_next_member(inp, &mi, &err), 0);
+    free(got.p);
+    dsq_input_free(inp);
+}
+
+/* zstd as the outer layer (`gzip -c f | zstd -c`, a .gz.zst): what zstd decodes is
+ * decoded again, gzip, xz, bzip2 or zstd, as a single file and as a tar member, by
+ * each gzip decoder; the inner stream longer than one chunk of zstd's output; bytes
+ * after the inner stream (inside the zstd data) are reported after all of the data,
+ * with where they start in the decoded zstd data, zero padding is not; a tar under
+ * gzip under zstd is read as a tar. */
+static void test_zstd_outer_layer(void)
+{
+    size_t n = 100000;
+    char *t = test_log_text(n, 47);
+    buf big = {0}; /* a log whose gzip'd bytes outgrow a chunk of zstd's output */
+    test_buf_add(&big, t, n);
+    unsigned x = 12345;
+    while (big.n < ((size_t)3 << 20)) {
+        char line[96];
+        int k = snprintf(line, sizeof line, "noise");
+        for (int j = 0; j < 8; j++, x = x * 1103515245u + 12345u)
+            k += snprintf(line + k, sizeof line - (size_t)k, " %08x", x);
+        line[k++] = '\n';
+        test_buf_add(&big, line, (size_t)k);
+    }
+    const char *filters[] = {"gzip", "xz", "bzip2", "zstd"};
+    buf in[7], z[7], g = {0};
+    memset(in, 0, sizeof in);
+    memset(z, 0, sizeof z);
+    for (int i = 0; i < 4; i++)
+        compress_to(&in[i], filters[i], t, n);
+    compress_to(&in[4], "gzip", big.p, big.n);
+    dsq_input *probe = NULL;
+    CHECK_INT(dsq_input_new(&probe), 0);
+    CHECK(probe && in[4].n > dsq_input_chunk_max(probe)); /* zstd decodes it in several */
+    dsq_input_free(probe);
+    test_buf_add(&in[5], in[0].p, in[0].n);
+    test_buf_add(&in[5], "GARBAGE", 7);
+    test_buf_add(&in[6], in[0].p, in[0].n);
+    test_buf_add(&in[6], "\0\0\0\0\0\0\0", 7);
+    const char *names[] = {"a.log.gz.zst", "b.log.xz.zst", "c.log.bz2.zst", "d.log.zst.zst",
+                           "e.log.gz.zst", "f.log.gz.zst", "g.log.gz.zst"};
+    char garbage[128];
+    snprintf(garbage, sizeof garbage,
+             "7 bytes of trailing garbage after the gzip data (at byte %zu of the decoded zstd "
+             "data)",
+             in[0].n);
+    const char *want[] = {t, t, t, t, big.p, t, t, t};
+    const size_t want_n[] = {n, n, n, n, big.n, n, n, n};
+    const char *why[] = {NULL, NULL, NULL, NULL, NULL, garbage, NULL, NULL};
+    member m[8];
+    for (int i = 0; i < 7; i++) {
+        zstd_frame(&z[i], in[i].p, in[i].n, 3);
+        CHECK_INT(test_write_file(tmp, names[i], z[i].p, z[i].n), 0);
+        m[i] = (member){names[i], z[i].p, z[i].n, 0};
+    }
+    m[7] = (member){"h.log", t, n, 0};
+    write_archive("zstd-outer.tar", "pax", "none", m, 8);
+    for (int by = DSQ_INPUT_GZIP_LIBARCHIVE; by <= DSQ_INPUT_GZIP_ISAL; by++) {
+        for (int i = 0; i < 7; i++)
+            expect_members_by(by, names[i], 1, want + i, want_n + i, why + i);
+        expect_members_by(by, "zstd-outer.tar", 8, want, want_n, why);
+    }
+    expect_file("a.log.gz.zst", "zstd", &(member){"", t, n, 0}, 1);
+    /* a tar under gzip under zstd: its members */
+    buf tarb = {0};
+    member tm = {"node1.log", t, n, 0};
+    one_member_tar(&tm, &tarb);
+    compress_to(&g, "gzip", tarb.p, tarb.n);
+    tarb.n = 0;
+    zstd_frame(&tarb, g.p, g.n, 3);
+    CHECK_INT(test_write_file(tmp, "run.tar.gz.zst", tarb.p, tarb.n), 0);
+    expect_file("run.tar.gz.zst", "zstd", &tm, 1);
+    for (int i = 0; i < 7; i++) {
+        free(in[i].p);
+        free(z[i].p);
+    }
+    free(tarb.p);
+    free(g.p);
+    free(big.p);
+    free(t);
 }
 
 /* A stored zip member whose bytes do not match its CRC: its data, then an error. */
@@ -1249,5 +1357,6 @@ TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(
           T(test_member_trailing_garbage), T(test_twice_compressed_members),
           T(test_tar_trailing_garbage), T(test_xz_trailing_bytes), T(test_xz_member_trailing_bytes),
           T(test_tar_xz_trailing_garbage), T(test_empty_twice_compressed),
+          T(test_zstd_outer_layer),
           T(test_zip_bad_crc), T(test_zip_bad_crc_after_gz_member), T(test_binary_and_nul), T(test_binary_threshold_is_exact), T(test_sniff_counts_every_byte), T(test_errors_and_reuse), T(test_stat), T(test_stat_fingerprint_definition),
           T(test_teardown))
