@@ -14,7 +14,7 @@
  *                segment's pairs are of e and the events after it, one by one.
  *                time, k = 15 (pairs by event): the pair's event, the n-th of its
  *                kind's events with fields in the same (run, host, rank, source),
- *                whose times the kind's count series keeps (see below). A segment
+ *                whose times the kind's times series keeps (see below). A segment
  *                names up to 3 kinds, slots 0..2 in the order they come; per pair
  *                the varint zigzag(d) << 2 | slot, d the change of the step from
  *                the slot's previous event number to this one (0 and 0 before
@@ -27,7 +27,7 @@
  *                byte 7 | z << 3 and, when z < 8, the varint of x >> 8z, where x is
  *                the value's bits XOR the previous value's bits and z the count of
  *                x's low zero bytes (doubles printed from floats end in zero bytes).
- *                E = 8 (k < 15): no value; the chunks of a kind's count series
+ *                E = 8 (k < 15): no value; the chunks of a kind's times series
  *                hold only times, one per event of that kind with fields.
  * Pairs are encoded as they come: a segment's k and E are those of its first pair
  * (E at least the previous segment's), and a pair whose time or value does not fit
@@ -42,7 +42,8 @@
  * Times by event. An event's fields (about five of DeepSpeed's or HF's lines) all
  * have the event's time: stored with each field's values it was a third to a half
  * of the chunks' bytes after zstd (times to the millisecond). So the times of a
- * kind's events with fields are kept once, in its count series, and a field
+ * kind's events with fields are kept once, in its times series (field
+ * DSQ_SERIES_TIMES_BASE + kind: their count, span and times), and a field
  * series' values say which event they came from: a chunk starts with runs of
  * events (k 14: nothing per value), and once a value is not of the event after
  * the one before (a field not in every event of its kind, or printed by lines of
@@ -392,7 +393,7 @@ __attribute__((always_inline)) static inline int chunk_put_by_event(dsq_chunk *c
     return 0;
 }
 
-/* Appends the time of a kind's next event with fields to its count series' chunk. */
+/* Appends the time of a kind's next event with fields to its times series' chunk. */
 static int chunk_put_time(dsq_chunk *c, const pair_time *pt)
 {
     if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
@@ -561,7 +562,8 @@ typedef struct open_series {
     uint32_t field, host; /* field 0: a free slot */
     int32_t rank;
     uint32_t nchunks;
-    uint64_t nevents;     /* a kind's: its events with fields so far (their times: the chunk) */
+    uint64_t kinds;       /* a field's: the kinds its values came from, a bit each */
+    int needed;           /* a kind's times: a field's values kept in pairs name its events */
     dsq_series_rec rec;
     dsq_chunk chunk;
 } open_series;
@@ -573,8 +575,9 @@ typedef struct memo_set {
     uint32_t host;
     int32_t rank;
     uint32_t kind, f0; /* the event's kind and first field name */
-    open_series *s[1 + DSQ_EV_MAXF];
+    open_series *s[2 + DSQ_EV_MAXF];
 } memo_set;
+#define MEMO_TIMES (1 + DSQ_EV_MAXF) /* the slot of the kind's times */
 
 typedef struct open_attr {
     uint32_t name;
@@ -822,9 +825,12 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     int64_t t = ev->t_us;
     pair_time pt;
     pair_time_of(&pt, t);
-    /* the event's time, once, in its kind's series (before the fields' series are
+    /* the event's time, once, in its kind's times (before the fields' series are
      * found: a new one may move the table) */
-    uint64_t event = s->nevents++;
+    if (!(s = series_memo(r, ms, MEMO_TIMES, DSQ_SERIES_TIMES_BASE + ev->kind)))
+        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+    uint64_t event = s->rec.count;
+    count_event(&s->rec, t);
     if (chunk_put_time(&s->chunk, &pt))
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
     if (s->chunk.len >= CHUNK_BYTES) {
@@ -845,6 +851,7 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
             form = &conv;
         }
         dsq_series_add(&s->rec, t, v, f->unit);
+        s->kinds |= 1ull << ev->kind;
         if (chunk_put_by_event(&s->chunk, ev->kind, event, v, form))
             return dsq_error_set(err, DSQ_ENOMEM, "rollups");
         if (s->chunk.len >= CHUNK_BYTES) {
@@ -858,25 +865,46 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
 
 /* Writes the summaries (see dsq_rollup_finish). At the end of a source, a series
  * without chunks so far keeps its pairs in its own record when they are few
- * (store.h): none for a field's one value, else its chunk up to OWN_PAIRS_BYTES (a
- * kind's times also when there is one: its summary's times span every event of
- * the kind). Before an intermediate commit its chunk is written out, as more
+ * (store.h): none for one value (or time: the summary's first), else its chunk
+ * up to OWN_PAIRS_BYTES; and a kind's times that no value kept in pairs needs are
+ * left out. Before an intermediate commit its chunk is written out, as more
  * values may follow. */
+_Static_assert(DSQ_EV_KIND_COUNT <= 64, "a field's kinds fit in 64 bits");
+
+/* Marks the kinds' times that values kept in pairs need: those of the fields with
+ * more than one value (one is kept in its summary, with its time). */
+static void mark_needed_times(dsq_rollup *r)
+{
+    for (size_t u = 0; u < r->n; u++) {
+        const open_series *s = &r->tab[r->used[u]];
+        if (s->field >= DSQ_SERIES_KIND_BASE || (s->rec.count < 2 && !s->nchunks))
+            continue;
+        for (uint64_t m = s->kinds; m; m &= m - 1) {
+            open_series *t =
+                &r->tab[slot(r, DSQ_SERIES_TIMES_BASE + (uint32_t)__builtin_ctzll(m), s->host, s->rank)];
+            t->needed = t->field != 0;
+        }
+    }
+}
+
 static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 {
     int rc = 0;
+    if (at_end)
+        mark_needed_times(r);
     for (size_t u = 0; u < r->n && !rc; u++) {
         open_series *s = &r->tab[r->used[u]];
         const void *pairs = NULL;
         size_t n = 0;
+        if (at_end && s->field >= DSQ_SERIES_TIMES_BASE && !s->needed && !s->nchunks)
+            continue; /* times no value needs (a checkpoint wrote the others' chunks) */
         if (at_end && s->nchunks == 0 && s->chunk.count) {
-            int times = s->field >= DSQ_SERIES_KIND_BASE;
             dsq_chunk_finish(&s->chunk);
-            if ((s->chunk.count > 1 || times) && s->chunk.len <= OWN_PAIRS_BYTES) {
+            if (s->chunk.count > 1 && s->chunk.len <= OWN_PAIRS_BYTES) {
                 pairs = s->chunk.buf;
                 n = s->chunk.len;
             }
-            if ((s->chunk.count == 1 && !times) || n)
+            if (s->chunk.count == 1 || n)
                 dsq_chunk_reset(&s->chunk);
         }
         if (!(rc = write_chunk(r, s, err))) {
@@ -1026,7 +1054,7 @@ static time_set *times_of(dsq_pairs *pr, dsq_chunk_iter *it, uint32_t kind, int 
     ts->kind = kind;
     ts->used = ++pr->clock;
     pr->loading = ts;
-    pr->tkey.field = DSQ_SERIES_KIND_BASE + kind;
+    pr->tkey.field = DSQ_SERIES_TIMES_BASE + kind;
     if ((*status = dsq_store_scan_chunks(pr->st, &pr->tkey, NULL, on_times, pr, pr->err)))
         return NULL;
     ts->valid = 1;

@@ -11,8 +11,9 @@
  * Events of one kind in one (run, host, rank, source) form a count-only series
  * under the pseudo-field DSQ_SERIES_KIND_BASE + kind (count, and first_t/last_t
  * spanning the events that have a time): `count by run` or `count by host where
- * kind = 'failure'` read those. Its chunks hold the times of its events with
- * fields, once for all their fields (dsq_pairs_scan finds a value's time there).
+ * kind = 'failure'` read those (no chunks). The times of its events with fields
+ * are a series under DSQ_SERIES_TIMES_BASE + kind, kept once for all their fields
+ * (dsq_pairs_scan finds a value's time there).
  *
  * Run attributes (kind attr events) are kept as (run, name, source) -> the latest
  * value in that source, so `by zero_stage` reads a small table. The class of the
@@ -78,7 +79,7 @@ typedef struct dsq_chunk {
 /* Appends one pair; 0 or DSQ_ENOMEM. */
 int dsq_chunk_add(dsq_chunk *c, int64_t t, double v);
 /* Appends the value of the event-th event (with fields) of `kind`, whose time its
- * kind's count series keeps (rollup.c); event numbers of a kind only grow in a
+ * kind's times series keeps (rollup.c); event numbers of a kind only grow in a
  * chunk. 0 or DSQ_ENOMEM. */
 int dsq_chunk_add_event(dsq_chunk *c, uint32_t kind, uint64_t event, double v);
 /* Closes the open segment: the chunk's bytes are then buf[0..len). */
@@ -118,7 +119,7 @@ int dsq_chunk_iter_next(dsq_chunk_iter *it, int64_t *t, double *v);
 /* --- reading a series' pairs ------------------------------------------------- */
 
 /* Reads field series' pairs with their times, looking up the times of values kept
- * by event in their kind's count series (rollup.c). Keeps its buffers between
+ * by event in their kind's times series (rollup.c). Keeps its buffers between
  * series: one per query. */
 typedef struct dsq_pairs dsq_pairs;
 /* Up to some hundred pairs of one series at a time, in the series' order. */

@@ -1304,6 +1304,8 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
 
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err)
 {
+    if (field >= DSQ_SERIES_TIMES_BASE)
+        return 0; /* a kind's times: nobody asks for them by run */
     if (grow_arr((void **)&st->due, &st->due_cap, st->ndue, sizeof *st->due))
         return dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
     st->due[st->ndue++] = (ser_ref){(uint64_t)field << 32 | run, 0, 0, 0, 0};
@@ -2053,8 +2055,9 @@ static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned c
 {
     if (n)
         return cs->fn(cs->ctx, p, n);
-    if (rec->count != 1 || cs->field >= DSQ_SERIES_KIND_BASE) /* a kind's count: no pair */
-        return 0;
+    if (rec->count != 1 ||
+        (cs->field >= DSQ_SERIES_KIND_BASE && cs->field < DSQ_SERIES_TIMES_BASE))
+        return 0; /* (a kind's count has no pairs) */
     unsigned char one[DSQ_CHUNK_ONE_MAX]; /* one value: its pair is the summary's first */
     return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
 }

@@ -49,7 +49,7 @@
  * records packed; 5: series in groups, records of up to 64 series of one (field, run, host);
  * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
  * in columns (event.h); 8: a field's values name their event, whose time its kind's count
- * series keeps (rollup.c) */
+ * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c) */
 #define DSQ_STORE_SCHEMA 8
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
@@ -72,6 +72,10 @@ typedef struct dsq_block_key {
 /* A series: one numeric field (a dictionary id), or DSQ_SERIES_KIND_BASE + event
  * kind for the count of that kind's events, in one run/host/rank/source. */
 #define DSQ_SERIES_KIND_BASE 0xFF000000u
+/* DSQ_SERIES_TIMES_BASE + event kind: the times of that kind's events with fields
+ * (rollup.c), a series of their count and span whose pairs are times; no run
+ * rollup. Apart from the kinds' count series, which counting queries read. */
+#define DSQ_SERIES_TIMES_BASE 0xFF800000u
 #define DSQ_SERIES_KEY_LEN 20
 #define DSQ_GROUP_PREFIX_LEN 12 /* field, run, host: what a series group record shares */
 
@@ -197,6 +201,7 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err);
  * it (removed when no series is left). Readers of a stale one merge the series
  * themselves, the same way. 0 or DSQ_ENOMEM. */
 int dsq_store_runroll_update(dsq_store *st, uint32_t field, uint32_t run, dsq_error *err);
+/* (nothing for a kind's times: DSQ_SERIES_TIMES_BASE and up) */
 /* Recomputes the run rollups still marked stale (store.c, settle_runrolls) in a write
  * of its own; writers call it when they are done (the indexer, prune). Without it
  * the index answers the same, reading those runs' series, until a writer settles. */

@@ -816,16 +816,32 @@ static void test_event_without_its_time_is_damage(void)
                           .first_t = T0, .last_t = T0 + 5};
     CHECK_INT(dsq_store_series_put(fx.st, &k, &rec, pairs, sizeof pairs, &fx.err), 0);
     /* the kind's times: only one event's */
-    dsq_series_key kk = {DSQ_SERIES_KIND_BASE + DSQ_EV_DS_STEP, run, host, 0, 9};
+    dsq_series_key kk = {DSQ_SERIES_TIMES_BASE + DSQ_EV_DS_STEP, run, host, 0, 9};
     dsq_series_rec krec = {.count = 1, .first_t = T0, .last_t = T0};
-    static const unsigned char one_time[] = {6 << 4 | 8, 1, 0, 0x80, 0x80, 0x01};
+    static const unsigned char one_time[] = {6 << 4 | 8, 1, 0, 0x80, 0x80, 0x01}; /* 8192 s */
     CHECK_INT(dsq_store_series_put(fx.st, &kk, &krec, one_time, sizeof one_time, &fx.err), 0);
+    /* and a series of event 0 alone, whose time is there */
+    static const unsigned char pairs0[] = {15 << 4, 1, 0, 3, DSQ_EV_DS_STEP, 2};
+    dsq_series_key k0 = {fa, run, host, 0, 10}, kk0 = kk;
+    kk0.source = 10;
+    dsq_series_rec rec0 = rec;
+    rec0.count = 1;
+    CHECK_INT(dsq_store_series_put(fx.st, &k0, &rec0, pairs0, sizeof pairs0, &fx.err), 0);
+    CHECK_INT(dsq_store_series_put(fx.st, &kk0, &krec, one_time, sizeof one_time, &fx.err), 0);
     CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
     dsq_pairs *pr = NULL;
     CHECK_INT(dsq_pairs_new(&pr), 0);
     size_t n = 0;
     dsq_error err;
     dsq_error_clear(&err);
+    static expect e0; /* big: not on the stack */
+    e0.n[0] = 1;
+    e0.t[0][0] = 8192000000;
+    e0.v[0][0] = 1;
+    got_pairs g = {&e0, 0, 0, 0, 0};
+    CHECK_INT(dsq_pairs_scan(pr, fx.st, &k0, &rec0, 1, on_got, &g, &err), 0);
+    CHECK_INT(g.n, 1);
+    CHECK_INT(g.bad, 0);
     CHECK_INT(dsq_pairs_scan(pr, fx.st, &k, &rec, 1, on_nothing, &n, &err), DSQ_EINDEX);
     CHECK(strstr(err.msg, "damaged rollup chunk (source 9)") != NULL);
     n = 0;
@@ -836,7 +852,47 @@ static void test_event_without_its_time_is_damage(void)
     builder_close(&fx);
 }
 
-TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_values_by_event_round_trip), T(test_event_without_its_time_is_damage),
+static int on_times_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    int *per_source = ctx;
+    if (k->source >= 1 && k->source <= 2 && k->field == DSQ_SERIES_TIMES_BASE + DSQ_EV_DS_STEP)
+        per_source[k->source] += (int)rec->count;
+    return 0;
+}
+
+/* A kind's times are kept where values kept in pairs need them: a source with one
+ * step event (each field's one value has its time in its summary) keeps none, a
+ * source with two keeps both times. */
+static void test_times_only_where_values_need_them(void)
+{
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), host = dsq_dict_intern(fx.d, "gpu1", 4);
+    uint32_t fa = dsq_dict_intern(fx.d, "a", 1);
+    for (int src = 1; src <= 2; src++) {
+        dsq_rollup_begin(fx.r, run, (uint32_t)src);
+        for (int i = 0; i < src; i++) {
+            dsq_event ev = {.kind = DSQ_EV_DS_STEP, .t_us = T0 + i, .host = host, .rank = 0, .nf = 1};
+            ev.f[0] = (dsq_field){fa, DSQ_U_NONE, i};
+            CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
+        }
+        CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
+    }
+    CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
+    int per_source[3] = {0};
+    CHECK_INT(dsq_store_scan_series(fx.st, DSQ_SERIES_TIMES_BASE,
+                                    DSQ_SERIES_TIMES_BASE + DSQ_EV_KIND_COUNT, 0, on_times_series,
+                                    per_source, &fx.err),
+              0);
+    CHECK_INT(per_source[1], 0);
+    CHECK_INT(per_source[2], 2);
+    builder_close(&fx);
+}
+
+TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_times_only_where_values_need_them), T(test_values_by_event_round_trip), T(test_event_without_its_time_is_damage),
           T(test_round_trip_bit_for_bit), T(test_builder_forgets_memos_between_sources), T(test_builder_grows_in_the_middle_of_an_event), T(test_chunk_bytes_as_first_written), T(test_steady_series_is_small), T(test_long_segment_splits),
           T(test_single_pairs),
           T(test_cut_or_damaged_never_overruns), T(test_builder_grows_then_writes_only_its_own))
