@@ -68,11 +68,12 @@
 #include "varint.h"
 
 #define MAX_ATTRS 256
-/* bytes one encoded pair takes at most: time varint, then a value's tag byte and varint */
-#define PAIR_MAX (2 * DSQ_VARINT_MAX + 1)
+/* bytes one encoded pair takes at most: its time or event (and a kind it brings in),
+ * then a value's tag byte and varint */
+#define PAIR_MAX (3 * DSQ_VARINT_MAX + 1)
 #define SEG_HDR 3
-/* a segment header with its kind (pairs by event) */
-#define SEG_HDR_MAX (SEG_HDR + DSQ_VARINT_MAX)
+/* a segment header with a run's kind and first event */
+#define SEG_HDR_MAX (SEG_HDR + 2 * DSQ_VARINT_MAX)
 #define SEG_PAIRS 65535
 /* A chunk is written once its encoded bytes reach this: big values waste little of
  * their last LMDB overflow page (zstd packs them further, store.c). */
@@ -153,11 +154,11 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 
 /* --- chunks ------------------------------------------------------------------ */
 
-/* Rarely taken paths of the per-value code, kept out of its registers and lines. */
 #define K_RUN 14      /* a segment's k: pairs of a run of events (see the top) */
 #define K_BY_EVENT 15 /* a segment's k: pairs by event number */
 #define SLOT_NEW 3    /* a pair by event whose kind comes next (slots 0..2 named) */
 #define E_NONE 8      /* a segment's E: no values (a kind's times) */
+/* Rarely taken paths of the per-value code, kept out of its registers and lines. */
 #define COLD __attribute__((noinline, cold))
 
 static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
@@ -354,7 +355,7 @@ __attribute__((always_inline)) static inline int chunk_put_by_event(dsq_chunk *c
                                                                     uint64_t event, double v,
                                                                     const dsq_num_form *f)
 {
-    if (c->len + SEG_HDR + 2 * DSQ_VARINT_MAX + PAIR_MAX > c->cap && chunk_grow(c))
+    if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
         return DSQ_ENOMEM;
     int64_t m = 0;
     uint64_t vb;
@@ -863,12 +864,6 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     return 0;
 }
 
-/* Writes the summaries (see dsq_rollup_finish). At the end of a source, a series
- * without chunks so far keeps its pairs in its own record when they are few
- * (store.h): none for one value (or time: the summary's first), else its chunk
- * up to OWN_PAIRS_BYTES; and a kind's times that no value kept in pairs needs are
- * left out. Before an intermediate commit its chunk is written out, as more
- * values may follow. */
 _Static_assert(DSQ_EV_KIND_COUNT <= 64, "a field's kinds fit in 64 bits");
 
 /* Marks the kinds' times that values kept in pairs need: those of the fields with
@@ -887,6 +882,12 @@ static void mark_needed_times(dsq_rollup *r)
     }
 }
 
+/* Writes the summaries (see dsq_rollup_finish). At the end of a source, a series
+ * without chunks so far keeps its pairs in its own record when they are few
+ * (store.h): none for one value (or time: the summary's first), else its chunk
+ * up to OWN_PAIRS_BYTES; and a kind's times that no value kept in pairs needs are
+ * left out. Before an intermediate commit its chunk is written out, as more
+ * values may follow. */
 static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 {
     int rc = 0;
@@ -942,7 +943,7 @@ typedef struct time_set {
 
 struct dsq_pairs {
     time_set ts[TIME_SETS];
-    dsq_series_key tkey; /* whose times the sets hold (field: the kind series read last) */
+    dsq_series_key tkey; /* whose times the sets hold (field: the times series read last) */
     unsigned clock;
     time_set *loading;
     unsigned char *rest; /* a chunk's unread bytes, moved there while times are read */

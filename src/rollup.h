@@ -87,7 +87,7 @@ void dsq_chunk_finish(dsq_chunk *c);
 void dsq_chunk_reset(dsq_chunk *c);
 void dsq_chunk_free(dsq_chunk *c);
 /* The chunk of the one pair (t, v) into out; its length (at most DSQ_CHUNK_ONE_MAX). */
-#define DSQ_CHUNK_ONE_MAX 40
+#define DSQ_CHUNK_ONE_MAX 64
 size_t dsq_chunk_one(unsigned char *out, int64_t t, double v);
 
 typedef struct dsq_chunk_iter {
