@@ -354,6 +354,10 @@ static void test_group_keys_and_filters(void)
     check("avg loss by run every 1h where run ~ 'a*'", "avg", "loss", run_hour, 2, run_a);
     check("p50 Max_MA by run every 1h", "p50", "Max_MA", run_hour, 2, NULL);
     check("count loss by run since '2024-07-20 03:00'", "count", "loss", run_host, 1, afternoon);
+    /* values whose times are looked up in their kind's times (rollup.c) */
+    check("first loss by run every 1h", "first", "loss", run_hour, 2, NULL);
+    check("last Max_MA by run every 1h", "last", "Max_MA", run_hour, 2, NULL);
+    check("p90 loss by run since '2024-07-20 03:00'", "p90", "loss", run_host, 1, afternoon);
     check("max Max_MA", "max", "Max_MA", none, 0, NULL);
 }
 
