@@ -164,8 +164,7 @@ void dsq_series_merge(dsq_series_rec *to, const dsq_series_rec *from, int counti
 static const int64_t time_scale[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
 
 /* A pair's time as the segments need it: the largest scale 10^k (6, 3 or 0) t is a
- * multiple of, and t / 10^k for each k. Found once per event: all its fields' pairs
- * share it. */
+ * multiple of, and t / 10^k for each k. Found once per event, for its kind's times. */
 typedef struct pair_time {
     int64_t x[7]; /* t / 10^k at k 0, 3 and 6 */
     int k;
@@ -316,11 +315,9 @@ static inline unsigned char *put_value(dsq_chunk *c, unsigned char *p, double v,
     return dsq_varint_put(p, dsq_zigzag((int64_t)dm));
 }
 
-/* dsq_chunk_add with the pair's time found (pair_time_of) and v's form f. Inline in
- * the builder's loop over an event's fields: one call per value cost more than its
- * common path (a pair that fits its segment). */
-__attribute__((always_inline)) static inline int chunk_put(dsq_chunk *c, const pair_time *pt,
-                                                           double v, const dsq_num_form *f)
+/* dsq_chunk_add with the pair's time found (pair_time_of) and v's form f (the
+ * builder writes values by event: chunk_put_by_event). */
+static int chunk_put(dsq_chunk *c, const pair_time *pt, double v, const dsq_num_form *f)
 {
     if (c->len + SEG_HDR_MAX + PAIR_MAX > c->cap && chunk_grow(c))
         return DSQ_ENOMEM;
@@ -350,7 +347,9 @@ static inline int kind_slot(const dsq_chunk *c, uint32_t kind)
 }
 
 /* chunk_put of a value of event number `event` among the events of `kind` (with
- * fields) of the series' run, host, rank and source: its time is that event's. */
+ * fields) of the series' run, host, rank and source: its time is that event's.
+ * Inline in the builder's loop over an event's fields: one call per value cost
+ * more than its common path (a value that goes on its segment). */
 __attribute__((always_inline)) static inline int chunk_put_by_event(dsq_chunk *c, uint32_t kind,
                                                                     uint64_t event, double v,
                                                                     const dsq_num_form *f)

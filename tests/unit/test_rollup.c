@@ -56,10 +56,14 @@ static void make_pair(int i, int64_t *t, double *v)
     }
 }
 
-/* Decodes a chunk: DSQ_EFORMAT, or the number of pairs, each checked against the
- * pairs made (a prefix of them). */
-static int decode_check(const unsigned char *data, size_t n, const int64_t *ts, const double *vs,
-                        int max)
+/* Whether the k-th pair decoded (it after dsq_chunk_iter_next gave t, v) is the
+ * k-th of those made (want). */
+typedef int (*pair_is_fn)(const dsq_chunk_iter *it, int64_t t, double v, int k, const void *want);
+
+/* Decodes a chunk: the iterator's error, -1000 - k at the first pair k that is not
+ * as made, or the number of pairs (a prefix of the max made). */
+static int decode_with(const unsigned char *data, size_t n, pair_is_fn is, const void *want,
+                       int max)
 {
     dsq_chunk_iter it;
     int64_t t;
@@ -67,11 +71,31 @@ static int decode_check(const unsigned char *data, size_t n, const int64_t *ts, 
     int r, k = 0;
     dsq_chunk_iter_init(&it, data, n);
     while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
-        if (k >= max || t != ts[k] || !same_bits(v, vs[k]))
+        if (k >= max || !is(&it, t, v, k, want))
             return -1000 - k;
         k++;
     }
     return r < 0 ? r : k;
+}
+
+typedef struct timed_pairs {
+    const int64_t *ts;
+    const double *vs;
+} timed_pairs;
+
+static int timed_pair_is(const dsq_chunk_iter *it, int64_t t, double v, int k, const void *want)
+{
+    const timed_pairs *w = want;
+    (void)it;
+    return t == w->ts[k] && same_bits(v, w->vs[k]);
+}
+
+/* Decodes a chunk of (time, value) pairs, checked against ts[] and vs[]. */
+static int decode_check(const unsigned char *data, size_t n, const int64_t *ts, const double *vs,
+                        int max)
+{
+    timed_pairs w = {ts, vs};
+    return decode_with(data, n, timed_pair_is, &w, max);
 }
 
 static void test_round_trip_bit_for_bit(void)
@@ -307,22 +331,17 @@ typedef struct ev_pair {
     double v;
 } ev_pair;
 
-/* Decodes data[0..n) as pairs by event: the number that match want[] (a prefix),
- * -1000 - k at the first that does not, or the iterator's error. */
+static int event_pair_is(const dsq_chunk_iter *it, int64_t t, double v, int k, const void *want)
+{
+    const ev_pair *w = (const ev_pair *)want + k;
+    return it->by_event && t == DSQ_TIME_NONE && it->kind == w->kind && it->event == w->event &&
+           same_bits(v, w->v);
+}
+
+/* Decodes data[0..n) as pairs by event, checked against want[] (decode_with). */
 static int event_check(const unsigned char *data, size_t n, const ev_pair *want, int max)
 {
-    dsq_chunk_iter it;
-    int64_t t;
-    double v;
-    int r, k = 0;
-    dsq_chunk_iter_init(&it, data, n);
-    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
-        if (k >= max || !it.by_event || t != DSQ_TIME_NONE || it.kind != want[k].kind ||
-            it.event != want[k].event || !same_bits(v, want[k].v))
-            return -1000 - k;
-        k++;
-    }
-    return r < 0 ? r : k;
+    return decode_with(data, n, event_pair_is, want, max);
 }
 
 /* A run of events (one kind, one after another) takes its values' bytes and a
