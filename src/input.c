@@ -221,6 +221,15 @@ void dsq_input_free(dsq_input *in)
     free(in);
 }
 
+static void file_info_of(const struct stat *sb, dsq_file_info *fi)
+{
+    fi->size = (uint64_t)sb->st_size;
+    fi->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+    fi->dev = (uint64_t)sb->st_dev;
+    fi->ino = (uint64_t)sb->st_ino;
+    fi->nlink = (uint64_t)sb->st_nlink;
+}
+
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
 {
     struct stat sb;
@@ -251,12 +260,20 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
     close(fd);
     if (n < 0)
         return dsq_error_set(err, DSQ_EIO, "%s", strerror(errno));
-    fi->size = (uint64_t)sb.st_size;
-    fi->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    file_info_of(&sb, fi);
     fi->fingerprint = h;
-    fi->dev = (uint64_t)sb.st_dev;
-    fi->ino = (uint64_t)sb.st_ino;
-    fi->nlink = (uint64_t)sb.st_nlink;
+    fi->fp_known = 1;
+    return 0;
+}
+
+int dsq_input_stat_quick(const char *path, dsq_file_info *fi, dsq_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return dsq_error_set(err, DSQ_EIO, "%s", strerror(errno));
+    file_info_of(&sb, fi);
+    fi->fingerprint = 0;
+    fi->fp_known = 0;
     return 0;
 }
 

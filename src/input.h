@@ -59,6 +59,7 @@ typedef struct dsq_file_info {
     uint64_t size;
     int64_t mtime_ns;
     uint64_t fingerprint;
+    int fp_known;        /* fingerprint computed (dsq_input_stat, not dsq_input_stat_quick) */
     uint64_t dev, ino;   /* which file this is, whatever its name (hard links share them) */
     uint64_t nlink;      /* its names (hard links) */
 } dsq_file_info;
@@ -70,6 +71,11 @@ void dsq_input_free(dsq_input *in);
  * decoding it: what decides whether an indexed file changed. Its device, inode and
  * link count are filled too. */
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
+
+/* The same without opening the file: one stat, no fingerprint (fp_known 0). What a
+ * walk needs to decide that a file must be indexed (its size, mtime or name is
+ * new); its fingerprint is then computed by whoever reads it. */
+int dsq_input_stat_quick(const char *path, dsq_file_info *fi, dsq_error *err);
 
 /* Who decodes gzip (files, the gzip layer under a tar, .gz members): ISA-L, the
  * default when the build has it (gunzip.h), or libarchive's zlib-based reader. */
