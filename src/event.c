@@ -85,6 +85,7 @@ void dsq_block_reset(dsq_block *b)
     b->t_prev = 0;
     b->line_prev = 0;
     b->nshapes = 0;
+    b->started = 0;
     memset(b->last_shape, 0, sizeof b->last_shape);
 }
 
@@ -245,10 +246,13 @@ int dsq_block_add(dsq_block *b, const dsq_event *ev)
 {
     dsq_num_form forms[DSQ_EV_MAXF];
     dsq_ev_forms(ev, forms);
-    return dsq_block_add_forms(b, ev, forms);
+    return dsq_block_add_ref(b, ev, forms, 0, 0);
 }
 
-int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *forms)
+_Static_assert(DSQ_EV_KIND_COUNT <= 64, "a block's started kinds fit in 64 bits");
+
+int dsq_block_add_ref(dsq_block *b, const dsq_event *ev, const dsq_num_form *forms,
+                      uint32_t in_series, uint64_t event)
 {
     /* worst case: 7 varints of 10 + 2 + nf * (5 + 1 + 9) */
     if (ev->nf > DSQ_EV_MAXF || reserve(b, 72 + (size_t)ev->nf * 15) != 0)
@@ -275,10 +279,32 @@ int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *f
     p = dsq_varint_put(p, ev->label);
     p = dsq_varint_put(p, ev->text);
     p = dsq_varint_put(p, dsq_zigzag(dl));
-    for (int i = 0; i < nf; i++)
-        p = put_num(p, ev->f[i].v, &forms[i]);
+    if (nf && ev->kind < DSQ_EV_KIND_COUNT && !(b->started >> ev->kind & 1)) {
+        b->started |= 1ull << ev->kind;
+        b->start[ev->kind] = event;
+    }
+    for (int i = 0; i < nf; i++) {
+        if (in_series >> i & 1)
+            *p++ = DSQ_VAL_IN_SERIES;
+        else
+            p = put_num(p, ev->f[i].v, &forms[i]);
+    }
     b->len = (size_t)(p - buf);
     return 0;
+}
+
+/* Bytes the starts of b take at most, and the starts themselves (event.h). */
+#define STARTS_MAX (DSQ_VARINT_MAX + 2 * DSQ_VARINT_MAX * DSQ_EV_KIND_COUNT)
+
+static unsigned char *put_starts(unsigned char *p, const dsq_block *b)
+{
+    p = dsq_varint_put(p, (uint64_t)__builtin_popcountll(b->started));
+    for (uint64_t m = b->started; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(m);
+        p = dsq_varint_put(p, k);
+        p = dsq_varint_put(p, b->start[k]);
+    }
+    return p;
 }
 
 /* --- stored in columns --------------------------------------------------------- */
@@ -372,6 +398,10 @@ static inline int put_col_value(dsq_block_cols *c, int i, const unsigned char **
         return DSQ_EFORMAT;
     if (cb->n + DSQ_VARINT_MAX + 8 > cb->cap && col_value_room(c, i))
         return DSQ_ENOMEM;
+    if (tag == DSQ_VAL_IN_SERIES) { /* the column's value before stays the base */
+        cb->b[cb->n++] = DSQ_VAL_IN_SERIES;
+        return 0;
+    }
     unsigned e = (unsigned)(tag & 7);
     if (e == 7) {
         if (tag != 7 || end - *pp < 8)
@@ -461,10 +491,11 @@ int dsq_block_encode(dsq_block_cols *c, const dsq_block *b, const unsigned char 
 {
     uint32_t ncols = 0;
     if (b->len < DSQ_BLOCK_COLUMNS_MIN) { /* stored as rows, as they are */
-        if (col_room(&c->out, &c->out_cap, 0, DSQ_VARINT_MAX + 1 + b->len))
+        if (col_room(&c->out, &c->out_cap, 0, DSQ_VARINT_MAX + 1 + STARTS_MAX + b->len))
             return DSQ_ENOMEM;
         unsigned char *p = dsq_varint_put(c->out, b->count);
         *p++ = 0;
+        p = put_starts(p, b);
         if (b->len)
             memcpy(p, b->buf, b->len);
         *data = c->out;
@@ -474,7 +505,7 @@ int dsq_block_encode(dsq_block_cols *c, const dsq_block *b, const unsigned char 
     int rc = split_rows(c, b, &ncols);
     if (rc)
         return rc;
-    size_t total = (3 + DSQ_BLOCK_STREAMS + (size_t)ncols) * DSQ_VARINT_MAX;
+    size_t total = (3 + DSQ_BLOCK_STREAMS + (size_t)ncols) * DSQ_VARINT_MAX + STARTS_MAX;
     for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
         total += c->s[i].n;
     for (uint32_t i = 0; i < ncols; i++)
@@ -484,6 +515,7 @@ int dsq_block_encode(dsq_block_cols *c, const dsq_block *b, const unsigned char 
     unsigned char *p = c->out;
     p = dsq_varint_put(p, b->count);
     p = dsq_varint_put(p, ncols);
+    p = put_starts(p, b);
     for (int i = 0; i < DSQ_BLOCK_STREAMS; i++)
         p = dsq_varint_put(p, c->s[i].n);
     for (uint32_t i = 0; i < ncols; i++)
@@ -517,6 +549,19 @@ int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t 
     it->left = (uint32_t)count;
     it->ncols = (uint32_t)ncols;
     it->rows = ncols == 0; /* stored as rows: every part in p[0] */
+    it->started = 0;
+    it->event = UINT64_MAX;
+    it->in_series = 0;
+    uint64_t nstarts, kind, start;
+    if (dsq_varint_get(&p, end, &nstarts) || nstarts > DSQ_EV_KIND_COUNT)
+        return DSQ_EFORMAT;
+    for (uint64_t i = 0; i < nstarts; i++) {
+        if (dsq_varint_get(&p, end, &kind) || kind >= DSQ_EV_KIND_COUNT ||
+            it->started >> kind & 1 || dsq_varint_get(&p, end, &start))
+            return DSQ_EFORMAT;
+        it->started |= 1ull << kind;
+        it->next[kind] = start;
+    }
     if (it->rows) {
         it->p[0] = p;
         it->end[0] = end;
@@ -528,7 +573,7 @@ int dsq_block_iter_init(dsq_block_iter *it, const void *data, size_t n, int64_t 
     /* the columns' lengths are read twice: to check that all parts fit, then to
      * place each column after the streams */
     const unsigned char *lens = p;
-    uint64_t total = 0, l;
+    uint64_t total = 0, l = 0;
     for (uint32_t i = 0; i < it->ncols; i++) {
         if (dsq_varint_get(&p, end, &l) || l > (uint64_t)(end - p))
             return DSQ_EFORMAT;
@@ -580,12 +625,15 @@ static int get_new_shape(dsq_block_iter *it, dsq_ev_shape *s, uint32_t *first)
     return 0;
 }
 
-/* The next value of column c into *v (see event.h). 0 or -1. */
+/* The next value of column c into *v (see event.h). 0, 1 when it is in its series
+ * (DSQ_VAL_IN_SERIES), or -1. */
 static int get_col_value(dsq_block_col *c, double *v)
 {
     uint64_t tag;
     if (dsq_varint_get(&c->p, c->end, &tag))
         return -1;
+    if (tag == DSQ_VAL_IN_SERIES)
+        return 1; /* in its series; the column's state stays */
     unsigned e = (unsigned)(tag & 7);
     if (e == 7) {
         const unsigned char *p = c->p;
@@ -639,13 +687,31 @@ int dsq_block_iter_next(dsq_block_iter *it, dsq_event *ev)
     ev->text = (uint32_t)text;
     ev->line = it->line_prev + (uint32_t)dsq_unzigzag(dl); /* mod 2^32: no signed overflow */
     ev->nf = s->nf;
+    it->event = UINT64_MAX;
+    it->in_series = 0;
+    if (ev->nf && s->kind < DSQ_EV_KIND_COUNT && it->started >> s->kind & 1)
+        it->event = it->next[s->kind]++;
     for (uint32_t i = 0; i < ev->nf; i++) {
         uint32_t k = first ? first + i : 0;
+        int got;
         ev->f[i].name = s->name[i];
         ev->f[i].unit = s->unit[i];
-        if (it->rows ? dsq_num_get(&it->p[0], it->end[0], &ev->f[i].v) != 0
-                     : k >= it->ncols || get_col_value(&it->col[k], &ev->f[i].v))
-            return DSQ_EFORMAT;
+        if (it->rows) {
+            if (it->p[0] < it->end[0] && *it->p[0] == DSQ_VAL_IN_SERIES) {
+                it->p[0]++;
+                got = 1;
+            } else {
+                got = dsq_num_get(&it->p[0], it->end[0], &ev->f[i].v) != 0 ? -1 : 0;
+            }
+        } else {
+            got = k >= it->ncols ? -1 : get_col_value(&it->col[k], &ev->f[i].v);
+        }
+        if (got < 0 || (got == 1 && it->event == UINT64_MAX))
+            return DSQ_EFORMAT; /* (a value in a series needs its event's number) */
+        if (got == 1) {
+            ev->f[i].v = NAN;
+            it->in_series |= 1u << i;
+        }
     }
     it->t_prev = ev->t_us;
     it->line_prev = ev->line;

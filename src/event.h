@@ -123,6 +123,11 @@ typedef struct dsq_block {
     uint32_t line_prev;
     uint32_t nshapes;
     uint8_t last_shape[DSQ_EV_KIND_COUNT]; /* per kind: 1 + its last shape, 0 none */
+    /* per kind with fields: the number its first event here has among the kind's
+     * events with fields of the (host, rank) in the source (what rollups number
+     * them by); a bit of `started` each */
+    uint64_t started;
+    uint64_t start[DSQ_EV_KIND_COUNT];
     dsq_ev_shape shapes[DSQ_BLOCK_SHAPES];
 } dsq_block;
 
@@ -132,18 +137,27 @@ void dsq_block_free_buf(dsq_block *b);
 
 /* Appends one event (host and rank are in the key, not encoded). 0 or DSQ_ENOMEM. */
 int dsq_block_add(dsq_block *b, const dsq_event *ev);
-/* The same with the forms of ev's fields (dsq_ev_forms of ev; borrowed). */
-int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *forms);
+/* The same with the forms of ev's fields (dsq_ev_forms of ev; borrowed), where
+ * the fields of the bits of `in_series` are not stored here but in their series
+ * (rollup.h: the writer's rollup kept them bit for bit), as the `event`-th of
+ * ev's kind with fields: readers find them there (query.c, dsq_evfill). */
+int dsq_block_add_ref(dsq_block *b, const dsq_event *ev, const dsq_num_form *forms,
+                      uint32_t in_series, uint64_t event);
 
-/* The value a block is stored as (schema 7): its events' parts in columns, so that
+/* The value a block is stored as (schema 9): its events' parts in columns, so that
  * zstd finds like next to like (it packs them in a third of the time, and smaller).
  *
- *   varint count, varint ncols, varint length of each of the 5 streams and of
- *   each of the ncols value columns, then their bytes one after another.
+ *   varint count, varint ncols, the starts, varint length of each of the 5
+ *   streams and of each of the ncols value columns, then their bytes one after
+ *   another.
+ *
+ * The starts: varint n, then n times varint kind and varint e: the block's first
+ * event with fields of that kind is the e-th of its kind with fields in the
+ * (host, rank) of the source (counting from 0), the next one e + 1, and so on.
  *
  * A block whose rows take under DSQ_BLOCK_COLUMNS_MIN bytes is stored as its rows
- * (varint count, 0, the rows): the store keeps values that small unpacked, and
- * unpacked the rows are the smaller.
+ * (varint count, 0, the starts, the rows): the store keeps values that small
+ * unpacked, and unpacked the rows are the smaller.
  *
  * The streams hold, event after event, what the row encoding of dsq_block_add
  * has in one place: the shape (its number, or 0 and the shape spelled out), the
@@ -154,6 +168,11 @@ int dsq_block_add_forms(dsq_block *b, const dsq_event *ev, const dsq_num_form *f
  * value before it had the same exponent e holds the difference of the two
  * mantissas instead: varint zigzag(m - m_before) << 3 | e. */
 #define DSQ_BLOCK_STREAMS 5
+/* A value stored in its series instead (dsq_block_add_ref): this one byte where a
+ * packed number would be, in rows and in columns (a column's value before it
+ * stays the one the next difference is from). The iterator gives such a field
+ * as NaN with its bit in in_series. */
+#define DSQ_VAL_IN_SERIES 0x0F
 #define DSQ_BLOCK_COLUMNS_MIN 1024
 #define DSQ_BLOCK_COLS (1 + DSQ_BLOCK_SHAPES * DSQ_EV_MAXF)
 
@@ -177,6 +196,12 @@ typedef struct dsq_block_col {
 } dsq_block_col;
 
 typedef struct dsq_block_iter {
+    /* after dsq_block_iter_next: the event's number among its kind's with fields
+     * (UINT64_MAX when it has no fields), and its fields whose values are in their
+     * series (a bit each) */
+    uint64_t event;
+    uint32_t in_series;
+    uint64_t started, next[DSQ_EV_KIND_COUNT]; /* per kind: its next event's number */
     /* the streams; a block stored as rows has them all in p[0] */
     const unsigned char *p[DSQ_BLOCK_STREAMS], *end[DSQ_BLOCK_STREAMS];
     int rows;

@@ -244,10 +244,14 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
         return rc ? rc : dsq_error_set(ix->cur_err, DSQ_ENOMEM, "block table");
     dsq_num_form forms[DSQ_EV_MAXF]; /* each value's decimal form, found once */
     dsq_ev_forms(ev, forms);
-    if ((rc = dsq_block_add_forms(&o->b, ev, forms)))
-        return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
-    if ((rc = dsq_rollup_add_forms(ix->roll, ev, forms, ix->cur_err)))
+    /* the values the rollup keeps as they are are stored there only: the block
+     * names them by the event's number (values once: schema 9) */
+    uint64_t event = 0;
+    uint32_t kept = 0;
+    if ((rc = dsq_rollup_add_forms(ix->roll, ev, forms, &event, &kept, ix->cur_err)))
         return rc;
+    if ((rc = dsq_block_add_ref(&o->b, ev, forms, kept, event)))
+        return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
     ix->pend.events++;
     if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
         return put_block(ix, o);
@@ -864,6 +868,7 @@ enum msg_type {
     MSG_PROBLEM,     /* msg_problem */
     MSG_MEMBER_END,  /* msg_member, then the member's name */
     MSG_OPEN_FAILED, /* dsq_error */
+    MSG_FILE_START,  /* uint64_t: the file's fingerprint (the walk only stat'ed it) */
     MSG_FILE_END     /* msg_file_end */
 };
 
@@ -881,7 +886,6 @@ typedef struct msg_member {
 typedef struct msg_file_end {
     uint64_t bytes_in;
     int64_t status; /* 0, or why the worker stopped (out of memory) */
-    uint64_t fingerprint; /* the file's, found by the worker (the walk only stat'ed it) */
 } msg_file_end;
 
 /* Every file ends the batch it is in (the writer takes files whole, in walk order),
@@ -1300,7 +1304,7 @@ static int w_file(worker *w, const job *j)
         dsq_readahead_open(w->ra, j->abs, &e) != 0) {
         dsq_error_where(&e, j->path, NULL);
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
-    } else {
+    } else if (!(rc = w_put(w, MSG_FILE_START, &fi.fingerprint, sizeof fi.fingerprint, NULL, 0))) {
         dsq_member_info mi;
         w->plain = strcmp(dsq_readahead_format(w->ra), "plain") == 0;
         w->fed = 0;
@@ -1322,8 +1326,7 @@ static int w_file(worker *w, const job *j)
             rc = w_member(w, j, &mi, idx);
         }
     }
-    msg_file_end fe = {.bytes_in = dsq_readahead_bytes_in(w->ra), .status = rc,
-                       .fingerprint = fi.fingerprint};
+    msg_file_end fe = {.bytes_in = dsq_readahead_bytes_in(w->ra), .status = rc};
     dsq_readahead_close(w->ra);
     if (rc == WORKER_STOPPED)
         return rc;
@@ -1488,9 +1491,17 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
         *drained = 1;
         return 1;
     }
-    if ((status = file_begin(ix, j->abs, &rec, &j->fi, err)))
+    /* the first message of a file opened: its fingerprint, which the source
+     * record has from the start (a checkpoint writes it), as in one thread */
+    dsq_file_info fi = j->fi;
+    if (type != MSG_FILE_START || n != sizeof fi.fingerprint) {
+        dsq_error_set(err, DSQ_EFORMAT, "internal: a damaged batch from a worker");
+        return DSQ_EFORMAT;
+    }
+    memcpy(&fi.fingerprint, data, sizeof fi.fingerprint);
+    if ((status = file_begin(ix, j->abs, &rec, &fi, err)))
         return status;
-    for (;; status = next_msg(ix, w, &type, &data, &n, err)) {
+    for (status = next_msg(ix, w, &type, &data, &n, err);; status = next_msg(ix, w, &type, &data, &n, err)) {
         if (status)
             return status; /* fatal: the store is aborted by the caller's stop */
         if (type == MSG_EVENT) {
@@ -1534,7 +1545,6 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
                                      "an indexing thread stopped: %s", dsq_strerror((int)fe.status));
             }
             ix->pend.bytes_in = fe.bytes_in;
-            rec.fingerprint = fe.fingerprint;
             return file_done(ix, j->abs, &rec, err);
         }
     }

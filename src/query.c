@@ -17,6 +17,7 @@
 
 #include "dict.h"
 #include "error.h"
+#include "evfill.h"
 #include "grammar.h"
 #include "num.h"
 #include "rollup.h"
@@ -68,6 +69,7 @@ typedef struct exec {
     struct acc_block *acc_blocks; /* where the groups' accumulators live */
     int time_nodes;       /* the where clause tests time */
     dsq_pairs *pairs;     /* reads chunks (with need_values) */
+    dsq_evfill *fill;     /* event values kept in their series (each_event) */
     dsq_error *err;
     /* the index being read */
     dsq_store *st;
@@ -146,7 +148,8 @@ static const attr_entry *attr_get(const exec *x, uint32_t run, uint32_t name)
     return a->name ? a : NULL;
 }
 
-/* Decodes one block and hands each event (with the key's host and rank) to fn. */
+/* Decodes one block and hands each event (with the key's host and rank, and its
+ * values kept in their series filled in: evfill.h) to fn. */
 static int each_event(exec *x, const dsq_block_key *k, const void *data, size_t n,
                       int (*fn)(exec *, const dsq_block_key *, const dsq_event *))
 {
@@ -156,6 +159,13 @@ static int each_event(exec *x, const dsq_block_key *k, const void *data, size_t 
     while (r == 1 && (r = dsq_block_iter_next(&it, &ev)) == 1) {
         ev.host = k->host;
         ev.rank = k->rank;
+        if (it.in_series) {
+            if (!x->fill && dsq_evfill_new(&x->fill))
+                return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading events");
+            int rc = dsq_evfill_event(x->fill, x->st, k, &ev, it.event, it.in_series, x->err);
+            if (rc)
+                return rc;
+        }
         int rc = fn(x, k, &ev);
         if (rc)
             return rc;
@@ -1030,6 +1040,8 @@ static void store_reset(exec *x)
     x->nattrs = x->attr_cap = 0;
     x->xlat = NULL;
     x->st = NULL;
+    if (x->fill)
+        dsq_evfill_reset(x->fill); /* its cursors are of the index before */
     x->rollups = x->need_values = x->time_nodes = x->run_level = 0;
 }
 
@@ -1080,6 +1092,8 @@ static int run_store(exec *x, int lines_query, int scan_only)
 static void exec_free(exec *x)
 {
     dsq_pairs_free(x->pairs);
+    dsq_evfill_free(x->fill);
+    x->fill = NULL;
     for (size_t i = 0; i < x->ngroups; i++)
         for (int a = 0; a < x->q->naggs; a++)
             free(x->groups[i].accs[a].vals);

@@ -811,12 +811,15 @@ int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err)
 {
     dsq_num_form forms[DSQ_EV_MAXF];
     dsq_ev_forms(ev, forms);
-    return dsq_rollup_add_forms(r, ev, forms, err);
+    return dsq_rollup_add_forms(r, ev, forms, NULL, NULL, err);
 }
 
 int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form *forms,
-                         dsq_error *err)
+                         uint64_t *event_out, uint32_t *kept, dsq_error *err)
 {
+    uint32_t kept_here = 0;
+    if (kept)
+        *kept = 0;
     memo_set *ms = memo_for(r, ev->host, ev->rank, ev->kind, ev->nf ? ev->f[0].name : 0);
     open_series *s = series_memo(r, ms, 0, DSQ_SERIES_KIND_BASE + ev->kind);
     if (!s)
@@ -839,6 +842,8 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     if (!(s = series_memo(r, ms, MEMO_TIMES, DSQ_SERIES_TIMES_BASE + ev->kind)))
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
     uint64_t event = s->rec.count;
+    if (event_out)
+        *event_out = event;
     count_event(&s->rec, t);
     if (chunk_put_time(&s->chunk, &pt))
         return dsq_error_set(err, DSQ_ENOMEM, "rollups");
@@ -858,6 +863,8 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
             v = dsq_unit_convert(f->v, f->unit, s->rec.unit);
             conv.e = dsq_ev_decimal(v, &conv.m);
             form = &conv;
+        } else if (kept) {
+            *kept = kept_here |= 1u << i; /* the value as the event has it */
         }
         dsq_series_add(&s->rec, t, v, f->unit);
         s->kinds |= 1ull << ev->kind;

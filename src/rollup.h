@@ -144,9 +144,13 @@ void dsq_rollup_free(dsq_rollup *r);
 void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source);
 /* Adds one event (its host and rank set). May write full chunks. */
 int dsq_rollup_add(dsq_rollup *r, const dsq_event *ev, dsq_error *err);
-/* The same with the forms of ev's fields (dsq_ev_forms of ev; borrowed). */
+/* The same with the forms of ev's fields (dsq_ev_forms of ev; borrowed). When not
+ * NULL, *event is set to the event's number among its kind's events with fields
+ * in its (host, rank) of the source (when it has fields), and *kept to the fields
+ * whose values its series keep as they are, a bit each (not converted to another
+ * unit): an event block need not hold those (dsq_block_add_ref). */
 int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form *forms,
-                         dsq_error *err);
+                         uint64_t *event, uint32_t *kept, dsq_error *err);
 /* Writes the remaining chunks, the summaries and the attributes. */
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
 /* The same in the middle of a source, before an intermediate commit: everything

@@ -261,6 +261,30 @@ static int unpack(dsq_store *st, const MDB_val *v, const void **data, size_t *n)
     return 0;
 }
 
+/* unpack's bytes copied or decompressed into *buf (grown: *cap its room), *n
+ * their length: 0, DSQ_ENOMEM, or -1 when the value is damaged. */
+static int unpack_into(dsq_store *st, const MDB_val *v, unsigned char **buf, size_t *cap, size_t *n)
+{
+    const unsigned char *p = v->mv_data;
+    if (v->mv_size < 1 || (p[0] != 'R' && p[0] != 'Z'))
+        return -1;
+    unsigned long long size = p[0] == 'R' ? v->mv_size - 1 : ZSTD_getFrameContentSize(p + 1, v->mv_size - 1);
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1u << 30))
+        return -1;
+    if (reserve(buf, cap, (size_t)size + 1) || (p[0] == 'Z' && !st->zd && !(st->zd = ZSTD_createDCtx())))
+        return DSQ_ENOMEM;
+    if (p[0] == 'R') {
+        memcpy(*buf, p + 1, (size_t)size);
+        *n = (size_t)size;
+        return 0;
+    }
+    size_t got = ZSTD_decompressDCtx(st->zd, *buf, (size_t)size + 1, p + 1, v->mv_size - 1);
+    if (ZSTD_isError(got) || got != size)
+        return -1;
+    *n = got;
+    return 0;
+}
+
 /* Puts src[0..n), packed as pk says. */
 static int put_packed(dsq_store *st, MDB_dbi dbi, MDB_val *k, const void *src, size_t n,
                       const packing *pk, dsq_error *err)
@@ -2103,6 +2127,79 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
         status = scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
                             "reading rollups", err);
     return status;
+}
+
+/* The series of key sk: its summary into *rec and, for a series kept in its record,
+ * its own pairs copied into *pairs (grown as needed; *npairs 0 when none). 1 found,
+ * 0 not in the index, or an error. */
+int dsq_store_series_get(dsq_store *st, const dsq_series_key *sk, dsq_series_rec *rec,
+                         unsigned char **pairs, size_t *npairs, size_t *cap, dsq_error *err)
+{
+    unsigned char pre[DSQ_SERIES_KEY_LEN];
+    series_key_pack(sk, pre);
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    int status, rc, own = 0, found = 0;
+    *npairs = 0;
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
+    if ((rc = mdb_cursor_open(txn, st->series, &c)) == 0 && (rc = group_at(c, pre, &k, &v)) == 0) {
+        dsq_group_iter it;
+        dsq_group_entry e;
+        int got;
+        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+        while ((got = dsq_group_next(&it, &e)) == 1 && !(e.rank == sk->rank && e.source == sk->source))
+            ;
+        if (got == 1) {
+            *rec = e.rec;
+            found = 1;
+            if (e.npairs && reserve(pairs, cap, e.npairs))
+                status = dsq_error_set(err, DSQ_ENOMEM, "reading rollups");
+            else if (e.npairs)
+                memcpy(*pairs, e.pairs, *npairs = e.npairs);
+        } else if (got < 0) {
+            status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup (source %u)", sk->source);
+        }
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        status = lmdb_error(err, rc, "reading rollups");
+    if (c)
+        mdb_cursor_close(c);
+    if (own)
+        mdb_txn_abort(txn);
+    return status ? status : found;
+}
+
+/* Chunk seq of series sk, unpacked and copied into *buf (grown as needed; *n its
+ * bytes). 1, 0 when there is no such chunk, or an error. */
+int dsq_store_chunk_get(dsq_store *st, const dsq_series_key *sk, uint32_t seq, unsigned char **buf,
+                        size_t *n, size_t *cap, dsq_error *err)
+{
+    unsigned char key[DSQ_SERIES_KEY_LEN + 4];
+    series_key_pack(sk, key);
+    put_be32(key + DSQ_SERIES_KEY_LEN, seq);
+    MDB_txn *txn = NULL;
+    MDB_val k = {sizeof key, key}, v;
+    int status, rc, own = 0, found = 0;
+    if ((status = read_txn(st, &txn, &own, err)))
+        return status == DSQ_EMPTY_INDEX ? 0 : status;
+    if ((rc = mdb_get(txn, st->chunks, &k, &v)) == 0) {
+        /* into the caller's buffer, not the store's: the reader of an event block
+         * asks for chunks while the block's bytes are in that one */
+        int r = unpack_into(st, &v, buf, cap, n);
+        if (r == DSQ_ENOMEM)
+            status = dsq_error_set(err, DSQ_ENOMEM, "reading rollups");
+        else if (r)
+            status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup chunk (source %u)", sk->source);
+        else
+            found = 1;
+    } else if (rc != MDB_NOTFOUND) {
+        status = lmdb_error(err, rc, "reading rollups");
+    }
+    if (own)
+        mdb_txn_abort(txn);
+    return status ? status : found;
 }
 
 typedef struct attr_scan {

@@ -50,7 +50,7 @@
  * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
  * in columns (event.h); 8: a field's values name their event, whose time its kind's count
  * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c) */
-#define DSQ_STORE_SCHEMA 8
+#define DSQ_STORE_SCHEMA 9
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -240,6 +240,15 @@ int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, 
 typedef int (*dsq_store_chunk_fn)(void *ctx, const void *data, size_t n);
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err);
+/* One series looked up by key: its summary and, when it keeps them in its record,
+ * its own pairs copied into *pairs (*npairs 0 when none; *pairs grows, *cap its
+ * room). 1 found, 0 not in the index, or an error. */
+int dsq_store_series_get(dsq_store *st, const dsq_series_key *k, dsq_series_rec *rec,
+                         unsigned char **pairs, size_t *npairs, size_t *cap, dsq_error *err);
+/* Chunk seq (0 first) of series k, unpacked, copied into *buf the same way: 1, 0
+ * when there is none, or an error. */
+int dsq_store_chunk_get(dsq_store *st, const dsq_series_key *k, uint32_t seq, unsigned char **buf,
+                        size_t *n, size_t *cap, dsq_error *err);
 typedef int (*dsq_store_attr_fn)(void *ctx, uint32_t run, uint32_t name, uint32_t source,
                                  const dsq_attr_rec *rec);
 int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_error *err);

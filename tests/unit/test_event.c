@@ -50,6 +50,7 @@ static size_t hand_value(unsigned char *out, uint32_t count, const part st[5], c
 {
     unsigned char *p = dsq_varint_put(out, count);
     p = dsq_varint_put(p, ncols);
+    *p++ = 0; /* no starts: no value is in a series */
     for (int i = 0; i < 5; i++)
         p = dsq_varint_put(p, st[i].n);
     for (uint32_t i = 0; i < ncols; i++)
@@ -352,14 +353,16 @@ static void test_damaged(void)
     /* a packed number whose varint runs off the end */
     c2[1] = PART("\200");
     CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 2), 0), DSQ_EFORMAT);
-    /* a tag above 7 with exponent bits 7 is not a raw double */
+    /* a tag above 7 with exponent bits 7 is not a raw double (15 says the value is
+     * in its series, which needs the event's number: the block has no starts) */
     c2[1] = PART("\17\0\0\0\0\0\0\360\77");
     CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 2), 0), DSQ_EFORMAT);
     /* the field's column is not in the value */
     CHECK_INT(decode_all(hv, hand_value(hv, 1, st, c2, 1), 0), DSQ_EFORMAT);
     c2[1] = PART("\7\0\0\0\0\0\0\360\77");
-    /* the same event as rows (count, 0, the rows), then with its double cut short */
-    const unsigned char rows[] = {1, 0, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    /* the same event as rows (count, 0, no starts, the rows), then with its double
+     * cut short */
+    const unsigned char rows[] = {1, 0, 0, 0, 1, 1, 5, 4, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     CHECK_INT(decode_all(rows, sizeof rows, 0), 1);
     CHECK_INT(decode_all(rows, sizeof rows - 1, 0), DSQ_EFORMAT);
     dsq_block_iter it;
@@ -614,5 +617,79 @@ static void test_decimal_edges(void)
     CHECK_INT(wrong, 0);
 }
 
+/* Values kept in their series (dsq_block_add_ref): the block holds one marker byte
+ * for each and numbers its events per kind from its starts; the values beside
+ * them, and the column differences around a marker, come back bit for bit, in
+ * rows and in columns; damaged starts and markers without a number are refused. */
+static void test_in_series(void)
+{
+    for (int events = 6; events <= 600; events += 594) { /* rows, then columns */
+        dsq_block b;
+        memset(&b, 0, sizeof b);
+        for (int i = 0; i < events; i++) {
+            int other = i % 3 == 2; /* a second kind takes turns */
+            dsq_event ev = {.kind = other ? DSQ_EV_DS_STEP : DSQ_EV_MEMORY, .t_us = 1000 + i,
+                            .line = (uint32_t)i + 1, .nf = 3};
+            for (int f = 0; f < 3; f++)
+                ev.f[f] = (dsq_field){(uint32_t)(10 + f), 0, 1.25 * i + f};
+            if (i == 1)
+                ev.nf = 0; /* no fields: no number */
+            dsq_num_form forms[DSQ_EV_MAXF];
+            dsq_ev_forms(&ev, forms);
+            uint32_t in_series = (i % 4 == 0) ? 5u : 2u; /* fields 0 and 2, or 1 */
+            CHECK_INT(dsq_block_add_ref(&b, &ev, forms, ev.nf ? in_series : 0, other ? 7 : 100),
+                      0);
+        }
+        dsq_block_iter it;
+        unsigned char *v = iter_block(&b, &it);
+        CHECK_INT(it.rows, events < 100);
+        dsq_event ev;
+        uint64_t next[2] = {100, 7};
+        for (int i = 0; i < events; i++) {
+            CHECK_INT(dsq_block_iter_next(&it, &ev), 1);
+            int other = i % 3 == 2;
+            if (i == 1) {
+                CHECK(it.event == UINT64_MAX && it.in_series == 0 && ev.nf == 0);
+                continue;
+            }
+            CHECK(it.event == next[other]++);
+            uint32_t in_series = (i % 4 == 0) ? 5u : 2u;
+            CHECK_INT(it.in_series, in_series);
+            for (int f = 0; f < 3; f++) {
+                if (in_series >> f & 1)
+                    CHECK(isnan(ev.f[f].v));
+                else
+                    CHECK(ev.f[f].v == 1.25 * i + f);
+            }
+        }
+        CHECK_INT(dsq_block_iter_next(&it, &ev), 0);
+        size_t n;
+        free(v);
+        v = stored_value(&b, &n);
+        truncations_refused(v, n, b.t_first);
+        free(v);
+        dsq_block_free_buf(&b);
+    }
+    /* hand-made: an event of kind 1 with one field in its series, as rows */
+    const unsigned char ok[] = {1, 0, 1, 1, 9, 0, 1, 1, 5, 0, 0, 0, 0, 0, DSQ_VAL_IN_SERIES};
+    dsq_block_iter it;
+    dsq_event ev;
+    CHECK_INT(dsq_block_iter_init(&it, ok, sizeof ok, 0), 0);
+    CHECK_INT(dsq_block_iter_next(&it, &ev), 1);
+    CHECK(it.event == 9 && it.in_series == 1 && isnan(ev.f[0].v));
+    unsigned char bad[sizeof ok];
+    memcpy(bad, ok, sizeof ok);
+    bad[3] = DSQ_EV_KIND_COUNT; /* a start of no kind */
+    CHECK_INT(decode_all(bad, sizeof bad, 0), DSQ_EFORMAT);
+    memcpy(bad, ok, sizeof ok);
+    bad[3] = 2; /* the start is of another kind: the marker has no number */
+    CHECK_INT(decode_all(bad, sizeof bad, 0), DSQ_EFORMAT);
+    const unsigned char twice[] = {1, 0, 2, 1, 9, 1, 9, 0, 1, 1, 5, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    CHECK_INT(decode_all(twice, sizeof twice, 0), DSQ_EFORMAT); /* a kind started twice */
+    const unsigned char many[] = {1, 0, DSQ_EV_KIND_COUNT + 1};
+    CHECK_INT(decode_all(many, sizeof many, 0), DSQ_EFORMAT);
+}
+
 TEST_MAIN(T(test_decimal_matches_num_put), T(test_decimal_edges), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
-          T(test_column_deltas), T(test_encode_refuses_damaged_rows), T(test_shapes), T(test_kind_names))
+          T(test_column_deltas), T(test_encode_refuses_damaged_rows), T(test_shapes), T(test_kind_names),
+          T(test_in_series))

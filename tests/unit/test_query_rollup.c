@@ -4,7 +4,9 @@
  * Random events (4 runs, 3 hosts, ranks 0-3 or unknown, 12 sources, times over
  * six hours, some without a time and then without values, Max_MA and loss
  * present or not) are written the
- * way the indexer writes them: event blocks plus rollups. Sources 1-6 go to index
+ * way the indexer writes them: event blocks plus rollups, each value once (in its
+ * series; the blocks name them by their events, which the event scan reads back
+ * out of the time order they are stored in). Sources 1-6 go to index
  * A, 7-12 to index B, all of them to index C. Every query is checked three ways:
  * rollups over C, rollups over A and B merged, and the event scan over C; each
  * must equal the brute force (counts, min, max, first, last and percentiles
@@ -85,13 +87,20 @@ static dsq_store *write_index(const char *dir, int lo, int hi)
                 ev.f[ev.nf++] = (dsq_field){id(st, "Max_MA"), DSQ_U_GB, e->max_ma};
             if (!isnan(e->loss))
                 ev.f[ev.nf++] = (dsq_field){id(st, "loss"), DSQ_U_NONE, e->loss};
+            /* as the indexer: values the rollup keeps are not in the block (the
+             * event scan reads them from their series: evfill.h) */
+            dsq_num_form forms[DSQ_EV_MAXF];
+            uint64_t event = 0;
+            uint32_t kept = 0;
+            dsq_ev_forms(&ev, forms);
+            CHECK_INT(dsq_rollup_add_forms(roll, &ev, forms, &event, &kept, &err), 0);
+            CHECK_INT(kept, (1u << ev.nf) - 1);
             dsq_block b;
             memset(&b, 0, sizeof b);
-            CHECK_INT(dsq_block_add(&b, &ev), 0);
+            CHECK_INT(dsq_block_add_ref(&b, &ev, forms, kept, event), 0);
             dsq_block_key k = {id(st, run), ev.host, ev.rank, ev.t_us, (uint32_t)src, seq++};
             CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
             dsq_block_free_buf(&b);
-            CHECK_INT(dsq_rollup_add(roll, &ev, &err), 0);
         }
         /* the run's ZeRO stage, an attribute event in every source */
         dsq_event at = {.kind = DSQ_EV_ATTR, .t_us = T0, .label = id(st, "zero_stage"),
