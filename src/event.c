@@ -15,6 +15,14 @@
  * took on rows, and a mantissa that moves little takes a byte. Decoding checks
  * every length against the end of the value, so a damaged block is reported,
  * never overrun.
+ *
+ * Values once (schema 9). The values the writer's rollup keeps as they are
+ * (dsq_block_add_ref) are not in the block: one marker byte stands in their place,
+ * and the block's starts say the number of its first event of each kind with
+ * fields, so the reader knows each event's number and finds its values in their
+ * series (evfill.h). The values were stored twice before, here and in the
+ * rollups: on a 200 MB launcher log the blocks took 12.2 MB, 9.3 of them values;
+ * now 2.3 MB.
  */
 #include "event.h"
 

@@ -16,6 +16,7 @@
  *           events -> a block stored in rows or columns (dsq_block_encode), and
  *           as series summaries -> a group, each decoded back bit for bit
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,7 +255,9 @@ static void fuzz_groups(const uint8_t *data, size_t size)
 
 /* The bytes as events (a shape byte picks kind and field count out of 80 forms,
  * then time, line and one double per field), through a block and its stored value
- * and back: every event bit for bit, in order. */
+ * and back: every event bit for bit, in order. The line's top bits say which
+ * values are in their series (dsq_block_add_ref: a marker each, back as NaN with
+ * the event's number, from the first such line of its kind on). */
 static void block_round_trip(const uint8_t *data, size_t size)
 {
     static dsq_block_cols *cols;
@@ -277,10 +280,14 @@ static void block_round_trip(const uint8_t *data, size_t size)
             ev.f[i].name = form * 16 + (unsigned)i + 1;
             memcpy(&ev.f[i].v, p, 8);
         }
-        if (dsq_block_add(&b, &ev))
+        dsq_num_form forms[DSQ_EV_MAXF];
+        dsq_ev_forms(&ev, forms);
+        uint32_t in_series = ev.nf ? (ev.line >> 28) & ((1u << ev.nf) - 1) : 0;
+        if (dsq_block_add_ref(&b, &ev, forms, in_series, ev.line))
             abort();
         n++;
     }
+    uint64_t next[64], started = 0;
     const unsigned char *v;
     size_t vn;
     if (dsq_block_encode(cols, &b, &v, &vn))
@@ -301,8 +308,16 @@ static void block_round_trip(const uint8_t *data, size_t size)
         if (k >= n || ev.kind != 1 + form % 30 || ev.nf != form % 5 || ev.t_us != t ||
             ev.line != line)
             abort();
+        uint32_t in_series = ev.nf ? (line >> 28) & ((1u << ev.nf) - 1) : 0;
+        if (ev.nf && !(started >> ev.kind & 1)) {
+            started |= 1ull << ev.kind;
+            next[ev.kind] = line;
+        }
+        if (it.in_series != in_series || it.event != (ev.nf ? next[ev.kind]++ : UINT64_MAX))
+            abort();
         for (int i = 0; i < ev.nf; i++, p += 8)
-            if (ev.f[i].name != form * 16 + (unsigned)i + 1 || memcmp(&ev.f[i].v, p, 8) != 0)
+            if (ev.f[i].name != form * 16 + (unsigned)i + 1 ||
+                (in_series >> i & 1 ? !isnan(ev.f[i].v) : memcmp(&ev.f[i].v, p, 8) != 0))
                 abort();
         k++;
     }
