@@ -601,12 +601,7 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
  * recorded with them and so is indexed again next time, never skipped wrongly. */
 static int fingerprint(const char *abs, dsq_file_info *fi, dsq_error *e)
 {
-    dsq_file_info now;
-    if (dsq_input_stat(abs, &now, e) != 0)
-        return -1;
-    fi->fingerprint = now.fingerprint;
-    fi->fp_known = 1;
-    return 0;
+    return dsq_input_fingerprint(abs, fi, e) != 0 ? -1 : 0;
 }
 
 /* One attempt at a file, into the open write (begun here when none is open); the

@@ -230,6 +230,30 @@ static void file_info_of(const struct stat *sb, dsq_file_info *fi)
     fi->nlink = (uint64_t)sb->st_nlink;
 }
 
+/* The fingerprint of the open file fd of `size` bytes: 0 with *fp, or -1 (errno). */
+static int fingerprint_fd(int fd, off_t size, uint64_t *fp)
+{
+    unsigned char buf[2 * FP_SPAN];
+    uint64_t h = dsq_hash64(&size, sizeof size, 0);
+    /* the first FP_SPAN bytes, then the last FP_SPAN when the file is longer; a
+     * file of up to two spans is read once */
+    size_t want = size <= 2 * FP_SPAN ? (size_t)size : FP_SPAN;
+    ssize_t n = want ? pread(fd, buf, want, 0) : 0;
+    if (n > 0)
+        h = dsq_hash64(buf, (size_t)n < FP_SPAN ? (size_t)n : FP_SPAN, h);
+    if (size > FP_SPAN && n >= 0) {
+        const unsigned char *last = buf + (size_t)size - FP_SPAN;
+        if (want == FP_SPAN) {
+            n = pread(fd, buf, FP_SPAN, size - FP_SPAN);
+            last = buf;
+        }
+        if (n > 0 && (want == FP_SPAN || (size_t)n == want))
+            h = dsq_hash64(last, n < FP_SPAN ? (size_t)n : FP_SPAN, h);
+    }
+    *fp = h;
+    return n < 0 ? -1 : 0;
+}
+
 int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
 {
     struct stat sb;
@@ -240,28 +264,26 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
             close(fd);
         return dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
     }
-    unsigned char buf[2 * FP_SPAN];
-    uint64_t h = dsq_hash64(&sb.st_size, sizeof sb.st_size, 0);
-    /* the first FP_SPAN bytes, then the last FP_SPAN when the file is longer; a
-     * file of up to two spans is read once */
-    size_t want = sb.st_size <= 2 * FP_SPAN ? (size_t)sb.st_size : FP_SPAN;
-    ssize_t n = want ? pread(fd, buf, want, 0) : 0;
-    if (n > 0)
-        h = dsq_hash64(buf, (size_t)n < FP_SPAN ? (size_t)n : FP_SPAN, h);
-    if (sb.st_size > FP_SPAN && n >= 0) {
-        const unsigned char *last = buf + (size_t)sb.st_size - FP_SPAN;
-        if (want == FP_SPAN) {
-            n = pread(fd, buf, FP_SPAN, sb.st_size - FP_SPAN);
-            last = buf;
-        }
-        if (n > 0 && (want == FP_SPAN || (size_t)n == want))
-            h = dsq_hash64(last, n < FP_SPAN ? (size_t)n : FP_SPAN, h);
-    }
+    int r = fingerprint_fd(fd, sb.st_size, &fi->fingerprint);
+    int e = errno;
     close(fd);
-    if (n < 0)
-        return dsq_error_set(err, DSQ_EIO, "%s", strerror(errno));
+    if (r)
+        return dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
     file_info_of(&sb, fi);
-    fi->fingerprint = h;
+    fi->fp_known = 1;
+    return 0;
+}
+
+int dsq_input_fingerprint(const char *path, dsq_file_info *fi, dsq_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dsq_error_set(err, DSQ_EIO, "%s", strerror(errno));
+    int r = fingerprint_fd(fd, (off_t)fi->size, &fi->fingerprint);
+    int e = errno;
+    close(fd);
+    if (r)
+        return dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
     fi->fp_known = 1;
     return 0;
 }

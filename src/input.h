@@ -76,6 +76,10 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
  * walk needs to decide that a file must be indexed (its size, mtime or name is
  * new); its fingerprint is then computed by whoever reads it. */
 int dsq_input_stat_quick(const char *path, dsq_file_info *fi, dsq_error *err);
+/* The fingerprint of a file stat'ed that way, for the size in fi (no second stat:
+ * a file that changed since gets another fingerprint than dsq_input_stat would
+ * give it, so it is not taken for unchanged). */
+int dsq_input_fingerprint(const char *path, dsq_file_info *fi, dsq_error *err);
 
 /* Who decodes gzip (files, the gzip layer under a tar, .gz members): ISA-L, the
  * default when the build has it (gunzip.h), or libarchive's zlib-based reader. */
