@@ -70,6 +70,14 @@ typedef struct exec {
     int time_nodes;       /* the where clause tests time */
     dsq_pairs *pairs;     /* reads chunks (with need_values) */
     dsq_evfill *fill;     /* event values kept in their series (each_event) */
+    /* the event each_event hands on, whose values in their series are read when
+     * first needed (fill_pending): many events are passed over on their kind,
+     * run or label alone */
+    dsq_event *pend_ev;
+    const dsq_block_key *pend_k;
+    uint64_t pend_event;
+    uint32_t pend_in_series;
+    int fill_status;      /* why a fill failed (each_event returns it) */
     dsq_error *err;
     /* the index being read */
     dsq_store *st;
@@ -148,8 +156,24 @@ static const attr_entry *attr_get(const exec *x, uint32_t run, uint32_t name)
     return a->name ? a : NULL;
 }
 
-/* Decodes one block and hands each event (with the key's host and rank, and its
- * values kept in their series filled in: evfill.h) to fn. */
+/* Reads the values of the event each_event handed on that are kept in their series
+ * (evfill.h), once; 0 or an error (also kept in fill_status). */
+static int fill_pending(exec *x)
+{
+    uint32_t m = x->pend_in_series;
+    if (!m)
+        return 0;
+    x->pend_in_series = 0;
+    int rc = !x->fill && dsq_evfill_new(&x->fill)
+                 ? dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading events")
+                 : dsq_evfill_event(x->fill, x->st, x->pend_k, x->pend_ev, x->pend_event, m, x->err);
+    if (rc)
+        x->fill_status = rc;
+    return rc;
+}
+
+/* Decodes one block and hands each event (with the key's host and rank) to fn,
+ * which reads its values kept in their series through fill_pending. */
 static int each_event(exec *x, const dsq_block_key *k, const void *data, size_t n,
                       int (*fn)(exec *, const dsq_block_key *, const dsq_event *))
 {
@@ -159,14 +183,14 @@ static int each_event(exec *x, const dsq_block_key *k, const void *data, size_t 
     while (r == 1 && (r = dsq_block_iter_next(&it, &ev)) == 1) {
         ev.host = k->host;
         ev.rank = k->rank;
-        if (it.in_series) {
-            if (!x->fill && dsq_evfill_new(&x->fill))
-                return dsq_error_set(x->err, DSQ_ENOMEM, "out of memory reading events");
-            int rc = dsq_evfill_event(x->fill, x->st, k, &ev, it.event, it.in_series, x->err);
-            if (rc)
-                return rc;
-        }
+        x->pend_ev = &ev;
+        x->pend_k = k;
+        x->pend_event = it.event;
+        x->pend_in_series = it.in_series;
         int rc = fn(x, k, &ev);
+        x->pend_in_series = 0;
+        if (!rc)
+            rc = x->fill_status;
         if (rc)
             return rc;
     }
@@ -308,10 +332,14 @@ static int str_node(exec *x, int ni, uint32_t id, const char *s)
     return r;
 }
 
-static int field_value(const dsq_event *ev, uint32_t field, double *v, uint8_t *unit)
+/* The value of `field` in ev (each_event's: its values in their series read
+ * first); 0 when it has none (or they could not be read: fill_status). */
+static int field_value(exec *x, const dsq_event *ev, uint32_t field, double *v, uint8_t *unit)
 {
     for (int i = 0; i < ev->nf; i++)
         if (ev->f[i].name == field) {
+            if (fill_pending(x))
+                return 0;
             *v = ev->f[i].v;
             *unit = ev->f[i].unit;
             return 1;
@@ -356,7 +384,7 @@ static int eval(exec *x, int ni, const dsq_block_key *k, const dsq_event *ev)
             return k->rank >= 0 && cmp_op(n->op, k->rank, n->num);
         return str_op(n->op, k->rank >= 0 ? "" : "-", n->value);
     default:
-        return field_value(ev, x->node_field[ni], &v, &u) && cmp_op(n->op, v, n->num);
+        return field_value(x, ev, x->node_field[ni], &v, &u) && cmp_op(n->op, v, n->num);
     }
 }
 
@@ -545,7 +573,7 @@ static int on_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
                 continue;
             v = (double)ev->t_us;
             unit = DSQ_U_TIME;
-        } else if (x->agg_field[i] && !field_value(ev, x->agg_field[i], &v, &unit)) {
+        } else if (x->agg_field[i] && !field_value(x, ev, x->agg_field[i], &v, &unit)) {
             continue;
         }
         if (!g && !(g = group_for(x, key)))
@@ -1161,6 +1189,9 @@ static int show_event(exec *x, const dsq_block_key *k, const dsq_event *ev)
     show_ctx *sc = x->show;
     if (x->q->where >= 0 && !eval(x, x->q->where, k, ev))
         return 0;
+    int rc = fill_pending(x); /* (ev is each_event's: filled in place) */
+    if (rc)
+        return rc;
     if (sc->n == SHOW_MAX_EVENTS)
         return dsq_error_set(x->err, DSQ_ELIMIT,
                              "more than %d events match: narrow the condition (run, host, "
