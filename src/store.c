@@ -67,6 +67,8 @@ struct dsq_store {
     ZSTD_DCtx *zd;
     unsigned char *packed, *unpacked; /* reused buffers */
     size_t packed_cap, unpacked_cap;
+    unsigned char *looked; /* a looked-up series' own pairs (dsq_store_scan_chunks) */
+    size_t looked_cap;
     dsq_block_cols *cols; /* event blocks are stored in columns: the encoder's buffers */
     /* the rollup keys of the source being written (srcroll_series, srcroll_attr):
      * a = run << 32 | field of its series, a = run << 32 | name of its attributes,
@@ -760,6 +762,7 @@ void dsq_store_close(dsq_store *st)
     dsq_block_cols_free(st->cols);
     free(st->packed);
     free(st->unpacked);
+    free(st->looked);
     free(st->sr_f);
     free(st->sr_a);
     free(st->sr_h);
@@ -2097,36 +2100,15 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
     if (rec && st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
         return own_pairs(&cs, rec, st->vis_pairs, (size_t)st->vis_n);
     /* looked up: the series is not being visited (or its summary is not at hand) */
-    MDB_txn *txn = NULL;
-    MDB_cursor *c = NULL;
-    MDB_val k, v;
-    int status, rc, own = 0, chunked = 0;
-    if ((status = read_txn(st, &txn, &own, err)))
-        return status == DSQ_EMPTY_INDEX ? 0 : status;
-    if ((rc = mdb_cursor_open(txn, st->series, &c)) == 0 && (rc = group_at(c, cs.pre, &k, &v)) == 0) {
-        dsq_group_iter it;
-        dsq_group_entry e;
-        int got;
-        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
-        while ((got = dsq_group_next(&it, &e)) == 1 && !(e.rank == sk->rank && e.source == sk->source))
-            ;
-        if (got == 1 && e.rec.nchunks)
-            chunked = 1; /* read below, this transaction's cursor closed */
-        else if (got == 1)
-            status = own_pairs(&cs, &e.rec, e.pairs, e.npairs);
-        else if (got < 0)
-            status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup (source %u)", sk->source);
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        status = lmdb_error(err, rc, "reading rollups");
-    if (c)
-        mdb_cursor_close(c);
-    if (own)
-        mdb_txn_abort(txn);
-    if (chunked && !status)
-        status = scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
-                            "reading rollups", err);
-    return status;
+    dsq_series_rec found;
+    size_t n;
+    int r = dsq_store_series_get(st, sk, &found, &st->looked, &n, &st->looked_cap, err);
+    if (r <= 0)
+        return r;
+    if (found.nchunks)
+        return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
+                          "reading rollups", err);
+    return own_pairs(&cs, &found, st->looked, n);
 }
 
 /* The series of key sk: its summary into *rec and, for a series kept in its record,
