@@ -596,14 +596,6 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
     return 0;
 }
 
-/* The fingerprint of a file stat'ed without one (dsq_input_stat_quick), into fi:
- * 0, or -1 with *e. Size and mtime stay the walk's: a file that changed since is
- * recorded with them and so is indexed again next time, never skipped wrongly. */
-static int fingerprint(const char *abs, dsq_file_info *fi, dsq_error *e)
-{
-    return dsq_input_fingerprint(abs, fi, e) != 0 ? -1 : 0;
-}
-
 /* One attempt at a file, into the open write (begun here when none is open); the
  * caller commits. 0: written; 1: it could not be opened (reported and counted,
  * nothing written); DSQ_ELIMIT: the map grew and the open write is gone; another
@@ -616,9 +608,11 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     dsq_error e;
     dsq_error_clear(&e);
     dsq_file_info fp;
-    if (!fi->fp_known) { /* walked for workers: the fingerprint is the reader's */
+    if (!fi->fp_known) { /* walked for workers: the fingerprint is the reader's (size
+                            and mtime stay the walk's: a file changed since is indexed
+                            again next time, never skipped wrongly) */
         fp = *fi;
-        if (fingerprint(abs, &fp, &e) == 0)
+        if (dsq_input_fingerprint(abs, &fp, &e) == 0)
             fi = &fp;
     }
     if (e.code || dsq_input_open(ix->in, abs, &e) != 0) {
@@ -657,7 +651,7 @@ static int skip_unchanged(dsq_indexer *ix, const char *abs, const dsq_file_info 
           old.run == ix->cur_run && !(old.flags & DSQ_SRC_PARTIAL)))
         return 0;
     dsq_file_info now = *fi;
-    if (!now.fp_known && fingerprint(abs, &now, &e) != 0)
+    if (!now.fp_known && dsq_input_fingerprint(abs, &now, &e) != 0)
         return 0; /* indexed, and whatever keeps it from being read reported then */
     if (old.fingerprint != now.fingerprint)
         return 0;
@@ -1295,7 +1289,7 @@ static int w_file(worker *w, const job *j)
     /* the fingerprint here, not in the walk: the walk is the writer's, and a file to
      * index is opened here anyway (a whole archive's opens and reads were 5 % of
      * the writer's time) */
-    if ((!fi.fp_known && fingerprint(j->abs, &fi, &e) != 0) ||
+    if ((!fi.fp_known && dsq_input_fingerprint(j->abs, &fi, &e) != 0) ||
         dsq_readahead_open(w->ra, j->abs, &e) != 0) {
         dsq_error_where(&e, j->path, NULL);
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
@@ -1496,7 +1490,8 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
     memcpy(&fi.fingerprint, data, sizeof fi.fingerprint);
     if ((status = file_begin(ix, j->abs, &rec, &fi, err)))
         return status;
-    for (status = next_msg(ix, w, &type, &data, &n, err);; status = next_msg(ix, w, &type, &data, &n, err)) {
+    status = next_msg(ix, w, &type, &data, &n, err);
+    for (;; status = next_msg(ix, w, &type, &data, &n, err)) {
         if (status)
             return status; /* fatal: the store is aborted by the caller's stop */
         if (type == MSG_EVENT) {
