@@ -69,6 +69,8 @@ struct dsq_store {
     size_t packed_cap, unpacked_cap;
     unsigned char *looked; /* a looked-up series' own pairs (dsq_store_scan_chunks) */
     size_t looked_cap;
+    unsigned char *zrun;   /* own pairs packed (series_put) or unpacked (own_pairs) */
+    size_t zrun_cap;
     dsq_block_cols *cols; /* event blocks are stored in columns: the encoder's buffers */
     /* the rollup keys of the source being written (srcroll_series, srcroll_attr):
      * a = run << 32 | field of its series, a = run << 32 | name of its attributes,
@@ -763,6 +765,7 @@ void dsq_store_close(dsq_store *st)
     free(st->packed);
     free(st->unpacked);
     free(st->looked);
+    free(st->zrun);
     free(st->sr_f);
     free(st->sr_a);
     free(st->sr_h);
@@ -1706,11 +1709,87 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
                       err);
 }
 
+/* A series' own pairs in its group entry (schema 10): the chunk as it is or, when
+ * shorter, ZRUN and then the chunk with every run of zero bytes written as a 0 and
+ * the run's length - 1 (one byte: runs of up to 256). The varints of unchanged values
+ * and steps are zeros: 59 % of the own pairs' bytes of the 10,000-run bench archive,
+ * which this halves. A chunk never starts with ZRUN (a segment header's high nibble
+ * is its k, at most 15, and its low one E, at most 8). */
+#define ZRUN 0xFF
+#define ZRUN_MAX ((size_t)1 << 20) /* unpacked own pairs are far smaller (rollup.c) */
+
+/* p[0..n) packed into out (room for 1 + 2n); returns the packed length. */
+static size_t zrun_pack(unsigned char *out, const unsigned char *p, size_t n)
+{
+    unsigned char *o = out;
+    *o++ = ZRUN;
+    for (size_t i = 0; i < n;) {
+        if (p[i]) {
+            *o++ = p[i++];
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && !p[j] && j - i < 256)
+            j++;
+        *o++ = 0;
+        *o++ = (unsigned char)(j - i - 1);
+        i = j;
+    }
+    return (size_t)(o - out);
+}
+
+/* Own pairs as stored, p[0..n), as chunk bytes: p itself, or unpacked into *buf
+ * (grown; *cap its room). 0, DSQ_ENOMEM, or -1 when they are damaged. */
+static int zrun_unpack(const unsigned char *p, size_t n, unsigned char **buf, size_t *cap,
+                       const unsigned char **out, size_t *out_n)
+{
+    if (!n || p[0] != ZRUN) {
+        *out = p;
+        *out_n = n;
+        return 0;
+    }
+    size_t len = 0;
+    for (size_t i = 1; i < n; i++) { /* the unpacked length first: one reservation */
+        if (p[i])
+            len++;
+        else if (++i < n)
+            len += (size_t)p[i] + 1;
+        else
+            return -1;
+    }
+    if (len > ZRUN_MAX)
+        return -1;
+    if (reserve(buf, cap, len ? len : 1))
+        return DSQ_ENOMEM;
+    unsigned char *o = *buf;
+    for (size_t i = 1; i < n; i++) {
+        if (p[i]) {
+            *o++ = p[i];
+        } else {
+            size_t r = (size_t)p[++i] + 1;
+            memset(o, 0, r);
+            o += r;
+        }
+    }
+    *out = *buf;
+    *out_n = len;
+    return 0;
+}
+
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                          const void *pairs, size_t n, dsq_error *err)
 {
     if (rec->nchunks)
         n = 0;
+    if (n) { /* packed when that is shorter (zrun_pack) */
+        if (reserve(&st->zrun, &st->zrun_cap, 1 + 2 * n))
+            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+        size_t z = zrun_pack(st->zrun, pairs, n);
+        if (z < n) {
+            pairs = st->zrun;
+            n = z;
+        }
+    }
     size_t at = st->ser_len;
     if (grow_arr((void **)&st->ser_at, &st->ser_at_cap, st->ser_n, sizeof *st->ser_at) ||
         grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_n, sizeof *st->ser_tmp))
@@ -2078,10 +2157,18 @@ static int visit_chunk(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val
     return cs->fn(cs->ctx, data, n);
 }
 
-static int own_pairs(chunk_scan *cs, const dsq_series_rec *rec, const unsigned char *p, size_t n)
+/* Hands a series' own pairs as stored (zrun_pack), or its one value, to cs->fn. */
+static int own_pairs(dsq_store *st, chunk_scan *cs, const dsq_series_rec *rec,
+                     const unsigned char *p, size_t n)
 {
-    if (n)
+    if (n) {
+        int r = zrun_unpack(p, n, &st->zrun, &st->zrun_cap, &p, &n);
+        if (r)
+            return r == DSQ_ENOMEM ? dsq_error_set(cs->err, r, "reading rollups")
+                                   : dsq_error_set(cs->err, DSQ_EINDEX, "damaged rollup (source %u)",
+                                                   cs->source);
         return cs->fn(cs->ctx, p, n);
+    }
     if (rec->count != 1 ||
         (cs->field >= DSQ_SERIES_KIND_BASE && cs->field < DSQ_SERIES_TIMES_BASE))
         return 0; /* (a kind's count has no pairs) */
@@ -2098,7 +2185,7 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
         return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
                           "reading rollups", err);
     if (rec && st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
-        return own_pairs(&cs, rec, st->vis_pairs, (size_t)st->vis_n);
+        return own_pairs(st, &cs, rec, st->vis_pairs, (size_t)st->vis_n);
     /* looked up: the series is not being visited (or its summary is not at hand) */
     dsq_series_rec found;
     size_t n;
@@ -2108,7 +2195,7 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
     if (found.nchunks)
         return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
                           "reading rollups", err);
-    return own_pairs(&cs, &found, st->looked, n);
+    return own_pairs(st, &cs, &found, st->looked, n);
 }
 
 /* The series of key sk: its summary into *rec and, for a series kept in its record,
@@ -2133,13 +2220,21 @@ int dsq_store_series_get(dsq_store *st, const dsq_series_key *sk, dsq_series_rec
         dsq_group_iter_init(&it, v.mv_data, v.mv_size);
         while ((got = dsq_group_next(&it, &e)) == 1 && !(e.rank == sk->rank && e.source == sk->source))
             ;
-        if (got == 1) {
+        if (got == 1) { /* its own pairs, unpacked (zrun_pack) or copied */
+            const unsigned char *q;
+            size_t qn;
+            int r = zrun_unpack(e.pairs, e.npairs, pairs, cap, &q, &qn);
             *rec = e.rec;
             found = 1;
-            if (e.npairs && reserve(pairs, cap, e.npairs))
-                status = dsq_error_set(err, DSQ_ENOMEM, "reading rollups");
-            else if (e.npairs)
-                memcpy(*pairs, e.pairs, *npairs = e.npairs);
+            if (!r && q == e.pairs && qn && reserve(pairs, cap, qn))
+                r = DSQ_ENOMEM;
+            if (!r && q == e.pairs && qn)
+                memcpy(*pairs, q, qn);
+            *npairs = r ? 0 : qn;
+            if (r)
+                status = r == DSQ_ENOMEM ? dsq_error_set(err, r, "reading rollups")
+                                         : dsq_error_set(err, DSQ_EINDEX, "damaged rollup (source %u)",
+                                                         sk->source);
         } else if (got < 0) {
             status = dsq_error_set(err, DSQ_EINDEX, "damaged rollup (source %u)", sk->source);
         }

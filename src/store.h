@@ -50,7 +50,7 @@
  * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
  * in columns (event.h); 8: a field's values name their event, whose time its kind's count
  * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c) */
-#define DSQ_STORE_SCHEMA 9
+#define DSQ_STORE_SCHEMA 10
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8

@@ -560,6 +560,99 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* Bytes of every value of a table (what LMDB holds), or (size_t)-1 counted as a
+ * failure when it cannot be read. */
+static size_t table_value_bytes(const char *dir, const char *name)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *c;
+    MDB_val k, v;
+    size_t n = (size_t)-1;
+    if (mdb_env_create(&env) == 0) {
+        mdb_env_set_maxdbs(env, 16);
+        if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
+            mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+            if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
+                n = 0;
+                for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+                     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+                    n += v.mv_size;
+                mdb_cursor_close(c);
+            }
+            mdb_txn_abort(txn);
+        }
+        mdb_env_close(env);
+    }
+    if (n == (size_t)-1) {
+        fprintf(stderr, "table %s of %s: cannot be read\n", name, dir);
+        test_failures++;
+    }
+    return n;
+}
+
+/* Own pairs with runs of zero bytes (unchanged values and steps) are stored packed
+ * (store.c, zrun_pack) and read back byte for byte, scanned, looked up by key and
+ * through dsq_store_series_get: a run longer than 256 zeros, one at the end, and
+ * pairs without zeros (kept as they are). */
+static void test_series_own_pairs_zero_runs(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    dsq_chunk c[3] = {{0}};
+    unsigned char *got = NULL;
+    size_t raw = 0;
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a");
+    for (int i = 0; i < 300; i++) /* steady: zero step changes and values */
+        CHECK_INT(dsq_chunk_add(&c[0], 1000000LL * (i + 1), 2.5), 0);
+    for (int i = 0; i < 40; i++) /* moving: no zero bytes after the first pair */
+        CHECK_INT(dsq_chunk_add(&c[1], 1000LL * i * i, 1.0 + i * i * 0.001), 0);
+    for (int i = 0; i < 20; i++) /* moving, then steady to the end */
+        CHECK_INT(dsq_chunk_add(&c[2], 1000000LL * (i + 1), i < 5 ? i * 0.5 : 9.0), 0);
+    dsq_series_key k[3];
+    dsq_series_rec rec[3];
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (int i = 0; i < 3; i++) {
+        dsq_chunk_finish(&c[i]);
+        raw += c[i].len;
+        k[i] = (dsq_series_key){intern(st, i == 0 ? "steady" : i == 1 ? "moving" : "tail"), run, 1, 0, 1};
+        rec[i] = (dsq_series_rec){.count = c[i].count, .first_t = 1000000, .last_t = 300000000};
+        CHECK_INT(dsq_store_series_put(st, &k[i], &rec[i], c[i].buf, c[i].len, &err), 0);
+    }
+    CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+    /* the steady series' 600-odd bytes take a few dozen */
+    CHECK(table_value_bytes(tmp, "series") < raw - 400);
+    if (!(st = open_store(tmp, 1)))
+        goto done;
+    for (int i = 0; i < 3; i++) {
+        size_t n = 0, cap = 0;
+        dsq_series_rec r;
+        CHECK_INT(dsq_store_series_get(st, &k[i], &r, &got, &n, &cap, &err), 1);
+        CHECK(n == c[i].len && got && memcmp(got, c[i].buf, n) == 0);
+        CHECK(r.count == c[i].count);
+        pairs_seen in, out;
+        series_pairs(st, &k[i], &in, &out);
+        CHECK((uint32_t)in.n == c[i].count && (uint32_t)out.n == c[i].count);
+        CHECK(in.v[7] == out.v[7] && in.t[7] == out.t[7]);
+        free(got);
+        got = NULL;
+    }
+    dsq_store_close(st);
+done:
+    free(got);
+    for (int i = 0; i < 3; i++)
+        dsq_chunk_free(&c[i]);
+    test_tmpdir_remove(tmp);
+}
+
 /* Series summaries reach LMDB at the commit, in key order: a key put twice in one
  * write keeps the last value, and a source dropped in the write that put its
  * series (a file read again) leaves none of them. */
@@ -1563,7 +1656,7 @@ static void test_key_pack(void)
 TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
-          T(test_series_own_pairs), T(test_series_last_put_wins_and_drop_sees_pending),
+          T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_series_groups_across_sources), T(test_series_groups_split_and_merge),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_runroll_stale_until_its_run_goes_quiet),
