@@ -141,10 +141,13 @@ check "DSQ_JOBS=3: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "
 # -j 1 writes it, whichever worker read which file and however far the walk ran
 # ahead (the dictionary's ids are in every key). Maps that grew are compared with
 # each other: a file whose write hit the full map is written again under a new
-# source id, and -j 1 can fill the map at another file than -j 4 does (seen once
-# values were stored once: with a first map of 64 or 128 KiB, -j 1 filled it at
-# the end of one more file), numbering the files after it otherwise; their
-# answers are the same (checked above).
+# source id, and -j 1 can fill the map at another file than -j 4 does. With
+# workers, the writer drains the rest of the file whose write hit the full map and
+# interns the strings in it (the worker's ids need them), before -j 1 meets them;
+# the dictionary saved by the next commits is bigger and the map fills elsewhere
+# (seen with a first map of 64 or 128 KiB: -j 1 filled it at the end of one more
+# file), numbering the files after it otherwise. Their answers are the same
+# (checked above).
 if command -v mdb_dump >/dev/null; then
     tables() { # DB: every table, as mdb_dump prints it (without its header)
         local t
