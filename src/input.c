@@ -254,16 +254,26 @@ static int fingerprint_fd(int fd, off_t size, uint64_t *fp)
     return n < 0 ? -1 : 0;
 }
 
-int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
+/* Opens path for reading and stats it: the descriptor, or -1 with *err set (DSQ_EIO). */
+static int open_stat(const char *path, struct stat *sb, dsq_error *err)
 {
-    struct stat sb;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &sb) != 0) {
+    if (fd < 0 || fstat(fd, sb) != 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
+        dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
+        return -1;
     }
+    return fd;
+}
+
+int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err)
+{
+    struct stat sb;
+    int fd = open_stat(path, &sb, err);
+    if (fd < 0)
+        return DSQ_EIO;
     int r = fingerprint_fd(fd, sb.st_size, &fi->fingerprint);
     int e = errno;
     close(fd);
@@ -576,13 +586,9 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     struct stat sb;
     dsq_input_close(in);
     snprintf(in->path, sizeof in->path, "%s", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return dsq_error_set(err, DSQ_EIO, "%s", strerror(e));
-    }
+    int fd = open_stat(path, &sb, err);
+    if (fd < 0)
+        return DSQ_EIO;
     in->size = (size_t)sb.st_size;
     in->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
     in->decode_limit = (uint64_t)in->size > DSQ_INPUT_MAX_DECODED / DSQ_INPUT_MAX_RATIO

@@ -2226,10 +2226,8 @@ int dsq_store_series_get(dsq_store *st, const dsq_series_key *sk, dsq_series_rec
             int r = zrun_unpack(e.pairs, e.npairs, pairs, cap, &q, &qn);
             *rec = e.rec;
             found = 1;
-            if (!r && q == e.pairs && qn && reserve(pairs, cap, qn))
-                r = DSQ_ENOMEM;
-            if (!r && q == e.pairs && qn)
-                memcpy(*pairs, q, qn);
+            if (!r && q == e.pairs && qn) /* stored as they are: copied out of the page */
+                r = reserve(pairs, cap, qn) ? DSQ_ENOMEM : (memcpy(*pairs, q, qn), 0);
             *npairs = r ? 0 : qn;
             if (r)
                 status = r == DSQ_ENOMEM ? dsq_error_set(err, r, "reading rollups")

@@ -41,15 +41,17 @@ static uint32_t intern(dsq_store *st, const char *s)
     return dsq_dict_intern(dsq_store_dict(st), s, strlen(s));
 }
 
-/* Entries in table `name` of the (closed) index in dir, read with LMDB directly:
- * all of them, or (empty_only) those whose value is empty; (size_t)-1, a failure
- * counted, when it cannot be read. */
-static size_t table_count(const char *dir, const char *name, int empty_only)
+/* What table_count counts. */
+enum { TABLE_ENTRIES, TABLE_EMPTY, TABLE_BYTES };
+
+/* Of table `name` of the (closed) index in dir, read with LMDB directly: its
+ * entries (TABLE_ENTRIES), those whose value is empty (TABLE_EMPTY), or the bytes of
+ * all values (TABLE_BYTES); (size_t)-1, a failure counted, when it cannot be read. */
+static size_t table_count(const char *dir, const char *name, int what)
 {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi dbi;
-    MDB_stat ms;
     MDB_cursor *c;
     MDB_val k, v;
     size_t n = (size_t)-1;
@@ -57,14 +59,10 @@ static size_t table_count(const char *dir, const char *name, int empty_only)
         goto fail;
     mdb_env_set_maxdbs(env, 16);
     if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        if (mdb_dbi_open(txn, name, 0, &dbi) != 0)
-            ;
-        else if (!empty_only && mdb_stat(txn, dbi, &ms) == 0)
-            n = ms.ms_entries;
-        else if (empty_only && mdb_cursor_open(txn, dbi, &c) == 0) {
+        if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
             n = 0;
             for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
-                n += v.mv_size == 0;
+                n += what == TABLE_BYTES ? v.mv_size : what == TABLE_EMPTY ? v.mv_size == 0 : 1;
             mdb_cursor_close(c);
         }
         mdb_txn_abort(txn);
@@ -78,7 +76,10 @@ fail:
     return n;
 }
 
-static size_t table_entries(const char *dir, const char *name) { return table_count(dir, name, 0); }
+static size_t table_entries(const char *dir, const char *name)
+{
+    return table_count(dir, name, TABLE_ENTRIES);
+}
 
 /* A block of n events whose fields carry `tag`, starting at time t. */
 
@@ -560,38 +561,6 @@ done:
     test_tmpdir_remove(tmp);
 }
 
-/* Bytes of every value of a table (what LMDB holds), or (size_t)-1 counted as a
- * failure when it cannot be read. */
-static size_t table_value_bytes(const char *dir, const char *name)
-{
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    MDB_cursor *c;
-    MDB_val k, v;
-    size_t n = (size_t)-1;
-    if (mdb_env_create(&env) == 0) {
-        mdb_env_set_maxdbs(env, 16);
-        if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
-            mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-            if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
-                n = 0;
-                for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-                     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
-                    n += v.mv_size;
-                mdb_cursor_close(c);
-            }
-            mdb_txn_abort(txn);
-        }
-        mdb_env_close(env);
-    }
-    if (n == (size_t)-1) {
-        fprintf(stderr, "table %s of %s: cannot be read\n", name, dir);
-        test_failures++;
-    }
-    return n;
-}
-
 /* Own pairs with runs of zero bytes (unchanged values and steps) are stored packed
  * (store.c, zrun_pack) and read back byte for byte, scanned, looked up by key and
  * through dsq_store_series_get: a run longer than 256 zeros, one at the end, and
@@ -629,7 +598,7 @@ static void test_series_own_pairs_zero_runs(void)
     CHECK_INT(dsq_store_commit(st, &err), 0);
     dsq_store_close(st);
     /* the steady series' 600-odd bytes take a few dozen */
-    CHECK(table_value_bytes(tmp, "series") < raw - 400);
+    CHECK(table_count(tmp, "series", TABLE_BYTES) < raw - 400);
     if (!(st = open_store(tmp, 1)))
         goto done;
     for (int i = 0; i < 3; i++) {
@@ -1206,7 +1175,7 @@ static void test_runroll_stale_until_its_run_goes_quiet(void)
     CHECK(runroll_matches(st, a, &n));
     CHECK_INT(n, 1);
     dsq_store_close(st); /* not settled */
-    CHECK_INT(table_count(tmp, "runroll", 1), 1);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 1);
     if (!(st = open_store(tmp, 1))) /* a reader of the stale one */
         goto done;
     CHECK(runroll_matches(st, a, &n));
@@ -1219,8 +1188,8 @@ static void test_runroll_stale_until_its_run_goes_quiet(void)
     CHECK_INT(dsq_store_commit(st, &err), 0);
     CHECK(runroll_matches(st, a, &n) && runroll_matches(st, b, &n));
     dsq_store_close(st);
-    CHECK_INT(table_count(tmp, "runroll", 0), 2);
-    CHECK_INT(table_count(tmp, "runroll", 1), 1); /* run-b's */
+    CHECK_INT(table_count(tmp, "runroll", TABLE_ENTRIES), 2);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 1); /* run-b's */
     if (!(st = open_store(tmp, 0)))
         goto done;
     for (uint32_t src = 3; src < 5; src++) { /* run-b still being written: stays stale */
@@ -1233,9 +1202,9 @@ static void test_runroll_stale_until_its_run_goes_quiet(void)
     CHECK_INT(dsq_store_settle(st, &err), 0);
     CHECK(runroll_matches(st, a, &n) && runroll_matches(st, b, &n));
     dsq_store_close(st);
-    CHECK_INT(table_count(tmp, "runroll", 1), 0);
-    CHECK_INT(table_count(tmp, "runroll", 0), 2);
-    CHECK_INT(table_count(tmp, "meta", 0), 1); /* the schema: "stale" is gone */
+    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 0);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_ENTRIES), 2);
+    CHECK_INT(table_count(tmp, "meta", TABLE_ENTRIES), 1); /* the schema: "stale" is gone */
 done:
     test_tmpdir_remove(tmp);
 }
