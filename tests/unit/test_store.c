@@ -1126,20 +1126,26 @@ done:
 
 /* Whether the run rollups of fields 4-7 in `run` read back as the merge of its
  * series in key order, bit for bit (stale or not); *nfields: how many there are. */
-static int runroll_matches(dsq_store *st, uint32_t run, int *nfields)
+static int runroll_matches_in(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
+                              int *nfields)
 {
     static runroll_ref rr;
     dsq_error err;
     dsq_error_clear(&err);
     memset(&rr, 0, sizeof rr);
-    if (dsq_store_scan_series(st, 4, 7, run, on_series_merge, &rr, &err) ||
-        dsq_store_scan_runroll(st, 4, 7, run, on_runroll, &rr, &err))
+    if (dsq_store_scan_series(st, field_lo, field_hi, run, on_series_merge, &rr, &err) ||
+        dsq_store_scan_runroll(st, field_lo, field_hi, run, on_runroll, &rr, &err))
         return 0;
     int same = 1;
     for (int f = 0; f < 4; f++)
         same &= dsq_summary_same(&rr.got[f], &rr.acc[f]);
     *nfields = rr.n;
     return same;
+}
+
+static int runroll_matches(dsq_store *st, uint32_t run, int *nfields)
+{
+    return runroll_matches_in(st, 4, 7, run, nfields);
 }
 
 /* One source's series of field 4 in `run` (two ranks), its run rollup noted. */
@@ -1156,10 +1162,12 @@ static void put_source_series(dsq_store *st, uint32_t run, uint32_t source, doub
     CHECK_INT(dsq_store_runroll_update(st, 4, run, &err), 0);
 }
 
-/* A run rollup is marked stale by the commits that touch its run and recomputed by
- * the first one that does not (or by dsq_store_settle); readers merge a stale
- * one's series, so the answers are the same throughout. A writer closed before
- * settling (killed) leaves its stale ones to the next writer. */
+/* A run rollup is written by the commit that writes its run's first series (made
+ * from them as they go into their groups: a new run has nothing else to read); a
+ * later commit that adds to the run marks it stale, and the first commit that does
+ * not touch it (or dsq_store_settle) recomputes it. Readers merge a stale one's
+ * series, so the answers are the same throughout. A writer closed before settling
+ * (killed) leaves its stale ones to the next writer. */
 static void test_runroll_stale_until_its_run_goes_quiet(void)
 {
     char tmp[64];
@@ -1167,10 +1175,20 @@ static void test_runroll_stale_until_its_run_goes_quiet(void)
     dsq_store *st = new_store(tmp, &err);
     if (!st)
         goto done;
-    uint32_t a = intern(st, "run-a"), b = intern(st, "run-b");
+    uint32_t a = intern(st, "run-a"), b;
     int n = 0;
     CHECK_INT(dsq_store_begin(st, &err), 0);
     put_source_series(st, a, 1, 1e15);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK(runroll_matches(st, a, &n));
+    CHECK_INT(n, 1);
+    dsq_store_close(st);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_ENTRIES), 1);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 0); /* a new run's: final at once */
+    if (!(st = open_store(tmp, 0)))
+        goto done;
+    CHECK_INT(dsq_store_begin(st, &err), 0); /* run-a again: stale */
+    put_source_series(st, a, 2, 0.3);
     CHECK_INT(dsq_store_commit(st, &err), 0);
     CHECK(runroll_matches(st, a, &n));
     CHECK_INT(n, 1);
@@ -1183,16 +1201,17 @@ static void test_runroll_stale_until_its_run_goes_quiet(void)
     dsq_store_close(st);
     if (!(st = open_store(tmp, 0)))
         goto done;
+    b = intern(st, "run-b"); /* a new run, as the indexer names it: when it writes it */
     CHECK_INT(dsq_store_begin(st, &err), 0); /* run-a goes quiet: recomputed */
-    put_source_series(st, b, 2, 0.3);
+    put_source_series(st, b, 3, 1e-3);
     CHECK_INT(dsq_store_commit(st, &err), 0);
     CHECK(runroll_matches(st, a, &n) && runroll_matches(st, b, &n));
     dsq_store_close(st);
     CHECK_INT(table_count(tmp, "runroll", TABLE_ENTRIES), 2);
-    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 1); /* run-b's */
+    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 0);
     if (!(st = open_store(tmp, 0)))
         goto done;
-    for (uint32_t src = 3; src < 5; src++) { /* run-b still being written: stays stale */
+    for (uint32_t src = 4; src < 6; src++) { /* run-b still being written: stays stale */
         CHECK_INT(dsq_store_begin(st, &err), 0);
         put_source_series(st, b, src, 7.0 * src);
         CHECK_INT(dsq_store_commit(st, &err), 0);
@@ -1205,6 +1224,63 @@ static void test_runroll_stale_until_its_run_goes_quiet(void)
     CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 0);
     CHECK_INT(table_count(tmp, "runroll", TABLE_ENTRIES), 2);
     CHECK_INT(table_count(tmp, "meta", TABLE_ENTRIES), 1); /* the schema: "stale" is gone */
+done:
+    test_tmpdir_remove(tmp);
+}
+
+/* A new run's rollup made as its series go into their groups is the one a
+ * recompute makes, bit for bit: many hosts, ranks and sources whose sums depend
+ * on the order they are added in, some groups split in several records; also
+ * when a drop in the same write puts half of them into their groups early (the
+ * commit then merges the rest into those groups, and the rollup is marked stale
+ * and recomputed instead). */
+static void test_runroll_of_new_run_same_as_recomputed(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t runs[2], z = intern(st, "run-z");
+    int n = 0;
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    CHECK_INT(dsq_store_source_put(st, "/gone", &(dsq_source_rec){.version = 1, .id = 999,
+                                                                   .run = z}, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    uint64_t seed = 7;
+    for (int w = 0; w < 2; w++) {
+        uint32_t run = runs[w] = intern(st, w ? "run-y" : "run-x"); /* new: named when written */
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (int32_t rank = 0; rank < 90; rank++) /* past a group record's 64 entries */
+            for (uint32_t host = 1; host <= 3; host++) {
+                if (w == 1 && rank == 45 && host == 1) /* a drop puts what waits early */
+                    CHECK_INT(dsq_store_source_drop(st, "/gone", &err), 0);
+                for (uint32_t f = 4; f < 7; f++) {
+                    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                    double v = (double)(seed >> 11) * 0x1p-53 * (f == 5 ? 1e17 : 1.0) - 0.25;
+                    dsq_series_key k = {f, run, host, rank, (uint32_t)(100 * w + rank + 1)};
+                    dsq_series_rec rec = {.count = 1 + (seed & 3), .sum = v * 3.1, .min = v - 1,
+                                          .max = v + 1, .first_v = v, .last_v = -v,
+                                          .first_t = (int64_t)(seed >> 40), .last_t = 1 << 30};
+                    CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+                }
+            }
+        for (uint32_t f = 4; f < 7; f++)
+            CHECK_INT(dsq_store_runroll_update(st, f, run, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        for (uint32_t f = 4; f < 7; f++) { /* a run's scan is of one field */
+            CHECK(runroll_matches_in(st, f, f, run, &n));
+            CHECK_INT(n, 1);
+        }
+    }
+    CHECK_INT(dsq_store_settle(st, &err), 0);
+    for (uint32_t f = 4; f < 7; f++) {
+        CHECK(runroll_matches_in(st, f, f, runs[0], &n));
+        CHECK(runroll_matches_in(st, f, f, runs[1], &n));
+    }
+    dsq_store_close(st);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_ENTRIES), 6);
+    CHECK_INT(table_count(tmp, "runroll", TABLE_EMPTY), 0);
 done:
     test_tmpdir_remove(tmp);
 }
@@ -1629,5 +1705,6 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_scan_stops), T(test_source_drop),
           T(test_series_groups_across_sources), T(test_series_groups_split_and_merge),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_runroll_stale_until_its_run_goes_quiet),
+          T(test_runroll_of_new_run_same_as_recomputed),
           T(test_series_values_repeating_round_trip), T(test_source_record_round_trip), T(test_keys_in_byte_order),
           T(test_key_pack))
