@@ -118,9 +118,9 @@ static void report(cov *c, dsq_error *e, const char *file, const char *member)
 }
 
 /* dsq_walk callback: decodes every member of one file through the scanner. */
-static int cover_file(void *ctx, const char *full, const char *rel, int link)
+static int cover_file(void *ctx, const char *full, const char *rel, int link, const struct stat *sb)
 {
-    (void)link;
+    (void)link, (void)sb;
     cov *c = ctx;
     dsq_error e;
     dsq_member_info mi;

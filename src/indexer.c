@@ -86,6 +86,7 @@ struct dsq_indexer {
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
     int walk_link;          /* the walk's file is a symbolic link: 1, 0, -1 not known */
     const char *walk_rel;   /* ... its path below the walked directory */
+    const struct stat *walk_sb; /* ... its stat as the walk found it (NULL: none) */
     const char *walk_run;   /* ... its run's name (a job keeps a copy) */
     char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
     dsq_dict *link_targets; /* files outside the walked directories reached by a link */
@@ -793,9 +794,12 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
         ix->st.links_skipped++;
         return 0;
     }
-    /* walking for workers, the file is only stat'ed: its reader fingerprints it */
-    if (resolved != 0 ||
-        (ix->defer ? dsq_input_stat_quick(abs, fi, &e) : dsq_input_stat(abs, fi, &e)) != 0) {
+    /* walking for workers, the file is only stat'ed (by the walk, when it did so
+     * already): its reader fingerprints it */
+    if (resolved == 0 && ix->defer && ix->walk_sb)
+        dsq_input_info_of(ix->walk_sb, fi);
+    else if (resolved != 0 ||
+             (ix->defer ? dsq_input_stat_quick(abs, fi, &e) : dsq_input_stat(abs, fi, &e)) != 0) {
         if (e.code == 0)
             dsq_error_set(&e, DSQ_EIO, "%s", strerror(errno));
         problem(ix, &e, NULL);
@@ -1286,11 +1290,12 @@ static int w_file(worker *w, const job *j)
     int rc = 0;
     w->path = j->path;
     dsq_file_info fi = j->fi;
-    /* the fingerprint here, not in the walk: the walk is the writer's, and a file to
-     * index is opened here anyway (a whole archive's opens and reads were 5 % of
-     * the writer's time) */
-    if ((!fi.fp_known && dsq_input_fingerprint(j->abs, &fi, &e) != 0) ||
-        dsq_readahead_open(w->ra, j->abs, &e) != 0) {
+    /* the fingerprint here, not in the walk: the walk is the writer's (a whole
+     * archive's opens and reads were 5 % of the writer's time), and from the bytes
+     * the open read, not by opening the file again */
+    if (dsq_readahead_open(w->ra, j->abs, &e) != 0 ||
+        (!fi.fp_known && dsq_readahead_fingerprint(w->ra, &fi) != 0 &&
+         dsq_input_fingerprint(j->abs, &fi, &e) != 0)) {
         dsq_error_where(&e, j->path, NULL);
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
     } else if (!(rc = w_put(w, MSG_FILE_START, &fi.fingerprint, sizeof fi.fingerprint, NULL, 0))) {
@@ -1673,11 +1678,12 @@ static void run_name(const dsq_indexer *ix, const char *rel, char *out, size_t c
 }
 
 /* dsq_walk callback: names the run (and the path inside it) and indexes the file. */
-static int walk_file(void *ctx, const char *full, const char *rel, int link)
+static int walk_file(void *ctx, const char *full, const char *rel, int link, const struct stat *sb)
 {
     dsq_indexer *ix = ctx;
     ix->walk_link = link;
     ix->walk_rel = rel;
+    ix->walk_sb = sb;
     char run[256];
     if (!*rel) { /* the indexed path itself is a file: its own run */
         const char *base = strrchr(full, '/');
@@ -1703,6 +1709,7 @@ static int walk_file(void *ctx, const char *full, const char *rel, int link)
     ix->cur_inner = NULL;
     ix->walk_link = -1;
     ix->walk_rel = NULL;
+    ix->walk_sb = NULL;
     return status;
 }
 

@@ -254,6 +254,17 @@ static int fingerprint_fd(int fd, off_t size, uint64_t *fp)
     return n < 0 ? -1 : 0;
 }
 
+/* The same from the whole file's `size` bytes at p (no read). */
+static uint64_t fingerprint_mem(const unsigned char *p, off_t size)
+{
+    uint64_t h = dsq_hash64(&size, sizeof size, 0);
+    if (size > 0)
+        h = dsq_hash64(p, size < FP_SPAN ? (size_t)size : FP_SPAN, h);
+    if (size > FP_SPAN)
+        h = dsq_hash64(p + size - FP_SPAN, FP_SPAN, h);
+    return h;
+}
+
 /* Opens path for reading and stats it: the descriptor, or -1 with *err set (DSQ_EIO). */
 static int open_stat(const char *path, struct stat *sb, dsq_error *err)
 {
@@ -298,14 +309,28 @@ int dsq_input_fingerprint(const char *path, dsq_file_info *fi, dsq_error *err)
     return 0;
 }
 
+int dsq_input_fingerprint_open(const dsq_input *in, dsq_file_info *fi)
+{
+    if (in->mapped || (in->size && !in->map) || (uint64_t)in->size != fi->size)
+        return -1;
+    fi->fingerprint = fingerprint_mem((const unsigned char *)in->map, (off_t)in->size);
+    fi->fp_known = 1;
+    return 0;
+}
+
+void dsq_input_info_of(const struct stat *sb, dsq_file_info *fi)
+{
+    file_info_of(sb, fi);
+    fi->fingerprint = 0;
+    fi->fp_known = 0;
+}
+
 int dsq_input_stat_quick(const char *path, dsq_file_info *fi, dsq_error *err)
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
         return dsq_error_set(err, DSQ_EIO, "%s", strerror(errno));
-    file_info_of(&sb, fi);
-    fi->fingerprint = 0;
-    fi->fp_known = 0;
+    dsq_input_info_of(&sb, fi);
     return 0;
 }
 

@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "dsq/dsq.h"
 
@@ -76,10 +77,17 @@ int dsq_input_stat(const char *path, dsq_file_info *fi, dsq_error *err);
  * walk needs to decide that a file must be indexed (its size, mtime or name is
  * new); its fingerprint is then computed by whoever reads it. */
 int dsq_input_stat_quick(const char *path, dsq_file_info *fi, dsq_error *err);
+/* What dsq_input_stat_quick fills, from a stat already made (sb). */
+void dsq_input_info_of(const struct stat *sb, dsq_file_info *fi);
 /* The fingerprint of a file stat'ed that way, for the size in fi (no second stat:
  * a file that changed since gets another fingerprint than dsq_input_stat would
  * give it, so it is not taken for unchanged). */
 int dsq_input_fingerprint(const char *path, dsq_file_info *fi, dsq_error *err);
+
+/* The same from the bytes dsq_input_open read of the open file, with no system
+ * call: 0, or -1 when they cannot tell (a big file is mapped, not read, or its
+ * size is not fi's: it changed since the stat), and then dsq_input_fingerprint. */
+int dsq_input_fingerprint_open(const dsq_input *in, dsq_file_info *fi);
 
 /* Who decodes gzip (files, the gzip layer under a tar, .gz members): ISA-L, the
  * default when the build has it (gunzip.h), or libarchive's zlib-based reader. */

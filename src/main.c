@@ -322,15 +322,13 @@ static void on_progress(void *ctx, const dsq_index_stats *s, const char *path)
 }
 
 /* Counts what indexing will walk, for the progress line (on a terminal only). */
-static int count_file(void *ctx, const char *full, const char *rel, int link)
+static int count_file(void *ctx, const char *full, const char *rel, int link, const struct stat *sb)
 {
-    (void)link;
+    (void)link, (void)rel, (void)full;
     cli *c = ctx;
-    struct stat sb;
-    (void)rel;
-    if (stat(full, &sb) == 0) {
+    if (sb) { /* the walk's stat */
         c->total_files++;
-        c->total_bytes += (uint64_t)sb.st_size;
+        c->total_bytes += (uint64_t)sb->st_size;
     }
     return 0;
 }

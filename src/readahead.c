@@ -164,6 +164,11 @@ int dsq_readahead_open(dsq_readahead *ra, const char *path, dsq_error *err)
     return rc;
 }
 
+int dsq_readahead_fingerprint(const dsq_readahead *ra, dsq_file_info *fi)
+{
+    return ra->phase == P_BEFORE ? dsq_input_fingerprint_open(ra->in, fi) : -1;
+}
+
 const char *dsq_readahead_format(const dsq_readahead *ra) { return dsq_input_format(ra->in); }
 
 int dsq_readahead_started(const dsq_readahead *ra) { return ra->started; }

@@ -55,6 +55,8 @@ void dsq_readahead_free(dsq_readahead *ra);
 
 /* dsq_input_open, in the caller's thread; closes the file open before. */
 int dsq_readahead_open(dsq_readahead *ra, const char *path, dsq_error *err);
+/* dsq_input_fingerprint_open of the file just opened (before the first member). */
+int dsq_readahead_fingerprint(const dsq_readahead *ra, dsq_file_info *fi);
 /* Format of the open file (dsq_input_format). */
 const char *dsq_readahead_format(const dsq_readahead *ra);
 

@@ -81,7 +81,7 @@ static int walk_dir(const walker *w, const char *dir)
             continue;
         }
         if (S_ISREG(sb.st_mode))
-            status = w->p->file(w->p->ctx, full, full + w->root_len + 1, link);
+            status = w->p->file(w->p->ctx, full, full + w->root_len + 1, link, &sb);
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -103,7 +103,8 @@ int dsq_walk(const dsq_walk_params *p, const char *path)
         w.skip_dev = sb.st_dev;
         w.skip_ino = sb.st_ino;
     }
-    if (stat(root, &sb) == 0 && S_ISDIR(sb.st_mode))
+    int found = stat(root, &sb) == 0;
+    if (found && S_ISDIR(sb.st_mode))
         return walk_dir(&w, root);
-    return p->file(p->ctx, root, "", -1);
+    return p->file(p->ctx, root, "", -1, found ? &sb : NULL);
 }

@@ -9,13 +9,16 @@
 #ifndef DSQ_WALK_H
 #define DSQ_WALK_H
 
+#include <sys/stat.h>
+
 #include "dsq/dsq.h"
 
 typedef struct dsq_walk_params {
     /* a regular file: full path, its path relative to the root ("" when the root
-     * itself is the file), and whether the name is a symbolic link to it (-1: not
-     * known, the root). A non-zero return stops the walk. */
-    int (*file)(void *ctx, const char *full, const char *rel, int link);
+     * itself is the file), whether the name is a symbolic link to it (-1: not
+     * known, the root) and the file's stat as the walk found it (a link's target's;
+     * NULL when the root could not be stat'ed). A non-zero return stops the walk. */
+    int (*file)(void *ctx, const char *full, const char *rel, int link, const struct stat *sb);
     /* something could not be walked; err names it (file filled). May be NULL. */
     void (*problem)(void *ctx, const dsq_error *err);
     void *ctx;

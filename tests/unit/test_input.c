@@ -470,12 +470,16 @@ static void test_stat(void)
 
 /* The fingerprint is what indexes store: the hash of the size, the first 4 KiB and
  * (past 4 KiB) the last 4 KiB, whichever way they are read (a small file in one
- * read): the same value for every size around the spans, and a changed last byte
- * changes it. */
+ * read, or the bytes dsq_input_open read, with a size from dsq_input_stat_quick):
+ * the same value for every size around the spans, and a changed last byte changes
+ * it. The open's bytes do not tell when the size is not the stat's or the file is
+ * mapped (big). */
 static void test_stat_fingerprint_definition(void)
 {
     static const size_t sizes[] = {0, 1, 4095, 4096, 4097, 6000, 8191, 8192, 8193, 20000};
     char *t = test_log_text(20000, 3);
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         size_t n = sizes[i];
         uint64_t size = n;
@@ -490,6 +494,16 @@ static void test_stat_fingerprint_definition(void)
         CHECK_INT(test_write_file(tmp, "fp.log", t, n), 0);
         CHECK_INT(dsq_input_stat(path_of("fp.log"), &a, &err), 0);
         CHECK(a.fingerprint == want);
+        dsq_file_info q;
+        CHECK_INT(dsq_input_stat_quick(path_of("fp.log"), &q, &err), 0);
+        CHECK_INT(q.fp_known, 0);
+        CHECK_INT(dsq_input_open(in, path_of("fp.log"), &err), 0);
+        CHECK_INT(dsq_input_fingerprint_open(in, &q), 0);
+        CHECK(q.fp_known && q.fingerprint == want);
+        q.size = n + 1; /* the file changed since the stat */
+        q.fp_known = 0;
+        CHECK_INT(dsq_input_fingerprint_open(in, &q), -1);
+        CHECK_INT(q.fp_known, 0);
         if (n) {
             t[n - 1] ^= 1;
             CHECK_INT(test_write_file(tmp, "fp.log", t, n), 0);
@@ -498,6 +512,21 @@ static void test_stat_fingerprint_definition(void)
             t[n - 1] ^= 1;
         }
     }
+    size_t big = (size_t)3 << 20; /* mapped, not read: the open's bytes do not tell */
+    char *b = test_log_text(big, 4);
+    dsq_file_info q;
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(test_write_file(tmp, "fp.log", b, big), 0);
+    CHECK_INT(dsq_input_stat_quick(path_of("fp.log"), &q, &err), 0);
+    CHECK_INT(dsq_input_open(in, path_of("fp.log"), &err), 0);
+    CHECK_INT(dsq_input_fingerprint_open(in, &q), -1);
+    CHECK_INT(dsq_input_fingerprint(path_of("fp.log"), &q, &err), 0);
+    uint64_t size = big, want = dsq_hash64(&size, sizeof size, 0);
+    want = dsq_hash64(b + big - 4096, 4096, dsq_hash64(b, 4096, want));
+    CHECK(q.fingerprint == want);
+    dsq_input_free(in);
+    free(b);
     free(t);
 }
 
