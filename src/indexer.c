@@ -40,8 +40,14 @@
 #include "timeconv.h"
 #include "walk.h"
 
-#define MAX_OPEN_BLOCKS 256
-#define OB_HINTS 64 /* block_for takes a hash's top 6 bits */
+/* Events are buffered in one open block per (host, rank) of the file. There are
+ * OPEN_BLOCKS_FIRST at first, twice as many each time all are taken, up to
+ * OPEN_BLOCKS_MAX; then, or once the open blocks hold OPEN_BLOCK_BYTES, every one
+ * is written out. A launcher log of 2,048 ranks had its blocks written out every
+ * 256 ranks' events: 3.6 events a block. */
+#define OPEN_BLOCKS_FIRST 256
+#define OPEN_BLOCKS_MAX 8192
+#define OPEN_BLOCK_BYTES ((size_t)16 << 20) /* DSQ_OPEN_BLOCK_BYTES overrides it (tests) */
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
@@ -66,7 +72,7 @@ enum job_kind { JOB_INDEX, JOB_PROBLEM, JOB_WALK_PROBLEM };
 typedef struct open_block {
     uint32_t host;
     int32_t rank;
-    int used;
+    uint32_t ix_at; /* its slot in ob_ix */
     dsq_block b;
 } open_block;
 
@@ -76,11 +82,11 @@ struct dsq_indexer {
     dsq_lines *lines;
     dsq_scan *scan;
     dsq_rollup *roll;
-    open_block ob[MAX_OPEN_BLOCKS];
-    int last_ob;
-    /* by a hash of (host, rank): 1 + the open block it had last (checked before use),
-     * so streams that take turns are found without a scan */
-    uint16_t ob_hint[OB_HINTS];
+    open_block *ob; /* the open blocks: nob taken, in the order their (host, rank) came */
+    int nob, ob_cap, last_ob;
+    uint32_t *ob_ix; /* (host, rank) -> 1 + its open block; open addressing over
+                        2 * ob_cap slots, 0 free */
+    size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
     /* the file being indexed */
     const char *cur_path;
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
@@ -177,63 +183,94 @@ static int put_block(dsq_indexer *ix, open_block *o)
         return 0;
     dsq_block_key k = {ix->cur_run, o->host, o->rank, o->b.t_first, ix->cur_source, ix->cur_seq++};
     int rc = dsq_store_block_put(ix->p.store, &k, &o->b, ix->cur_err);
+    ix->ob_bytes -= o->b.len;
     dsq_block_reset(&o->b);
     return rc;
 }
 
+/* Lets go of every open block (written out or not). */
+static void drop_blocks(dsq_indexer *ix)
+{
+    for (int i = 0; i < ix->nob; i++)
+        ix->ob_ix[ix->ob[i].ix_at] = 0;
+    ix->nob = ix->last_ob = 0;
+    ix->ob_bytes = 0;
+}
+
+/* Writes out every open block, in the order they were opened. */
 static int flush_blocks(dsq_indexer *ix)
 {
-    for (int i = 0; i < MAX_OPEN_BLOCKS; i++) {
-        if (!ix->ob[i].used)
-            continue;
-        int rc = put_block(ix, &ix->ob[i]);
-        ix->ob[i].used = 0;
-        if (rc)
-            return rc;
+    int rc = 0;
+    for (int i = 0; i < ix->nob && !rc; i++)
+        rc = put_block(ix, &ix->ob[i]);
+    drop_blocks(ix);
+    return rc;
+}
+
+/* The slot of ob_ix for (host, rank): the one naming its block, or the free one
+ * where it goes. */
+static size_t ob_slot(const dsq_indexer *ix, uint32_t host, int32_t rank)
+{
+    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
+    size_t mask = 2 * (size_t)ix->ob_cap - 1, i = (size_t)(h >> 32) & mask;
+    for (uint32_t at; (at = ix->ob_ix[i]) != 0; i = (i + 1) & mask)
+        if (ix->ob[at - 1].host == host && ix->ob[at - 1].rank == rank)
+            break;
+    return i;
+}
+
+/* Room for twice the open blocks; 0, or -1 when out of memory. */
+static int grow_blocks(dsq_indexer *ix)
+{
+    int cap = ix->ob_cap ? 2 * ix->ob_cap : OPEN_BLOCKS_FIRST;
+    open_block *ob = realloc(ix->ob, (size_t)cap * sizeof *ob);
+    if (!ob)
+        return -1;
+    memset(ob + ix->ob_cap, 0, (size_t)(cap - ix->ob_cap) * sizeof *ob);
+    ix->ob = ob;
+    uint32_t *slots = calloc(2 * (size_t)cap, sizeof *slots);
+    if (!slots)
+        return -1; /* ob grew, ob_cap did not: nothing refers past it */
+    free(ix->ob_ix);
+    ix->ob_ix = slots;
+    ix->ob_cap = cap;
+    for (int i = 0; i < ix->nob; i++) {
+        size_t at = ob_slot(ix, ix->ob[i].host, ix->ob[i].rank);
+        slots[at] = (uint32_t)i + 1;
+        ix->ob[i].ix_at = (uint32_t)at;
     }
     return 0;
 }
 
-/* The open block of (host, rank); when all are taken, every block is written out. */
+/* The open block of (host, rank): a new one when it has none, after every block
+ * is written out when all are taken and there may be no more. */
 static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *rc)
 {
     open_block *o = &ix->ob[ix->last_ob];
-    if (o->used && o->host == host && o->rank == rank)
+    if (ix->last_ob < ix->nob && o->host == host && o->rank == rank)
         return o;
-    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
-    uint16_t *hint = &ix->ob_hint[h >> 58];
-    if (*hint) {
-        o = &ix->ob[*hint - 1];
-        if (o->used && o->host == host && o->rank == rank) {
-            ix->last_ob = *hint - 1;
-            return o;
-        }
+    size_t at = ob_slot(ix, host, rank);
+    if (ix->ob_ix[at]) {
+        ix->last_ob = (int)ix->ob_ix[at] - 1;
+        return &ix->ob[ix->last_ob];
     }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < MAX_OPEN_BLOCKS; i++) {
-            o = &ix->ob[i];
-            if (o->used && o->host == host && o->rank == rank) {
-                ix->last_ob = i;
-                *hint = (uint16_t)(i + 1);
-                return o;
-            }
-        }
-        for (int i = 0; i < MAX_OPEN_BLOCKS; i++) {
-            o = &ix->ob[i];
-            if (!o->used) {
-                o->used = 1;
-                o->host = host;
-                o->rank = rank;
-                dsq_block_reset(&o->b);
-                ix->last_ob = i;
-                *hint = (uint16_t)(i + 1);
-                return o;
-            }
-        }
-        if ((*rc = flush_blocks(ix)))
+    if (ix->nob == ix->ob_cap) {
+        if (ix->ob_cap < OPEN_BLOCKS_MAX) {
+            if (grow_blocks(ix))
+                return NULL;
+        } else if ((*rc = flush_blocks(ix))) {
             return NULL;
+        }
+        at = ob_slot(ix, host, rank);
     }
-    return NULL;
+    o = &ix->ob[ix->nob];
+    o->host = host;
+    o->rank = rank;
+    o->ix_at = (uint32_t)at;
+    dsq_block_reset(&o->b);
+    ix->ob_ix[at] = (uint32_t)++ix->nob;
+    ix->last_ob = ix->nob - 1;
+    return o;
 }
 
 /* Buffers one event of the current file (ids of the index's dictionary). */
@@ -243,6 +280,7 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
     open_block *o = block_for(ix, ev->host, ev->rank, &rc);
     if (!o)
         return rc ? rc : dsq_error_set(ix->cur_err, DSQ_ENOMEM, "block table");
+    size_t before = o->b.len;
     dsq_num_form forms[DSQ_EV_MAXF]; /* each value's decimal form, found once */
     dsq_ev_forms(ev, forms);
     /* the values the rollup keeps as they are are stored there only: the block
@@ -254,6 +292,8 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
     if ((rc = dsq_block_add_ref(&o->b, ev, forms, kept, event)))
         return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
     ix->pend.events++;
+    if ((ix->ob_bytes += o->b.len - before) >= ix->ob_budget)
+        return flush_blocks(ix);
     if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
         return put_block(ix, o);
     return 0;
@@ -275,7 +315,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
         dsq_rollup_new(params->store, &ix->roll) || dsq_dict_new(&ix->link_targets) ||
-        dsq_dict_new(&ix->linked_files))
+        dsq_dict_new(&ix->linked_files) || grow_blocks(ix))
         goto nomem;
     lp.ctx = ix->scan;
     if (dsq_lines_new(&lp, &ix->lines))
@@ -285,6 +325,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     const char *cb = getenv("DSQ_COMMIT_BYTES");
     ix->commit_bytes = cb && strtoull(cb, NULL, 10) > 0 ? strtoull(cb, NULL, 10) : COMMIT_BYTES;
     ix->feed_slice = ix->commit_bytes < FEED_SLICE ? (size_t)ix->commit_bytes : FEED_SLICE;
+    const char *ob = getenv("DSQ_OPEN_BLOCK_BYTES");
+    ix->ob_budget = ob && strtoull(ob, NULL, 10) > 0 ? (size_t)strtoull(ob, NULL, 10) : OPEN_BLOCK_BYTES;
     const char *jw = getenv("DSQ_JOB_WINDOW"); /* tests: a small one on few files */
     ix->job_window = jw && strtoull(jw, NULL, 10) >= 2 ? (size_t)strtoull(jw, NULL, 10) : JOB_WINDOW;
     clock_gettime(CLOCK_MONOTONIC, &ix->t0);
@@ -299,8 +341,10 @@ void dsq_indexer_free(dsq_indexer *ix)
 {
     if (!ix)
         return;
-    for (int i = 0; i < MAX_OPEN_BLOCKS; i++)
+    for (int i = 0; i < ix->ob_cap; i++)
         dsq_block_free_buf(&ix->ob[i].b);
+    free(ix->ob);
+    free(ix->ob_ix);
     dsq_input_free(ix->in);
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);
@@ -550,8 +594,7 @@ static int index_members(dsq_indexer *ix, dsq_source_rec *rec)
  * grown (by the abort, or by a commit that hit it), redo the file. */
 static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 {
-    for (int i = 0; i < MAX_OPEN_BLOCKS; i++)
-        ix->ob[i].used = 0;
+    drop_blocks(ix);
     ix->under_way = 0;
     if (status == DSQ_ELIMIT)
         return dsq_store_writing(ix->p.store) ? dsq_store_commit(ix->p.store, err) : DSQ_ELIMIT;

@@ -601,6 +601,85 @@ static void test_progress_inside_one_file(void)
     free(z);
 }
 
+typedef struct block_count {
+    size_t blocks;
+    int in_order; /* each (host, rank)'s blocks come in time order */
+    uint32_t host;
+    int32_t rank;
+    int64_t t;
+} block_count;
+
+static int count_block(void *arg, const dsq_block_key *k, const void *data, size_t n)
+{
+    (void)data, (void)n;
+    block_count *c = arg;
+    if (c->blocks && k->host == c->host && k->rank == c->rank && k->t_us < c->t)
+        c->in_order = 0;
+    c->blocks++;
+    c->host = k->host;
+    c->rank = k->rank;
+    c->t = k->t_us;
+    return 0;
+}
+
+/* A launcher log of many ranks, each of whose events come one per round across
+ * the file (pairs x 3 rounds of DeepSpeed step lines, and each rank's count of
+ * lines: 4 events a rank). Every (host, rank) keeps its open block whatever the
+ * number of ranks: 600 ranks give 600 blocks (at most 256 open blocks wrote out
+ * one event per block, 2,400); past the most blocks kept open, and with a small
+ * budget of open bytes, all are written out and start anew, more blocks. The
+ * answers are the same every way, with and without workers. */
+static void test_many_ranks_in_one_file(void)
+{
+    static const struct {
+        int pairs;
+        const char *budget; /* DSQ_OPEN_BLOCK_BYTES, NULL: the default */
+        size_t blocks_min, blocks_max;
+    } ways[] = {{600, NULL, 600, 600}, {600, "4096", 601, 2400}, {9000, NULL, 9001, 36000}};
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        int pairs = ways[w].pairs;
+        size_t cap = (size_t)pairs * 3 * 160, len = 0;
+        char *text = malloc(cap);
+        long long sum = 0;
+        for (int round = 0; round < 3; round++)
+            for (int p = 0; p < pairs; p++) {
+                len += (size_t)snprintf(text + len, cap - len,
+                                        "node%04d: [2024-07-20 21:%02d:05,%03d] [INFO] "
+                                        "[logging.py:96:log_dist] [Rank %d] step=%d, skipped=0, "
+                                        "lr=[1.0e-05], mom=[(0.9, 0.999)]\n",
+                                        p / 8, 30 + round, p % 1000, p, round * 100000 + p);
+                sum += round * 100000 + p;
+            }
+        CHECK_INT(test_write_file(tmp, "many.log", text, len), 0);
+        free(text);
+        char want_sum[64], want_count[64];
+        snprintf(want_sum, sizeof want_sum, "run,sum step\nr,%lld\n", sum);
+        snprintf(want_count, sizeof want_count, "run,count step\nr,%d\n", 3 * pairs);
+        if (ways[w].budget)
+            setenv("DSQ_OPEN_BLOCK_BYTES", ways[w].budget, 1);
+        for (unsigned jobs = 1; jobs <= 2; jobs++) {
+            char db[32];
+            snprintf(db, sizeof db, "db-many-%zu-%u", w, jobs);
+            ctx c;
+            CHECK_INT(open_ctx_jobs(&c, db, "r", jobs), 0);
+            CHECK_INT(add(&c, "many.log"), 0);
+            CHECK_INT(c.pr.n, 0);
+            expect_query(c.st, "sum step by run", want_sum);
+            expect_query(c.st, "count step by run", want_count);
+            expect_query(c.st, "max step by host where host = 'node0001'",
+                         "host,max step\nnode0001,200015\n");
+            block_count bc = {.in_order = 1};
+            dsq_error err;
+            dsq_error_clear(&err);
+            CHECK_INT(dsq_store_scan_blocks(c.st, 0, count_block, &bc, &err), 0);
+            CHECK(bc.blocks >= ways[w].blocks_min && bc.blocks <= ways[w].blocks_max);
+            CHECK(bc.in_order);
+            close_ctx(&c);
+        }
+        unsetenv("DSQ_OPEN_BLOCK_BYTES");
+    }
+}
+
 static void test_strip_ext(void)
 {
     static const char *const tab[][2] = {
@@ -624,4 +703,5 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
           T(test_damaged_file), T(test_jobs_same_index), T(test_jobs_same_dictionary),
           T(test_small_files_share_commits),
-          T(test_progress_inside_one_file), T(test_strip_ext), T(test_teardown))
+          T(test_progress_inside_one_file), T(test_many_ranks_in_one_file), T(test_strip_ext),
+          T(test_teardown))
