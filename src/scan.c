@@ -28,18 +28,35 @@
 #include "num.h"
 
 #define MAX_PENDING 64
-#define PROC_SLOTS 256
+/* (host, pid) -> rank of the processes a stream names (proc_rank): a table of
+ * PROCS_FIRST slots at first, doubled when half full, up to PROCS_MAX processes
+ * (then a new one takes the slot of an older of the same hash). */
+#define PROCS_FIRST 512
+#define PROCS_MAX (1 << 20)
 #define MAYBE_HOSTS 16 /* maybe-host names (pdsh.re) taken for hosts in a stream */
-#define RANK_SLOTS 1024 /* (host, rank) pairs counted per stream; more are not counted */
+/* (host, rank) pairs a stream counts the lines of: room for RANKS_FIRST at first
+ * (no allocation on most streams), twice as much each time it is full, up to
+ * RANKS_MAX (more go uncounted). */
+#define RANKS_FIRST 512
+#define RANKS_MAX (1 << 20)
 
 /* Lines of one (host, rank) in the stream: which ranks are present. */
 typedef struct rank_count {
     uint32_t host;
-    int32_t rank;       /* -1: free slot */
+    int32_t rank;
     uint32_t lines;
     uint32_t first_line;
     int64_t first_t;
+    uint32_t ix_at;     /* its slot in rank_ix */
 } rank_count;
+
+/* A process named in the stream: its (host, pid) hash and rank, of the generation
+ * of the stream it was named in (older ones are free slots). */
+typedef struct proc_slot {
+    uint64_t proc;
+    uint32_t host, gen;
+    int rank;
+} proc_slot;
 #define LINE_EVENTS 16 /* events one line may complete before they go out */
 #define NAME_SLOTS 512  /* field names recently interned: (length, bytes) -> id */
 #define NAME_MAX_CACHED 32
@@ -92,14 +109,17 @@ struct dsq_scan {
     int bracket_steps;    /* consecutive lines whose number was the previous one's + 1 */
     int bracket_repeat;   /* a number came twice in a row: ranks */
     long bracket_last;
-    rank_count ranks[RANK_SLOTS];     /* open addressing by (host, rank) */
-    uint16_t rank_order[RANK_SLOTS];  /* slots in the order their rank first appeared */
-    int nranks;
-    int rank_last;                    /* slot of the previous line's rank, -1 none */
+    rank_count *ranks;   /* the stream's (host, rank) pairs in the order they came */
+    int nranks, ranks_cap;
+    uint32_t *rank_ix;   /* (host, rank) -> 1 + its place in ranks; open addressing over
+                            2 * ranks_cap slots, 0 free */
+    int rank_last;       /* place of the previous line's pair, -1 none */
     uint32_t fid_lines;
     int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
-    struct { uint32_t host; uint64_t proc; int rank; } procs[PROC_SLOTS]; /* (host, pid) -> rank */
+    proc_slot *procs;    /* (host, pid) -> rank, open addressing; procs_cap slots */
+    size_t procs_cap, nprocs;
+    uint32_t procs_gen;  /* the stream's: slots of another are free */
     uint64_t proc_h;       /* the hash of the last (host, pid) proc_rank saw: */
     uint32_t proc_h_host;  /* NCCL prints a process's lines in runs */
     size_t proc_h_n;       /* 0: none */
@@ -136,8 +156,13 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
         }
     }
     sc->fid_lines = dsq_dict_intern(sc->p.dict, "lines", 5);
-    if (!sc->fid_lines) {
-        free(sc);
+    sc->ranks_cap = RANKS_FIRST;
+    sc->procs_cap = PROCS_FIRST;
+    sc->procs_gen = 1; /* calloc'd slots (generation 0) are free */
+    if (!sc->fid_lines || !(sc->ranks = malloc((size_t)sc->ranks_cap * sizeof *sc->ranks)) ||
+        !(sc->rank_ix = calloc(2 * (size_t)sc->ranks_cap, sizeof *sc->rank_ix)) ||
+        !(sc->procs = calloc(sc->procs_cap, sizeof *sc->procs))) {
+        dsq_scan_free(sc);
         return DSQ_ENOMEM;
     }
     for (size_t i = 0; i < dsq_nfamilies && i < 64; i++) {
@@ -151,7 +176,7 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
         sc->fam_state_size += (dsq_families[i].state_size + 15) & ~(size_t)15;
     }
     if (sc->fam_state_size && !(sc->fam_state = calloc(1, sc->fam_state_size))) {
-        free(sc);
+        dsq_scan_free(sc);
         return DSQ_ENOMEM;
     }
     *out = sc;
@@ -163,7 +188,19 @@ void dsq_scan_free(dsq_scan *sc)
     if (!sc)
         return;
     free(sc->fam_state);
+    free(sc->ranks);
+    free(sc->rank_ix);
+    free(sc->procs);
     free(sc);
+}
+
+/* Forgets the stream's (host, rank) pairs: their slots only, not the table. */
+static void ranks_clear(dsq_scan *sc)
+{
+    for (int k = 0; k < sc->nranks; k++)
+        sc->rank_ix[sc->ranks[k].ix_at] = 0;
+    sc->nranks = 0;
+    sc->rank_last = -1;
 }
 
 void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
@@ -188,12 +225,13 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->pdsh_n = 0;
     sc->bracket_steps = sc->bracket_repeat = 0;
     sc->bracket_last = -2;
-    for (int i = 0; i < RANK_SLOTS; i++)
-        sc->ranks[i].rank = -1;
-    sc->nranks = 0;
-    sc->rank_last = -1;
+    ranks_clear(sc);
     sc->mem_cpu_seen = 0;
-    memset(sc->procs, 0, sizeof sc->procs);
+    if (++sc->procs_gen == 0) { /* the generations went round: every slot free anew */
+        memset(sc->procs, 0, sc->procs_cap * sizeof *sc->procs);
+        sc->procs_gen = 1;
+    }
+    sc->nprocs = 0;
     sc->proc_h_n = 0;
     sc->deferring = 0;
     sc->nqueued = 0;
@@ -532,7 +570,41 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
  * *line. Layers nest in any order ("gpu009: [rank3]: ..."); at most 8 are peeled. */
 static int recognize_at(dsq_match *m, const char *line, size_t len);
 
-/* Counts a line of (host, rank); the previous line's slot is tried first. */
+/* The rank_ix slot of (host, rank): the one naming its place, or the free one
+ * where it goes. */
+static size_t rank_slot(const dsq_scan *sc, uint32_t host, int rank)
+{
+    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
+    size_t mask = 2 * (size_t)sc->ranks_cap - 1, i = (size_t)(h >> 32) & mask;
+    for (uint32_t at; (at = sc->rank_ix[i]) != 0; i = (i + 1) & mask)
+        if (sc->ranks[at - 1].rank == rank && sc->ranks[at - 1].host == host)
+            break;
+    return i;
+}
+
+/* Room for twice the pairs; 0, or -1 (they stay as they were). */
+static int grow_ranks(dsq_scan *sc)
+{
+    int cap = 2 * sc->ranks_cap;
+    rank_count *r = realloc(sc->ranks, (size_t)cap * sizeof *r);
+    if (!r)
+        return -1;
+    sc->ranks = r;
+    uint32_t *ix = calloc(2 * (size_t)cap, sizeof *ix);
+    if (!ix)
+        return -1;
+    free(sc->rank_ix);
+    sc->rank_ix = ix;
+    sc->ranks_cap = cap;
+    for (int k = 0; k < sc->nranks; k++) {
+        size_t i = rank_slot(sc, sc->ranks[k].host, sc->ranks[k].rank);
+        ix[i] = (uint32_t)k + 1;
+        sc->ranks[k].ix_at = (uint32_t)i;
+    }
+    return 0;
+}
+
+/* Counts a line of (host, rank); the previous line's pair is tried first. */
 static void count_rank(dsq_scan *sc, uint32_t host, int rank, int64_t t_us)
 {
     rank_count *r;
@@ -542,33 +614,30 @@ static void count_rank(dsq_scan *sc, uint32_t host, int rank, int64_t t_us)
             r->first_t = t_us;
         return;
     }
-    uint32_t h = (uint32_t)rank * 2654435761u ^ host * 40503u;
-    for (int probe = 0; probe < RANK_SLOTS; probe++) {
-        int i = (int)((h + (uint32_t)probe) & (RANK_SLOTS - 1));
-        r = &sc->ranks[i];
-        if (r->rank == rank && r->host == host) {
-            r->lines++;
-            if (r->first_t == DSQ_TIME_NONE)
-                r->first_t = t_us;
-            sc->rank_last = i;
-            return;
-        }
-        if (r->rank < 0) {
-            if (sc->nranks >= RANK_SLOTS * 3 / 4)
-                return; /* full enough: further ranks go uncounted */
-            *r = (rank_count){host, rank, 1, sc->lineno, t_us};
-            sc->rank_order[sc->nranks++] = (uint16_t)i;
-            sc->rank_last = i;
-            return;
-        }
+    size_t i = rank_slot(sc, host, rank);
+    if (sc->rank_ix[i]) {
+        sc->rank_last = (int)sc->rank_ix[i] - 1;
+        r = &sc->ranks[sc->rank_last];
+        r->lines++;
+        if (r->first_t == DSQ_TIME_NONE)
+            r->first_t = t_us;
+        return;
     }
+    if (sc->nranks == sc->ranks_cap) {
+        if (sc->ranks_cap >= RANKS_MAX || grow_ranks(sc))
+            return; /* further ranks go uncounted */
+        i = rank_slot(sc, host, rank);
+    }
+    sc->ranks[sc->nranks] = (rank_count){host, rank, 1, sc->lineno, t_us, (uint32_t)i};
+    sc->rank_ix[i] = (uint32_t)++sc->nranks;
+    sc->rank_last = sc->nranks - 1;
 }
 
 /* One rank_lines event per (host, rank) the stream had, in order of appearance. */
 static int emit_ranks(dsq_scan *sc)
 {
     for (int k = 0; k < sc->nranks; k++) {
-        const rank_count *r = &sc->ranks[sc->rank_order[k]];
+        const rank_count *r = &sc->ranks[k];
         dsq_event e = {.kind = DSQ_EV_RANK_LINES, .rank = r->rank, .host = r->host,
                        .t_us = r->first_t, .line = r->first_line, .nf = 1};
         e.f[0] = (dsq_field){sc->fid_lines, DSQ_U_NONE, (double)r->lines};
@@ -576,7 +645,7 @@ static int emit_ranks(dsq_scan *sc)
         if (rc)
             return rc;
     }
-    sc->nranks = 0;
+    ranks_clear(sc);
     return 0;
 }
 
@@ -688,12 +757,40 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
     }
 }
 
+/* The procs slot of process h of host: the one naming it in this stream, or the
+ * free one where it goes. */
+static size_t proc_slot_of(const dsq_scan *sc, uint32_t host, uint64_t h)
+{
+    size_t mask = sc->procs_cap - 1, i = (size_t)(h >> 1) & mask; /* (bit 0 is always set) */
+    for (; sc->procs[i].gen == sc->procs_gen; i = (i + 1) & mask)
+        if (sc->procs[i].proc == h && sc->procs[i].host == host)
+            break;
+    return i;
+}
+
+/* Room for twice the processes; 0, or -1 (they stay as they were). */
+static int grow_procs(dsq_scan *sc)
+{
+    size_t old_cap = sc->procs_cap;
+    proc_slot *old = sc->procs, *n = calloc(2 * old_cap, sizeof *n);
+    if (!n)
+        return -1;
+    sc->procs = n;
+    sc->procs_cap = 2 * old_cap;
+    for (size_t k = 0; k < old_cap; k++)
+        if (old[k].gen == sc->procs_gen)
+            n[proc_slot_of(sc, old[k].host, old[k].proc)] = old[k];
+    free(old);
+    return 0;
+}
+
 /* Remembers or applies the rank of a process (host, pid): NCCL names a process's
  * global rank once ("comm ... rank R nranks N") and prints its other lines with
- * the pid only. Slots are direct-mapped by hash: a collision forgets the older.
- * The hash takes the host's name, not its id: an indexing worker's dictionary
- * numbers hosts otherwise than the index's (and than another run's workers), and
- * which processes collide must not depend on that. */
+ * the pid only. Every process the stream names is remembered (up to PROCS_MAX):
+ * 256 slots direct-mapped by hash forgot a colliding older one, and on a launcher
+ * log of 64 processes 10 of their later NCCL lines lost their rank. The hash
+ * takes the host's name, not its id (an indexing worker's dictionary numbers hosts
+ * otherwise than the index's), so the table holds the same in every thread. */
 static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
 {
     uint64_t h;
@@ -709,14 +806,19 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
         sc->proc_h_n = proc.n <= sizeof sc->proc_h_s ? proc.n : 0; /* longer: not kept */
         memcpy(sc->proc_h_s, proc.p, sc->proc_h_n);
     }
-    size_t i = (h >> 1) & (PROC_SLOTS - 1); /* (bit 0 is always set) */
-    if (rank >= 0) {
-        sc->procs[i].host = host;
-        sc->procs[i].proc = h;
-        sc->procs[i].rank = rank;
-        return rank;
+    size_t i = proc_slot_of(sc, host, h);
+    if (rank < 0)
+        return sc->procs[i].gen == sc->procs_gen ? sc->procs[i].rank : -1;
+    if (sc->procs[i].gen != sc->procs_gen) { /* a new process: the table at most half full */
+        if ((sc->nprocs + 1) * 2 > sc->procs_cap) {
+            if (sc->nprocs >= PROCS_MAX || grow_procs(sc))
+                return rank; /* not remembered */
+            i = proc_slot_of(sc, host, h);
+        }
+        sc->nprocs++;
     }
-    return sc->procs[i].proc == h && sc->procs[i].host == host ? sc->procs[i].rank : -1;
+    sc->procs[i] = (proc_slot){h, host, sc->procs_gen, rank};
+    return rank;
 }
 
 static int recognize_at(dsq_match *m, const char *line, size_t len)
