@@ -183,7 +183,7 @@ static int reserve(dsq_block *b, size_t more)
 {
     if (b->len + more <= b->cap)
         return 0;
-    size_t cap = b->cap ? b->cap * 2 : 4096;
+    size_t cap = b->cap ? b->cap * 2 : 1024; /* a launcher log of thousands of ranks has one open each */
     while (cap < b->len + more)
         cap *= 2;
     unsigned char *n = realloc(b->buf, cap);

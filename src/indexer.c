@@ -82,8 +82,10 @@ struct dsq_indexer {
     dsq_lines *lines;
     dsq_scan *scan;
     dsq_rollup *roll;
-    open_block *ob; /* the open blocks: nob taken, in the order their (host, rank) came */
-    int nob, ob_cap, last_ob;
+    open_block *ob; /* the open blocks: nob taken, in the order their (host, rank) came;
+                       the first ob_init have a buffer (set when first taken: pages of
+                       the table no file used are never touched) */
+    int nob, ob_cap, ob_init, last_ob;
     uint32_t *ob_ix; /* (host, rank) -> 1 + its open block; open addressing over
                         2 * ob_cap slots, 0 free */
     size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
@@ -226,7 +228,6 @@ static int grow_blocks(dsq_indexer *ix)
     open_block *ob = realloc(ix->ob, (size_t)cap * sizeof *ob);
     if (!ob)
         return -1;
-    memset(ob + ix->ob_cap, 0, (size_t)(cap - ix->ob_cap) * sizeof *ob);
     ix->ob = ob;
     uint32_t *slots = calloc(2 * (size_t)cap, sizeof *slots);
     if (!slots)
@@ -264,6 +265,11 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
         at = ob_slot(ix, host, rank);
     }
     o = &ix->ob[ix->nob];
+    if (ix->nob == ix->ob_init) { /* first taken */
+        o->b.buf = NULL;
+        o->b.cap = 0;
+        ix->ob_init++;
+    }
     o->host = host;
     o->rank = rank;
     o->ix_at = (uint32_t)at;
@@ -341,8 +347,8 @@ void dsq_indexer_free(dsq_indexer *ix)
 {
     if (!ix)
         return;
-    for (int i = 0; i < ix->ob_cap; i++)
-        dsq_block_free_buf(&ix->ob[i].b);
+    for (int i = 0; i < ix->ob_init; i++)
+        free(ix->ob[i].b.buf);
     free(ix->ob);
     free(ix->ob_ix);
     dsq_input_free(ix->in);

@@ -274,7 +274,7 @@ COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, uint64_t event
 COLD static int chunk_grow(dsq_chunk *c)
 {
     size_t need = c->len + SEG_HDR_MAX + PAIR_MAX;
-    size_t cap = c->cap ? c->cap * 2 : 256;
+    size_t cap = c->cap ? c->cap * 2 : 64; /* most series of a big job hold a few values */
     unsigned char *n = realloc(c->buf, cap > need ? cap : need);
     if (!n)
         return DSQ_ENOMEM;
