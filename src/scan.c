@@ -55,7 +55,7 @@ typedef struct rank_count {
 typedef struct proc_slot {
     uint64_t proc;
     uint32_t host, gen;
-    int rank;
+    int rank, nranks; /* nranks: of the communicator that named the rank, -1 unknown */
 } proc_slot;
 #define LINE_EVENTS 16 /* events one line may complete before they go out */
 #define NAME_SLOTS 512  /* field names recently interned: (length, bytes) -> id */
@@ -757,6 +757,15 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
     }
 }
 
+/* The size of the communicator a line names ("nranks N"), or -1. */
+static int comm_size(const dsq_match *m)
+{
+    for (int i = 0; i < m->nf; i++)
+        if (m->f[i].name.n == 6 && memcmp(m->f[i].name.p, "nranks", 6) == 0)
+            return m->f[i].v >= 0 && m->f[i].v < 1e9 ? (int)m->f[i].v : -1;
+    return -1;
+}
+
 /* The procs slot of process h of host: the one naming it in this stream, or the
  * free one where it goes. */
 static size_t proc_slot_of(const dsq_scan *sc, uint32_t host, uint64_t h)
@@ -786,12 +795,15 @@ static int grow_procs(dsq_scan *sc)
 
 /* Remembers or applies the rank of a process (host, pid): NCCL names a process's
  * global rank once ("comm ... rank R nranks N") and prints its other lines with
- * the pid only. Every process the stream names is remembered (up to PROCS_MAX):
+ * the pid only. A communicator smaller than the one that named the rank (tensor or
+ * pipeline parallel groups: "rank 1 nranks 8" of the process of rank 9 of 16) does
+ * not change it; its lines keep the global rank. Every process the stream names is
+ * remembered (up to PROCS_MAX):
  * 256 slots direct-mapped by hash forgot a colliding older one, and on a launcher
  * log of 64 processes 10 of their later NCCL lines lost their rank. The hash
  * takes the host's name, not its id (an indexing worker's dictionary numbers hosts
  * otherwise than the index's), so the table holds the same in every thread. */
-static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
+static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank, int nranks)
 {
     uint64_t h;
     if (sc->proc_h_n && proc.n == sc->proc_h_n && host == sc->proc_h_host &&
@@ -816,8 +828,10 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank)
             i = proc_slot_of(sc, host, h);
         }
         sc->nprocs++;
+    } else if (nranks < sc->procs[i].nranks) {
+        return sc->procs[i].rank; /* a smaller communicator's rank */
     }
-    sc->procs[i] = (proc_slot){h, host, sc->procs_gen, rank};
+    sc->procs[i] = (proc_slot){h, host, sc->procs_gen, rank, nranks};
     return rank;
 }
 
@@ -890,7 +904,7 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     if (m.host.n && m.host.p != prefix_host.p && !prefix_host.n) /* e.g. NCCL's host: */
         host = host_id(sc, m.host);
     if (m.proc.n)
-        m.rank = proc_rank(sc, host, m.proc, m.rank);
+        m.rank = proc_rank(sc, host, m.proc, m.rank, m.rank >= 0 ? comm_size(&m) : -1);
     int rank = m.rank >= 0 ? m.rank : prefix_rank >= 0 ? prefix_rank : sc->default_rank;
     m.rank = rank;
     sc->prev_host = host;

@@ -573,6 +573,30 @@ static void test_rank_lines(void)
     fx_free(f);
 }
 
+/* A process's rank is the one its biggest communicator named: a tensor-parallel
+ * group's comm line ("rank 1 nranks 8" of the process of rank 9 of 16) and the lines
+ * after it keep rank 9, whichever comes first. */
+static void test_nccl_subcommunicator_keeps_global_rank(void)
+{
+    static const char *const texts[2] = {
+        "n1:300:301 [1] NCCL INFO comm 0xa rank 9 nranks 16 cudaDev 1 busId 1000 - Init COMPLETE\n"
+        "n1:300:301 [1] NCCL INFO comm 0xb rank 1 nranks 8 cudaDev 1 busId 1000 - Init COMPLETE\n"
+        "n1:300:301 [1] NCCL INFO Channel 00/08 :   0   1\n",
+        "n1:300:301 [1] NCCL INFO comm 0xb rank 1 nranks 8 cudaDev 1 busId 1000 - Init COMPLETE\n"
+        "n1:300:301 [1] NCCL INFO comm 0xa rank 9 nranks 16 cudaDev 1 busId 1000 - Init COMPLETE\n"
+        "n1:300:301 [1] NCCL INFO Channel 00/08 :   0   1\n"};
+    for (int k = 0; k < 2; k++) {
+        fixture *f = fx_new(0);
+        f->out.ranks = f->out.only_ranks = 1;
+        CHECK_INT(fx_scan(f, texts[k]), 0);
+        /* the lines of rank 9: all three, or the two from its world comm on */
+        CHECK_INT(f->out.n, k ? 2 : 1);
+        CHECK_INT(f->out.ev[f->out.n - 1].rank, 9);
+        CHECK(f->out.ev[f->out.n - 1].f[0].v == (k ? 2 : 3));
+        fx_free(f);
+    }
+}
+
 /* A launcher log of many processes, each of which names its rank once (NCCL's comm
  * line) before any of its other lines: every later line keeps its process's rank
  * (256 slots direct-mapped forgot colliding processes: 10 of 64 lost theirs), past
@@ -661,6 +685,6 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
