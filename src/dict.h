@@ -51,4 +51,15 @@ uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed);
  * by side, about four times dsq_hash64's speed. Not the same values. */
 uint64_t dsq_hash64_bulk(const void *p, size_t n, uint64_t seed);
 
+/* splitmix64's finalizer: every bit of a key packed in 64 bits reaches the low bits a
+ * power-of-two table takes (a multiply alone left long runs of taken slots). */
+static inline uint64_t dsq_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 #endif

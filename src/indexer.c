@@ -30,6 +30,7 @@
 
 #include "batch.h"
 #include "bq.h"
+#include "dict.h"
 #include "error.h"
 #include "input.h"
 #include "lines.h"
@@ -213,8 +214,8 @@ static int flush_blocks(dsq_indexer *ix)
  * where it goes. */
 static size_t ob_slot(const dsq_indexer *ix, uint32_t host, int32_t rank)
 {
-    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
-    size_t mask = 2 * (size_t)ix->ob_cap - 1, i = (size_t)(h >> 32) & mask;
+    size_t mask = 2 * (size_t)ix->ob_cap - 1;
+    size_t i = (size_t)dsq_mix64((uint64_t)host << 32 | (uint32_t)rank) & mask;
     for (uint32_t at; (at = ix->ob_ix[i]) != 0; i = (i + 1) & mask)
         if (ix->ob[at - 1].host == host && ix->ob[at - 1].rank == rank)
             break;

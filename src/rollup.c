@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dict.h"
 #include "error.h"
 #include "num.h"
 #include "timeconv.h"
@@ -669,9 +670,7 @@ void dsq_rollup_free(dsq_rollup *r)
 static size_t slot(const dsq_rollup *r, uint32_t field, uint32_t host, int32_t rank)
 {
     uint64_t h = ((uint64_t)field << 32 | host) ^ (uint64_t)(uint32_t)rank * 0x9e3779b97f4a7c15ull;
-    h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull;
-    h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
-    size_t i = (size_t)(h ^ (h >> 33)) & (r->cap - 1);
+    size_t i = (size_t)dsq_mix64(h) & (r->cap - 1);
     const series_slot *x = r->ix;
     while (x[i].field && (x[i].field != field || x[i].host != host || x[i].rank != rank))
         i = (i + 1) & (r->cap - 1);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dict.h"
 #include "error.h"
 #include "num.h"
 #include "rollup.h"
@@ -70,16 +71,6 @@ static run_info *info(runs_ctx *rc, uint32_t local_run)
     return &rc->v[id];
 }
 
-/* splitmix64's finalizer: every key bit reaches the low bits the table uses */
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* Adds key to the set; 1 if it was new, 0 if seen, -1 out of memory. */
 static int see(runs_ctx *rc, uint64_t key)
 {
@@ -94,14 +85,14 @@ static int see(runs_ctx *rc, uint64_t key)
         for (size_t i = 0; i < old; i++) {
             if (!prev[i])
                 continue;
-            size_t j = (size_t)mix(prev[i]) & (cap - 1);
+            size_t j = (size_t)dsq_mix64(prev[i]) & (cap - 1);
             while (n[j])
                 j = (j + 1) & (cap - 1);
             n[j] = prev[i];
         }
         free(prev);
     }
-    size_t j = (size_t)mix(key) & (rc->seen_cap - 1);
+    size_t j = (size_t)dsq_mix64(key) & (rc->seen_cap - 1);
     for (; rc->seen[j]; j = (j + 1) & (rc->seen_cap - 1))
         if (rc->seen[j] == key)
             return 0;

@@ -24,13 +24,14 @@
 #include <string.h>
 
 #include "dsq/dsq.h"
+#include "dict.h"
 #include "lines.h"
 #include "num.h"
 
 #define MAX_PENDING 64
 /* (host, pid) -> rank of the processes a stream names (proc_rank): a table of
  * PROCS_FIRST slots at first, doubled when half full, up to PROCS_MAX processes
- * (then a new one takes the slot of an older of the same hash). */
+ * (more are not remembered). */
 #define PROCS_FIRST 512
 #define PROCS_MAX (1 << 20)
 #define MAYBE_HOSTS 16 /* maybe-host names (pdsh.re) taken for hosts in a stream */
@@ -574,8 +575,8 @@ static int recognize_at(dsq_match *m, const char *line, size_t len);
  * where it goes. */
 static size_t rank_slot(const dsq_scan *sc, uint32_t host, int rank)
 {
-    uint64_t h = ((uint64_t)host << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
-    size_t mask = 2 * (size_t)sc->ranks_cap - 1, i = (size_t)(h >> 32) & mask;
+    size_t mask = 2 * (size_t)sc->ranks_cap - 1;
+    size_t i = (size_t)dsq_mix64((uint64_t)host << 32 | (uint32_t)rank) & mask;
     for (uint32_t at; (at = sc->rank_ix[i]) != 0; i = (i + 1) & mask)
         if (sc->ranks[at - 1].rank == rank && sc->ranks[at - 1].host == host)
             break;
