@@ -50,8 +50,8 @@ typedef struct report {
     int32_t ranks[REP_MAX_RANKS];
     int64_t rank_step[REP_MAX_RANKS]; /* a rank's last step event, DSQ_TIME_NONE if none */
     int nranks;
-    char hosts[64][128];
-    int nhosts, hosts_more;
+    dsq_dict *hosts;         /* the run's host names, in the order met */
+    int nhosts;
     dsq_result *attrs, *mem, *problems, *levels, *failures, *thr, *loss;
     dsq_result *mem_t;       /* --html: memory by rank over time */
     const char *thr_field, *loss_field, *mem_field;
@@ -83,16 +83,20 @@ typedef struct series_ctx {
     uint32_t run;
 } series_ctx;
 
-static void note_host(report *rp, const char *h, size_t n)
+/* Every host is counted (64 names were kept, and the head said "64 hosts" of a run of
+ * 256); the text names the first REP_HOSTS_SHOWN, JSON all of them. */
+#define REP_HOSTS_SHOWN 64
+static int note_host(report *rp, const char *h, size_t n)
 {
-    for (int i = 0; i < rp->nhosts; i++)
-        if (strlen(rp->hosts[i]) == n && memcmp(rp->hosts[i], h, n) == 0)
-            return;
-    if (rp->nhosts == 64) {
-        rp->hosts_more = 1;
-        return;
-    }
-    snprintf(rp->hosts[rp->nhosts++], sizeof rp->hosts[0], "%.*s", (int)n, h);
+    if (!dsq_dict_intern(rp->hosts, h, n))
+        return dsq_error_set(rp->err, DSQ_ENOMEM, "report: out of memory");
+    rp->nhosts = (int)dsq_dict_count(rp->hosts);
+    return 0;
+}
+
+static const char *host_name(const report *rp, int i)
+{
+    return dsq_dict_str(rp->hosts, (uint32_t)i + 1, NULL);
 }
 
 /* Notes a rank; last_step is the time of its last step event of this series. */
@@ -125,8 +129,8 @@ static int on_kind_series(void *ctx, const dsq_series_key *k, const dsq_series_r
         span_add(&rp->step_first, &rp->step_last, rec->first_t, rec->last_t);
     size_t n;
     const char *h = k->host ? dsq_dict_str(sc->dict, k->host, &n) : NULL;
-    if (h)
-        note_host(rp, h, n);
+    if (h && note_host(rp, h, n))
+        return DSQ_ENOMEM;
     if (k->rank >= 0)
         note_rank(rp, k->rank, is_step_kind(kind) ? rec->last_t : DSQ_TIME_NONE);
     return 0;
@@ -861,9 +865,9 @@ static void print_head(const report *rp, FILE *f)
     fputs("\nwhat ran:", f);
     if (rp->nhosts) {
         fputs("\n  hosts: ", f);
-        for (int i = 0; i < rp->nhosts; i++)
-            fprintf(f, "%s", i ? ", " : ""), put_safe(f, rp->hosts[i]);
-        fputs(rp->hosts_more ? ", ..." : "", f);
+        for (int i = 0; i < rp->nhosts && i < REP_HOSTS_SHOWN; i++)
+            fprintf(f, "%s", i ? ", " : ""), put_safe(f, host_name(rp, i));
+        fputs(rp->nhosts > REP_HOSTS_SHOWN ? ", ..." : "", f);
     }
     print_attrs(rp, f);
     fputs("\ntimeline:\n  start       ", f);
@@ -1206,7 +1210,7 @@ static void print_json(const report *rp, FILE *f)
     json_str(f, rp->p->run);
     fprintf(f, ",\"events\":%llu,\"hosts\":[", (unsigned long long)rp->events);
     for (int i = 0; i < rp->nhosts; i++)
-        fputs(i ? "," : "", f), json_str(f, rp->hosts[i]);
+        fputs(i ? "," : "", f), json_str(f, host_name(rp, i));
     fprintf(f, "],\"ranks\":%d,\"last_step_by_rank\":{", rp->nranks);
     for (int i = 0; i < rp->nranks; i++) {
         char key[16];
@@ -1265,6 +1269,10 @@ int dsq_report_run(const dsq_report_params *p, dsq_store *const *stores, int nst
     *rp = (report){.p = p, .stores = stores, .nstores = nstores, .err = err,
                    .start = DSQ_TIME_NONE, .end = DSQ_TIME_NONE, .step_first = DSQ_TIME_NONE,
                    .step_last = DSQ_TIME_NONE};
+    if (dsq_dict_new(&rp->hosts)) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "report");
+        goto done;
+    }
     if (!p->run || !*p->run || strchr(p->run, '\'') || strlen(p->run) > 500) {
         status = dsq_error_set(err, DSQ_EUSAGE, "report: give a run name as `dsq runs` lists it");
         goto done;
@@ -1297,6 +1305,7 @@ done:
     dsq_result_free(rp->thr);
     dsq_result_free(rp->loss);
     dsq_result_free(rp->mem_t);
+    dsq_dict_free(rp->hosts);
     free(rp);
     return status;
 }

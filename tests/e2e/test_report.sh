@@ -128,6 +128,20 @@ expect_not_contains "near capacity: rank 1 (41.9) is not" "rank 1 41.9" "$OUT"
 run_dsq --db "$DB" report healthy
 expect_not_contains "no capacity known: no such rule" "memory_near_capacity" "$OUT"
 
+# 5c. a run of more hosts than the text names: all counted, 64 named, all in JSON -------
+for h in $(seq -w 1 70); do
+    printf 'node%s: [2025-04-01 10:00:%02d,000] [INFO] [logging.py:96:log_dist] [Rank %d] step=1, skipped=0, lr=[1e-05], mom=[(0.9, 0.999)]\n' \
+        "$h" "$((10#$h % 60))" "$((10#$h * 8))"
+done > "$DSQ_TMP/wide.log"
+index_ok "wide run" "$DSQ_TMP/db-wide" "$DSQ_TMP/wide.log"
+run_dsq --db "$DSQ_TMP/db-wide" report wide
+expect_code "wide" 0 "$RC"
+expect_contains "wide: every host counted" "run wide: 140 events, 70 hosts, 70 ranks" "$OUT"
+expect_contains "wide: 64 named, then ..." "node64, ..." "$OUT"
+expect_not_contains "wide: the 65th not named" "node65" "$OUT"
+run_dsq --db "$DSQ_TMP/db-wide" report wide --json
+expect_eq "wide: JSON names all 70" 70 "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["hosts"]))' <<<"$OUT")"
+
 # 6. --html: a self-contained page with the report and SVG charts ----------------------
 run_dsq --db "$DB" report straggler --html "$DSQ_TMP/straggler.html"
 expect_code "html" 0 "$RC"
