@@ -27,7 +27,6 @@
 
 #define REP_MAX_RULES 16
 #define REP_MAX_EVID 4
-#define REP_MAX_RANKS 4096
 #define REP_SPARK 40
 #define REP_Q 1024
 
@@ -47,9 +46,12 @@ typedef struct report {
     int64_t start, end, step_first, step_last;
     double capacity;         /* a GPU's total capacity in bytes, from an OOM message; 0 if unknown */
     uint64_t events;
-    int32_t ranks[REP_MAX_RANKS];
-    int64_t rank_step[REP_MAX_RANKS]; /* a rank's last step event, DSQ_TIME_NONE if none */
-    int nranks;
+    int32_t *ranks;          /* the run's ranks in the order met (4096 were kept: a job of
+                                8192 said 4096), each with its last step event's time
+                                (DSQ_TIME_NONE if none), found through rank_ix */
+    int64_t *rank_step;
+    int nranks, ranks_cap;
+    uint32_t *rank_ix;       /* 1 + a rank's place; open addressing over 2 * ranks_cap */
     dsq_dict *hosts;         /* the run's host names, in the order met */
     int nhosts;
     dsq_result *attrs, *mem, *problems, *levels, *failures, *thr, *loss;
@@ -99,21 +101,52 @@ static const char *host_name(const report *rp, int i)
     return dsq_dict_str(rp->hosts, (uint32_t)i + 1, NULL);
 }
 
-/* Notes a rank; last_step is the time of its last step event of this series. */
-static void note_rank(report *rp, int32_t rank, int64_t last_step)
+/* The rank_ix slot of rank: the one naming its place, or the free one where it goes. */
+static size_t rank_slot(const report *rp, int32_t rank)
 {
-    int i = 0;
-    while (i < rp->nranks && rp->ranks[i] != rank)
-        i++;
+    size_t mask = 2 * (size_t)rp->ranks_cap - 1, i = (size_t)dsq_mix64((uint32_t)rank) & mask;
+    for (uint32_t at; (at = rp->rank_ix[i]) != 0 && rp->ranks[at - 1] != rank; i = (i + 1) & mask)
+        ;
+    return i;
+}
+
+/* Room for twice the ranks (256 at first); 0, or -1. */
+static int grow_ranks(report *rp)
+{
+    int cap = rp->ranks_cap ? 2 * rp->ranks_cap : 256;
+    int32_t *r = realloc(rp->ranks, (size_t)cap * sizeof *r);
+    if (r)
+        rp->ranks = r;
+    int64_t *t = r ? realloc(rp->rank_step, (size_t)cap * sizeof *t) : NULL;
+    if (t)
+        rp->rank_step = t;
+    uint32_t *ix = t ? calloc(2 * (size_t)cap, sizeof *ix) : NULL;
+    if (!ix)
+        return -1;
+    free(rp->rank_ix);
+    rp->rank_ix = ix;
+    rp->ranks_cap = cap;
+    for (int k = 0; k < rp->nranks; k++)
+        ix[rank_slot(rp, rp->ranks[k])] = (uint32_t)k + 1;
+    return 0;
+}
+
+/* Notes a rank; last_step is the time of its last step event of this series. */
+static int note_rank(report *rp, int32_t rank, int64_t last_step)
+{
+    if (rp->nranks == rp->ranks_cap && grow_ranks(rp))
+        return dsq_error_set(rp->err, DSQ_ENOMEM, "report: out of memory");
+    size_t at = rank_slot(rp, rank);
+    int i = rp->rank_ix[at] ? (int)rp->rank_ix[at] - 1 : rp->nranks;
     if (i == rp->nranks) {
-        if (rp->nranks == REP_MAX_RANKS)
-            return;
         rp->ranks[rp->nranks++] = rank;
         rp->rank_step[i] = DSQ_TIME_NONE;
+        rp->rank_ix[at] = (uint32_t)rp->nranks;
     }
     if (last_step != DSQ_TIME_NONE &&
         (rp->rank_step[i] == DSQ_TIME_NONE || last_step > rp->rank_step[i]))
         rp->rank_step[i] = last_step;
+    return 0;
 }
 
 static int on_kind_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
@@ -131,8 +164,8 @@ static int on_kind_series(void *ctx, const dsq_series_key *k, const dsq_series_r
     const char *h = k->host ? dsq_dict_str(sc->dict, k->host, &n) : NULL;
     if (h && note_host(rp, h, n))
         return DSQ_ENOMEM;
-    if (k->rank >= 0)
-        note_rank(rp, k->rank, is_step_kind(kind) ? rec->last_t : DSQ_TIME_NONE);
+    if (k->rank >= 0 && note_rank(rp, k->rank, is_step_kind(kind) ? rec->last_t : DSQ_TIME_NONE))
+        return DSQ_ENOMEM;
     return 0;
 }
 
@@ -829,29 +862,34 @@ static int has_rule(const report *rp, const char *name)
     return 0;
 }
 
-/* For a hang: each rank's last step, earliest first (the rank behind leads). */
+/* Whether rank place a's last step comes before b's (ties: the lower rank first). */
+static int step_before(const report *rp, int a, int b)
+{
+    int64_t x = rp->rank_step[a], y = rp->rank_step[b];
+    return x < y || (x == y && rp->ranks[a] < rp->ranks[b]);
+}
+
+/* For a hang: each rank's last step, earliest first (the rank behind leads): the 16
+ * earliest, kept in order as the ranks pass (a job of thousands of ranks). */
 static void print_progress(const report *rp, FILE *f)
 {
-    int order[REP_MAX_RANKS], n = 0;
-    for (int i = 0; i < rp->nranks; i++)
-        order[n++] = i;
-    for (int i = 1; i < n; i++) /* insertion sort: few ranks, no global for qsort */
-        for (int j = i; j > 0; j--) {
-            int64_t a = rp->rank_step[order[j - 1]], b = rp->rank_step[order[j]];
-            if (a < b || (a == b && rp->ranks[order[j - 1]] <= rp->ranks[order[j]]))
-                break;
-            int t = order[j];
+    int order[16], n = 0;
+    for (int i = 0; i < rp->nranks; i++) {
+        if (n == 16 && !step_before(rp, i, order[15]))
+            continue;
+        int j = n < 16 ? n++ : 15;
+        for (; j > 0 && step_before(rp, i, order[j - 1]); j--)
             order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+        order[j] = i;
+    }
     fputs("\nlast step by rank:\n", f);
-    for (int i = 0; i < n && i < 16; i++) {
+    for (int i = 0; i < n; i++) {
         fprintf(f, "  rank %d: ", rp->ranks[order[i]]);
         put_time(f, rp->rank_step[order[i]]);
         fputs(rp->rank_step[order[i]] == DSQ_TIME_NONE ? " (no step logged)\n" : "\n", f);
     }
-    if (n > 16)
-        fprintf(f, "  ... %d ranks in all\n", n);
+    if (rp->nranks > 16)
+        fprintf(f, "  ... %d ranks in all\n", rp->nranks);
 }
 
 /* What ran and the timeline. */
@@ -1306,6 +1344,9 @@ done:
     dsq_result_free(rp->loss);
     dsq_result_free(rp->mem_t);
     dsq_dict_free(rp->hosts);
+    free(rp->ranks);
+    free(rp->rank_step);
+    free(rp->rank_ix);
     free(rp);
     return status;
 }

@@ -142,6 +142,18 @@ expect_not_contains "wide: the 65th not named" "node65" "$OUT"
 run_dsq --db "$DSQ_TMP/db-wide" report wide --json
 expect_eq "wide: JSON names all 70" 70 "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["hosts"]))' <<<"$OUT")"
 
+# 5d. a run of more ranks than the report kept (4096): every one counted --------------
+python3 -c '
+for r in range(5000):
+    print("node1: [2025-04-01 10:00:%02d,000] [INFO] [logging.py:96:log_dist] [Rank %d] step=1, skipped=0, lr=[1e-05], mom=[(0.9, 0.999)]" % (r % 60, r))
+' > "$DSQ_TMP/manyranks.log"
+index_ok "many ranks" "$DSQ_TMP/db-ranks" "$DSQ_TMP/manyranks.log"
+run_dsq --db "$DSQ_TMP/db-ranks" report manyranks
+expect_code "many ranks" 0 "$RC"
+expect_contains "many ranks: every rank counted" "1 host, 5000 ranks" "$OUT"
+run_dsq --db "$DSQ_TMP/db-ranks" report manyranks --json
+expect_eq "many ranks: JSON's last step of each" 5000 "$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["last_step_by_rank"]))' <<<"$OUT")"
+
 # 6. --html: a self-contained page with the report and SVG charts ----------------------
 run_dsq --db "$DB" report straggler --html "$DSQ_TMP/straggler.html"
 expect_code "html" 0 "$RC"
