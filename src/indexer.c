@@ -32,6 +32,7 @@
 #include "bq.h"
 #include "dict.h"
 #include "error.h"
+#include "idmap.h"
 #include "input.h"
 #include "lines.h"
 #include "readahead.h"
@@ -73,7 +74,6 @@ enum job_kind { JOB_INDEX, JOB_PROBLEM, JOB_WALK_PROBLEM };
 typedef struct open_block {
     uint32_t host;
     int32_t rank;
-    uint32_t ix_at; /* its slot in ob_ix */
     dsq_block b;
 } open_block;
 
@@ -87,8 +87,7 @@ struct dsq_indexer {
                        the first ob_init have a buffer (set when first taken: pages of
                        the table no file used are never touched) */
     int nob, ob_cap, ob_init, last_ob;
-    uint32_t *ob_ix; /* (host, rank) -> 1 + its open block; open addressing over
-                        2 * ob_cap slots, 0 free */
+    dsq_idmap *ob_map; /* host << 32 | rank -> 1 + its open block */
     size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
     /* the file being indexed */
     const char *cur_path;
@@ -194,8 +193,7 @@ static int put_block(dsq_indexer *ix, open_block *o)
 /* Lets go of every open block (written out or not). */
 static void drop_blocks(dsq_indexer *ix)
 {
-    for (int i = 0; i < ix->nob; i++)
-        ix->ob_ix[ix->ob[i].ix_at] = 0;
+    dsq_idmap_clear(ix->ob_map);
     ix->nob = ix->last_ob = 0;
     ix->ob_bytes = 0;
 }
@@ -210,18 +208,6 @@ static int flush_blocks(dsq_indexer *ix)
     return rc;
 }
 
-/* The slot of ob_ix for (host, rank): the one naming its block, or the free one
- * where it goes. */
-static size_t ob_slot(const dsq_indexer *ix, uint32_t host, int32_t rank)
-{
-    size_t mask = 2 * (size_t)ix->ob_cap - 1;
-    size_t i = (size_t)dsq_mix64((uint64_t)host << 32 | (uint32_t)rank) & mask;
-    for (uint32_t at; (at = ix->ob_ix[i]) != 0; i = (i + 1) & mask)
-        if (ix->ob[at - 1].host == host && ix->ob[at - 1].rank == rank)
-            break;
-    return i;
-}
-
 /* Room for twice the open blocks; 0, or -1 when out of memory. */
 static int grow_blocks(dsq_indexer *ix)
 {
@@ -230,17 +216,7 @@ static int grow_blocks(dsq_indexer *ix)
     if (!ob)
         return -1;
     ix->ob = ob;
-    uint32_t *slots = calloc(2 * (size_t)cap, sizeof *slots);
-    if (!slots)
-        return -1; /* ob grew, ob_cap did not: nothing refers past it */
-    free(ix->ob_ix);
-    ix->ob_ix = slots;
     ix->ob_cap = cap;
-    for (int i = 0; i < ix->nob; i++) {
-        size_t at = ob_slot(ix, ix->ob[i].host, ix->ob[i].rank);
-        slots[at] = (uint32_t)i + 1;
-        ix->ob[i].ix_at = (uint32_t)at;
-    }
     return 0;
 }
 
@@ -251,9 +227,10 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     open_block *o = &ix->ob[ix->last_ob];
     if (ix->last_ob < ix->nob && o->host == host && o->rank == rank)
         return o;
-    size_t at = ob_slot(ix, host, rank);
-    if (ix->ob_ix[at]) {
-        ix->last_ob = (int)ix->ob_ix[at] - 1;
+    uint64_t key = (uint64_t)host << 32 | (uint32_t)rank;
+    uint32_t at = dsq_idmap_get(ix->ob_map, key);
+    if (at) {
+        ix->last_ob = (int)at - 1;
         return &ix->ob[ix->last_ob];
     }
     if (ix->nob == ix->ob_cap) {
@@ -263,8 +240,9 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
         } else if ((*rc = flush_blocks(ix))) {
             return NULL;
         }
-        at = ob_slot(ix, host, rank);
     }
+    if (dsq_idmap_put(ix->ob_map, key, (uint32_t)ix->nob + 1))
+        return NULL;
     o = &ix->ob[ix->nob];
     if (ix->nob == ix->ob_init) { /* first taken */
         o->b.buf = NULL;
@@ -273,10 +251,8 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     }
     o->host = host;
     o->rank = rank;
-    o->ix_at = (uint32_t)at;
     dsq_block_reset(&o->b);
-    ix->ob_ix[at] = (uint32_t)++ix->nob;
-    ix->last_ob = ix->nob - 1;
+    ix->last_ob = ix->nob++;
     return o;
 }
 
@@ -322,7 +298,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
         dsq_rollup_new(params->store, &ix->roll) || dsq_dict_new(&ix->link_targets) ||
-        dsq_dict_new(&ix->linked_files) || grow_blocks(ix))
+        dsq_dict_new(&ix->linked_files) || grow_blocks(ix) ||
+        dsq_idmap_new(OPEN_BLOCKS_FIRST, &ix->ob_map))
         goto nomem;
     lp.ctx = ix->scan;
     if (dsq_lines_new(&lp, &ix->lines))
@@ -351,7 +328,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     for (int i = 0; i < ix->ob_init; i++)
         free(ix->ob[i].b.buf);
     free(ix->ob);
-    free(ix->ob_ix);
+    dsq_idmap_free(ix->ob_map);
     dsq_input_free(ix->in);
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);

@@ -18,6 +18,7 @@
 
 #include "dict.h"
 #include "error.h"
+#include "idmap.h"
 #include "event.h"
 #include "num.h"
 #include "query.h"
@@ -48,10 +49,10 @@ typedef struct report {
     uint64_t events;
     int32_t *ranks;          /* the run's ranks in the order met (4096 were kept: a job of
                                 8192 said 4096), each with its last step event's time
-                                (DSQ_TIME_NONE if none), found through rank_ix */
+                                (DSQ_TIME_NONE if none), found through rank_map */
     int64_t *rank_step;
     int nranks, ranks_cap;
-    uint32_t *rank_ix;       /* 1 + a rank's place; open addressing over 2 * ranks_cap */
+    dsq_idmap *rank_map;     /* rank -> 1 + its place */
     dsq_dict *hosts;         /* the run's host names, in the order met */
     int nhosts;
     dsq_result *attrs, *mem, *problems, *levels, *failures, *thr, *loss;
@@ -101,15 +102,6 @@ static const char *host_name(const report *rp, int i)
     return dsq_dict_str(rp->hosts, (uint32_t)i + 1, NULL);
 }
 
-/* The rank_ix slot of rank: the one naming its place, or the free one where it goes. */
-static size_t rank_slot(const report *rp, int32_t rank)
-{
-    size_t mask = 2 * (size_t)rp->ranks_cap - 1, i = (size_t)dsq_mix64((uint32_t)rank) & mask;
-    for (uint32_t at; (at = rp->rank_ix[i]) != 0 && rp->ranks[at - 1] != rank; i = (i + 1) & mask)
-        ;
-    return i;
-}
-
 /* Room for twice the ranks (256 at first); 0, or -1. */
 static int grow_ranks(report *rp)
 {
@@ -118,30 +110,24 @@ static int grow_ranks(report *rp)
     if (r)
         rp->ranks = r;
     int64_t *t = r ? realloc(rp->rank_step, (size_t)cap * sizeof *t) : NULL;
-    if (t)
-        rp->rank_step = t;
-    uint32_t *ix = t ? calloc(2 * (size_t)cap, sizeof *ix) : NULL;
-    if (!ix)
+    if (!t)
         return -1;
-    free(rp->rank_ix);
-    rp->rank_ix = ix;
+    rp->rank_step = t;
     rp->ranks_cap = cap;
-    for (int k = 0; k < rp->nranks; k++)
-        ix[rank_slot(rp, rp->ranks[k])] = (uint32_t)k + 1;
     return 0;
 }
 
 /* Notes a rank; last_step is the time of its last step event of this series. */
 static int note_rank(report *rp, int32_t rank, int64_t last_step)
 {
-    if (rp->nranks == rp->ranks_cap && grow_ranks(rp))
-        return dsq_error_set(rp->err, DSQ_ENOMEM, "report: out of memory");
-    size_t at = rank_slot(rp, rank);
-    int i = rp->rank_ix[at] ? (int)rp->rank_ix[at] - 1 : rp->nranks;
+    uint32_t at = dsq_idmap_get(rp->rank_map, (uint32_t)rank);
+    int i = at ? (int)at - 1 : rp->nranks;
     if (i == rp->nranks) {
+        if ((rp->nranks == rp->ranks_cap && grow_ranks(rp)) ||
+            dsq_idmap_put(rp->rank_map, (uint32_t)rank, (uint32_t)rp->nranks + 1))
+            return dsq_error_set(rp->err, DSQ_ENOMEM, "report: out of memory");
         rp->ranks[rp->nranks++] = rank;
         rp->rank_step[i] = DSQ_TIME_NONE;
-        rp->rank_ix[at] = (uint32_t)rp->nranks;
     }
     if (last_step != DSQ_TIME_NONE &&
         (rp->rank_step[i] == DSQ_TIME_NONE || last_step > rp->rank_step[i]))
@@ -1307,7 +1293,7 @@ int dsq_report_run(const dsq_report_params *p, dsq_store *const *stores, int nst
     *rp = (report){.p = p, .stores = stores, .nstores = nstores, .err = err,
                    .start = DSQ_TIME_NONE, .end = DSQ_TIME_NONE, .step_first = DSQ_TIME_NONE,
                    .step_last = DSQ_TIME_NONE};
-    if (dsq_dict_new(&rp->hosts)) {
+    if (dsq_dict_new(&rp->hosts) || dsq_idmap_new(256, &rp->rank_map)) {
         status = dsq_error_set(err, DSQ_ENOMEM, "report");
         goto done;
     }
@@ -1346,7 +1332,7 @@ done:
     dsq_dict_free(rp->hosts);
     free(rp->ranks);
     free(rp->rank_step);
-    free(rp->rank_ix);
+    dsq_idmap_free(rp->rank_map);
     free(rp);
     return status;
 }

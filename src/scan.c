@@ -25,12 +25,13 @@
 
 #include "dsq/dsq.h"
 #include "dict.h"
+#include "idmap.h"
 #include "lines.h"
 #include "num.h"
 
 #define MAX_PENDING 64
 /* (host, pid) -> rank of the processes a stream names (proc_rank): a table of
- * PROCS_FIRST slots at first, doubled when half full, up to PROCS_MAX processes
+ * room for PROCS_FIRST at first, twice as much each time it is full, up to PROCS_MAX
  * (more are not remembered). */
 #define PROCS_FIRST 512
 #define PROCS_MAX (1 << 20)
@@ -48,16 +49,12 @@ typedef struct rank_count {
     uint32_t lines;
     uint32_t first_line;
     int64_t first_t;
-    uint32_t ix_at;     /* its slot in rank_ix */
 } rank_count;
 
-/* A process named in the stream: its (host, pid) hash and rank, of the generation
- * of the stream it was named in (older ones are free slots). */
-typedef struct proc_slot {
-    uint64_t proc;
-    uint32_t host, gen;
+/* A process named in the stream: the rank its biggest communicator gave it. */
+typedef struct proc_info {
     int rank, nranks; /* nranks: of the communicator that named the rank, -1 unknown */
-} proc_slot;
+} proc_info;
 #define LINE_EVENTS 16 /* events one line may complete before they go out */
 #define NAME_SLOTS 512  /* field names recently interned: (length, bytes) -> id */
 #define NAME_MAX_CACHED 32
@@ -112,15 +109,14 @@ struct dsq_scan {
     long bracket_last;
     rank_count *ranks;   /* the stream's (host, rank) pairs in the order they came */
     int nranks, ranks_cap;
-    uint32_t *rank_ix;   /* (host, rank) -> 1 + its place in ranks; open addressing over
-                            2 * ranks_cap slots, 0 free */
+    dsq_idmap *rank_map; /* host << 32 | rank -> 1 + its place in ranks */
     int rank_last;       /* place of the previous line's pair, -1 none */
     uint32_t fid_lines;
     int mem_cpu_seen;   /* this stream's memory reports have CPU lines */
     dsq_scan_stats st;
-    proc_slot *procs;    /* (host, pid) -> rank, open addressing; procs_cap slots */
-    size_t procs_cap, nprocs;
-    uint32_t procs_gen;  /* the stream's: slots of another are free */
+    proc_info *procs;    /* the stream's processes in the order they came */
+    size_t nprocs, procs_cap;
+    dsq_idmap *proc_map; /* a process's hash (proc_rank) -> 1 + its place in procs */
     uint64_t proc_h;       /* the hash of the last (host, pid) proc_rank saw: */
     uint32_t proc_h_host;  /* NCCL prints a process's lines in runs */
     size_t proc_h_n;       /* 0: none */
@@ -159,10 +155,10 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
     sc->fid_lines = dsq_dict_intern(sc->p.dict, "lines", 5);
     sc->ranks_cap = RANKS_FIRST;
     sc->procs_cap = PROCS_FIRST;
-    sc->procs_gen = 1; /* calloc'd slots (generation 0) are free */
     if (!sc->fid_lines || !(sc->ranks = malloc((size_t)sc->ranks_cap * sizeof *sc->ranks)) ||
-        !(sc->rank_ix = calloc(2 * (size_t)sc->ranks_cap, sizeof *sc->rank_ix)) ||
-        !(sc->procs = calloc(sc->procs_cap, sizeof *sc->procs))) {
+        dsq_idmap_new(RANKS_FIRST, &sc->rank_map) ||
+        !(sc->procs = malloc(sc->procs_cap * sizeof *sc->procs)) ||
+        dsq_idmap_new(PROCS_FIRST, &sc->proc_map)) {
         dsq_scan_free(sc);
         return DSQ_ENOMEM;
     }
@@ -190,16 +186,16 @@ void dsq_scan_free(dsq_scan *sc)
         return;
     free(sc->fam_state);
     free(sc->ranks);
-    free(sc->rank_ix);
+    dsq_idmap_free(sc->rank_map);
     free(sc->procs);
+    dsq_idmap_free(sc->proc_map);
     free(sc);
 }
 
-/* Forgets the stream's (host, rank) pairs: their slots only, not the table. */
+/* Forgets the stream's (host, rank) pairs. */
 static void ranks_clear(dsq_scan *sc)
 {
-    for (int k = 0; k < sc->nranks; k++)
-        sc->rank_ix[sc->ranks[k].ix_at] = 0;
+    dsq_idmap_clear(sc->rank_map);
     sc->nranks = 0;
     sc->rank_last = -1;
 }
@@ -228,10 +224,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->bracket_last = -2;
     ranks_clear(sc);
     sc->mem_cpu_seen = 0;
-    if (++sc->procs_gen == 0) { /* the generations went round: every slot free anew */
-        memset(sc->procs, 0, sc->procs_cap * sizeof *sc->procs);
-        sc->procs_gen = 1;
-    }
+    dsq_idmap_clear(sc->proc_map);
     sc->nprocs = 0;
     sc->proc_h_n = 0;
     sc->deferring = 0;
@@ -571,40 +564,6 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
  * *line. Layers nest in any order ("gpu009: [rank3]: ..."); at most 8 are peeled. */
 static int recognize_at(dsq_match *m, const char *line, size_t len);
 
-/* The rank_ix slot of (host, rank): the one naming its place, or the free one
- * where it goes. */
-static size_t rank_slot(const dsq_scan *sc, uint32_t host, int rank)
-{
-    size_t mask = 2 * (size_t)sc->ranks_cap - 1;
-    size_t i = (size_t)dsq_mix64((uint64_t)host << 32 | (uint32_t)rank) & mask;
-    for (uint32_t at; (at = sc->rank_ix[i]) != 0; i = (i + 1) & mask)
-        if (sc->ranks[at - 1].rank == rank && sc->ranks[at - 1].host == host)
-            break;
-    return i;
-}
-
-/* Room for twice the pairs; 0, or -1 (they stay as they were). */
-static int grow_ranks(dsq_scan *sc)
-{
-    int cap = 2 * sc->ranks_cap;
-    rank_count *r = realloc(sc->ranks, (size_t)cap * sizeof *r);
-    if (!r)
-        return -1;
-    sc->ranks = r;
-    uint32_t *ix = calloc(2 * (size_t)cap, sizeof *ix);
-    if (!ix)
-        return -1;
-    free(sc->rank_ix);
-    sc->rank_ix = ix;
-    sc->ranks_cap = cap;
-    for (int k = 0; k < sc->nranks; k++) {
-        size_t i = rank_slot(sc, sc->ranks[k].host, sc->ranks[k].rank);
-        ix[i] = (uint32_t)k + 1;
-        sc->ranks[k].ix_at = (uint32_t)i;
-    }
-    return 0;
-}
-
 /* Counts a line of (host, rank); the previous line's pair is tried first. */
 static void count_rank(dsq_scan *sc, uint32_t host, int rank, int64_t t_us)
 {
@@ -615,23 +574,29 @@ static void count_rank(dsq_scan *sc, uint32_t host, int rank, int64_t t_us)
             r->first_t = t_us;
         return;
     }
-    size_t i = rank_slot(sc, host, rank);
-    if (sc->rank_ix[i]) {
-        sc->rank_last = (int)sc->rank_ix[i] - 1;
+    uint64_t key = (uint64_t)host << 32 | (uint32_t)rank;
+    uint32_t at = dsq_idmap_get(sc->rank_map, key);
+    if (at) {
+        sc->rank_last = (int)at - 1;
         r = &sc->ranks[sc->rank_last];
         r->lines++;
         if (r->first_t == DSQ_TIME_NONE)
             r->first_t = t_us;
         return;
     }
-    if (sc->nranks == sc->ranks_cap) {
-        if (sc->ranks_cap >= RANKS_MAX || grow_ranks(sc))
+    if (sc->nranks == sc->ranks_cap) { /* room for twice the pairs, up to RANKS_MAX */
+        rank_count *more = sc->ranks_cap < RANKS_MAX
+                               ? realloc(sc->ranks, 2 * (size_t)sc->ranks_cap * sizeof *more)
+                               : NULL;
+        if (!more)
             return; /* further ranks go uncounted */
-        i = rank_slot(sc, host, rank);
+        sc->ranks = more;
+        sc->ranks_cap *= 2;
     }
-    sc->ranks[sc->nranks] = (rank_count){host, rank, 1, sc->lineno, t_us, (uint32_t)i};
-    sc->rank_ix[i] = (uint32_t)++sc->nranks;
-    sc->rank_last = sc->nranks - 1;
+    if (dsq_idmap_put(sc->rank_map, key, (uint32_t)sc->nranks + 1))
+        return;
+    sc->ranks[sc->nranks] = (rank_count){host, rank, 1, sc->lineno, t_us};
+    sc->rank_last = sc->nranks++;
 }
 
 /* One rank_lines event per (host, rank) the stream had, in order of appearance. */
@@ -767,43 +732,16 @@ static int comm_size(const dsq_match *m)
     return -1;
 }
 
-/* The procs slot of process h of host: the one naming it in this stream, or the
- * free one where it goes. */
-static size_t proc_slot_of(const dsq_scan *sc, uint32_t host, uint64_t h)
-{
-    size_t mask = sc->procs_cap - 1, i = (size_t)(h >> 1) & mask; /* (bit 0 is always set) */
-    for (; sc->procs[i].gen == sc->procs_gen; i = (i + 1) & mask)
-        if (sc->procs[i].proc == h && sc->procs[i].host == host)
-            break;
-    return i;
-}
-
-/* Room for twice the processes; 0, or -1 (they stay as they were). */
-static int grow_procs(dsq_scan *sc)
-{
-    size_t old_cap = sc->procs_cap;
-    proc_slot *old = sc->procs, *n = calloc(2 * old_cap, sizeof *n);
-    if (!n)
-        return -1;
-    sc->procs = n;
-    sc->procs_cap = 2 * old_cap;
-    for (size_t k = 0; k < old_cap; k++)
-        if (old[k].gen == sc->procs_gen)
-            n[proc_slot_of(sc, old[k].host, old[k].proc)] = old[k];
-    free(old);
-    return 0;
-}
-
 /* Remembers or applies the rank of a process (host, pid): NCCL names a process's
  * global rank once ("comm ... rank R nranks N") and prints its other lines with
  * the pid only. A communicator smaller than the one that named the rank (tensor or
  * pipeline parallel groups: "rank 1 nranks 8" of the process of rank 9 of 16) does
  * not change it; its lines keep the global rank. Every process the stream names is
- * remembered (up to PROCS_MAX):
- * 256 slots direct-mapped by hash forgot a colliding older one, and on a launcher
- * log of 64 processes 10 of their later NCCL lines lost their rank. The hash
- * takes the host's name, not its id (an indexing worker's dictionary numbers hosts
- * otherwise than the index's), so the table holds the same in every thread. */
+ * remembered (up to PROCS_MAX): 256 slots direct-mapped by hash forgot a colliding
+ * older one, and on a launcher log of 64 processes 10 of their later NCCL lines lost
+ * their rank. A process is known by a 64-bit hash of its host's name and its pid,
+ * not the host's id (an indexing worker's dictionary numbers hosts otherwise than
+ * the index's), so the table holds the same in every thread. */
 static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank, int nranks)
 {
     uint64_t h;
@@ -819,20 +757,26 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank, int n
         sc->proc_h_n = proc.n <= sizeof sc->proc_h_s ? proc.n : 0; /* longer: not kept */
         memcpy(sc->proc_h_s, proc.p, sc->proc_h_n);
     }
-    size_t i = proc_slot_of(sc, host, h);
+    uint32_t at = dsq_idmap_get(sc->proc_map, h);
     if (rank < 0)
-        return sc->procs[i].gen == sc->procs_gen ? sc->procs[i].rank : -1;
-    if (sc->procs[i].gen != sc->procs_gen) { /* a new process: the table at most half full */
-        if ((sc->nprocs + 1) * 2 > sc->procs_cap) {
-            if (sc->nprocs >= PROCS_MAX || grow_procs(sc))
-                return rank; /* not remembered */
-            i = proc_slot_of(sc, host, h);
-        }
-        sc->nprocs++;
-    } else if (nranks < sc->procs[i].nranks) {
-        return sc->procs[i].rank; /* a smaller communicator's rank */
+        return at ? sc->procs[at - 1].rank : -1;
+    if (at) {
+        if (nranks < sc->procs[at - 1].nranks)
+            return sc->procs[at - 1].rank; /* a smaller communicator's rank */
+        sc->procs[at - 1] = (proc_info){rank, nranks};
+        return rank;
     }
-    sc->procs[i] = (proc_slot){h, host, sc->procs_gen, rank, nranks};
+    if (sc->nprocs == sc->procs_cap) { /* room for twice the processes, up to PROCS_MAX */
+        proc_info *more = sc->procs_cap < PROCS_MAX
+                              ? realloc(sc->procs, 2 * sc->procs_cap * sizeof *more)
+                              : NULL;
+        if (!more)
+            return rank; /* not remembered */
+        sc->procs = more;
+        sc->procs_cap *= 2;
+    }
+    if (dsq_idmap_put(sc->proc_map, h, (uint32_t)sc->nprocs + 1) == 0)
+        sc->procs[sc->nprocs++] = (proc_info){rank, nranks};
     return rank;
 }
 
