@@ -100,6 +100,7 @@ void dsq_block_reset(dsq_block *b)
 void dsq_block_free_buf(dsq_block *b)
 {
     free(b->buf);
+    free(b->shapes);
     memset(b, 0, sizeof *b);
 }
 
@@ -225,8 +226,10 @@ static uint32_t find_shape(dsq_block *b, const dsq_event *ev)
     return 0;
 }
 
-/* Writes ev's shape out (shape 0) and keeps it while there is room. */
-static void put_new_shape(dsq_block *b, const dsq_event *ev)
+/* Writes ev's shape out (shape 0) and keeps it while there is room; DSQ_ENOMEM
+ * when it could not be kept below DSQ_BLOCK_SHAPES (the reader keeps every one:
+ * the numbers of later shapes would differ). */
+static int put_new_shape(dsq_block *b, const dsq_event *ev)
 {
     b->buf[b->len++] = 0;
     put_varint(b, ev->kind);
@@ -236,7 +239,15 @@ static void put_new_shape(dsq_block *b, const dsq_event *ev)
         b->buf[b->len++] = ev->f[i].unit;
     }
     if (b->nshapes == DSQ_BLOCK_SHAPES)
-        return;
+        return 0;
+    if (b->nshapes == b->shapes_cap) {
+        uint32_t cap = b->shapes_cap ? 2 * b->shapes_cap : 4;
+        dsq_ev_shape *sh = realloc(b->shapes, cap * sizeof *sh);
+        if (!sh)
+            return DSQ_ENOMEM;
+        b->shapes = sh;
+        b->shapes_cap = cap;
+    }
     dsq_ev_shape *s = &b->shapes[b->nshapes++];
     /* dsq_block_add refused more fields; the bound again for GCC's -O3 range checks */
     unsigned nf = ev->nf <= DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
@@ -248,6 +259,7 @@ static void put_new_shape(dsq_block *b, const dsq_event *ev)
     }
     if (ev->kind < DSQ_EV_KIND_COUNT)
         b->last_shape[ev->kind] = (uint8_t)b->nshapes;
+    return 0;
 }
 
 int dsq_block_add(dsq_block *b, const dsq_event *ev)
@@ -273,8 +285,8 @@ int dsq_block_add_ref(dsq_block *b, const dsq_event *ev, const dsq_num_form *for
     uint32_t shape = find_shape(b, ev);
     if (shape)
         put_varint(b, shape);
-    else
-        put_new_shape(b, ev);
+    else if (put_new_shape(b, ev))
+        return DSQ_ENOMEM;
     /* the rest through a local pointer: byte stores may alias b's fields */
     int nf = ev->nf;
     int64_t dt = (int64_t)((uint64_t)ev->t_us - (uint64_t)b->t_prev);

@@ -459,11 +459,19 @@ static void test_encode_refuses_damaged_rows(void)
 }
 
 /* Events cycling through 100 shapes: the first 64 a block meets are kept and
- * referred to, the others spelled out each time; all come back. */
+ * referred to, the others spelled out each time; all come back. A block of few
+ * shapes keeps room for few (an open block per rank of a big job). */
 static void test_shapes(void)
 {
     dsq_block b;
     memset(&b, 0, sizeof b);
+    for (int i = 0; i < 50; i++) {
+        dsq_event ev = {.kind = DSQ_EV_DS_STEP, .t_us = i, .nf = 1};
+        ev.f[0] = (dsq_field){.name = (uint32_t)(1 + i % 2), .v = i};
+        CHECK_INT(dsq_block_add(&b, &ev), 0);
+    }
+    CHECK_INT(b.nshapes, 2);
+    CHECK(b.shapes_cap >= 2 && b.shapes_cap <= 4);
     enum { N = 3000 };
     for (int pass = 0; pass < 2; pass++) { /* the second time in a reset block */
         dsq_block_reset(&b);
@@ -476,6 +484,7 @@ static void test_shapes(void)
             CHECK_INT(dsq_block_add(&b, &ev), 0);
         }
         CHECK_INT(b.nshapes, DSQ_BLOCK_SHAPES);
+        CHECK_INT(b.shapes_cap, DSQ_BLOCK_SHAPES);
         dsq_block_iter it;
         dsq_event ev;
         unsigned char *v = iter_block(&b, &it);
