@@ -50,6 +50,11 @@
 #define OPEN_BLOCKS_FIRST 256
 #define OPEN_BLOCKS_MAX 8192
 #define OPEN_BLOCK_BYTES ((size_t)16 << 20) /* DSQ_OPEN_BLOCK_BYTES overrides it (tests) */
+/* A source's series are let go of (dsq_rollup_let_go) after a checkpoint when
+ * there would be more than this many in memory (about 300 bytes each in the
+ * rollup, 200 waiting for the commit): a launcher log of 8,192 ranks has 306,000
+ * (37 a rank), which took 140 MB. DSQ_SERIES_MAX overrides it (tests). */
+#define SERIES_MAX ((size_t)1 << 17)
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
@@ -89,6 +94,8 @@ struct dsq_indexer {
     int nob, ob_cap, ob_init, last_ob;
     dsq_idmap *ob_map; /* host << 32 | rank -> 1 + its open block */
     size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
+    size_t series_max;          /* SERIES_MAX, or DSQ_SERIES_MAX */
+    size_t series_peak;         /* the most series a source had in memory */
     /* the file being indexed */
     const char *cur_path;
     const char *cur_inner;  /* the file's path inside its run directory, or NULL */
@@ -247,6 +254,8 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     if (ix->nob == ix->ob_init) { /* first taken */
         o->b.buf = NULL;
         o->b.cap = 0;
+        o->b.shapes = NULL;
+        o->b.shapes_cap = 0;
         ix->ob_init++;
     }
     o->host = host;
@@ -255,6 +264,8 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     ix->last_ob = ix->nob++;
     return o;
 }
+
+static int checkpoint(dsq_indexer *ix);
 
 /* Buffers one event of the current file (ids of the index's dictionary). */
 static int write_event(dsq_indexer *ix, const dsq_event *ev)
@@ -276,10 +287,17 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
         return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
     ix->pend.events++;
     if ((ix->ob_bytes += o->b.len - before) >= ix->ob_budget)
-        return flush_blocks(ix);
-    if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
-        return put_block(ix, o);
-    return 0;
+        rc = flush_blocks(ix);
+    else if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
+        rc = put_block(ix, o);
+    /* room for the next event's series (its kind's, its times and its fields'), or
+     * a checkpoint and the series let go of */
+    size_t nseries = dsq_rollup_series(ix->roll);
+    if (nseries > ix->series_peak)
+        ix->series_peak = nseries;
+    if (!rc && nseries + 2 + DSQ_EV_MAXF > ix->series_max && !(rc = checkpoint(ix)))
+        dsq_rollup_let_go(ix->roll);
+    return rc;
 }
 
 static int on_event(void *ctx, const dsq_event *ev) { return write_event(ctx, ev); }
@@ -311,6 +329,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     ix->feed_slice = ix->commit_bytes < FEED_SLICE ? (size_t)ix->commit_bytes : FEED_SLICE;
     const char *ob = getenv("DSQ_OPEN_BLOCK_BYTES");
     ix->ob_budget = ob && strtoull(ob, NULL, 10) > 0 ? (size_t)strtoull(ob, NULL, 10) : OPEN_BLOCK_BYTES;
+    const char *sm = getenv("DSQ_SERIES_MAX");
+    ix->series_max = sm && strtoull(sm, NULL, 10) > 0 ? (size_t)strtoull(sm, NULL, 10) : SERIES_MAX;
     const char *jw = getenv("DSQ_JOB_WINDOW"); /* tests: a small one on few files */
     ix->job_window = jw && strtoull(jw, NULL, 10) >= 2 ? (size_t)strtoull(jw, NULL, 10) : JOB_WINDOW;
     clock_gettime(CLOCK_MONOTONIC, &ix->t0);
@@ -326,7 +346,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     if (!ix)
         return;
     for (int i = 0; i < ix->ob_init; i++)
-        free(ix->ob[i].b.buf);
+        dsq_block_free_buf(&ix->ob[i].b);
     free(ix->ob);
     dsq_idmap_free(ix->ob_map);
     dsq_input_free(ix->in);
@@ -340,6 +360,8 @@ void dsq_indexer_free(dsq_indexer *ix)
     pthread_cond_destroy(&ix->cv);
     free(ix);
 }
+
+size_t dsq_indexer_series_peak(const dsq_indexer *ix) { return ix->series_peak; }
 
 const dsq_index_stats *dsq_indexer_stats(const dsq_indexer *ix) { return &ix->st; }
 

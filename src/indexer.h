@@ -79,6 +79,9 @@ void dsq_indexer_free(dsq_indexer *ix);
 int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err);
 
 const dsq_index_stats *dsq_indexer_stats(const dsq_indexer *ix);
+/* The most numeric series one source had in memory at once: at most DSQ_SERIES_MAX
+ * (default 131,072), past which they are let go of after a checkpoint. */
+size_t dsq_indexer_series_peak(const dsq_indexer *ix);
 
 /* A file or member name without its log/compression/archive extensions:
  * "run7.tar.zst" -> "run7", "gpu009.log.gz" -> "gpu009". Writes into out. */

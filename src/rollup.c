@@ -612,6 +612,13 @@ struct dsq_rollup {
      * forms take turns in a file */
     memo_set memo[MEMO_SETS];
     uint32_t memo_gen; /* sets of another generation are empty (memo_forget) */
+    /* the source's series were let go of after a checkpoint (dsq_rollup_let_go):
+     * a series taken anew continues its summary and chunks from the index */
+    int resumed;
+    int fail;            /* why series_for gave NULL: DSQ_ENOMEM or a read error */
+    dsq_error fail_err;  /* ... the read error */
+    unsigned char *own;  /* a series read back: its own pairs (none after a checkpoint) */
+    size_t own_cap;
 };
 
 /* Forgets every memo also in the middle of an event (the table moved: the set in
@@ -661,6 +668,7 @@ void dsq_rollup_free(dsq_rollup *r)
         dsq_chunk_free(&r->tab[i].chunk);
     free(r->tab);
     free(r->ix);
+    free(r->own);
     free(r);
 }
 
@@ -677,18 +685,32 @@ static size_t slot(const dsq_rollup *r, uint32_t field, uint32_t host, int32_t r
     return i;
 }
 
-void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
+/* Lets go of every series: series_for makes a slot anew when it takes it,
+ * clearing what must start empty (clearing every slot whole, 270 bytes each with
+ * its chunk's state, was 2 % of indexing a per-rank archive). */
+static void forget_series(dsq_rollup *r)
 {
-    /* the slots in use are let go: series_for makes a slot anew when it takes it,
-     * clearing what must start empty (clearing every slot whole, 270 bytes each
-     * with its chunk's state, was 2 % of indexing a per-rank archive) */
     for (size_t k = 0; k < r->n; k++) /* every slot taken is let go: no probe run breaks */
         r->ix[r->tab[k].ix_at].field = 0;
     r->n = 0;
-    r->nattrs = 0;
     memo_forget(r);
+}
+
+void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
+{
+    forget_series(r);
+    r->nattrs = 0;
+    r->resumed = 0;
     r->run = run;
     r->source = source;
+}
+
+size_t dsq_rollup_series(const dsq_rollup *r) { return r->n; }
+
+void dsq_rollup_let_go(dsq_rollup *r)
+{
+    forget_series(r);
+    r->resumed = 1;
 }
 
 /* Doubles the index (the series stay where they are). */
@@ -740,8 +762,33 @@ static int write_chunk(dsq_rollup *r, open_series *s, dsq_error *err)
     return rc;
 }
 
+/* A series let go of (dsq_rollup_let_go) taken again: its summary and chunk count
+ * as the checkpoint wrote them, so its values go on from there (the same sums as
+ * when it was kept). Pairs kept in its record (not written by a checkpoint, which
+ * writes chunks) become its first chunk. 0 or an error (r->fail_err). */
+static int resume_series(dsq_rollup *r, open_series *s)
+{
+    dsq_series_key k = key_of(r, s);
+    size_t npairs = 0;
+    int found = dsq_store_series_get(r->st, &k, &s->rec, &r->own, &npairs, &r->own_cap, &r->fail_err);
+    if (found < 0)
+        return found;
+    if (!found) {
+        memset(&s->rec, 0, sizeof s->rec);
+        return 0;
+    }
+    s->nchunks = s->rec.nchunks;
+    if (npairs && !s->nchunks) {
+        int rc = dsq_store_chunk_put(r->st, &k, s->nchunks++, r->own, npairs, &r->fail_err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int32_t rank)
 {
+    r->fail = DSQ_ENOMEM;
     if ((r->n + 1) * 2 > r->cap && grow_ix(r))
         return NULL;
     size_t i = slot(r, field, host, rank);
@@ -758,9 +805,21 @@ static open_series *series_for(dsq_rollup *r, uint32_t field, uint32_t host, int
     s->field = field;
     s->host = host;
     s->rank = rank;
+    if (r->resumed && (r->fail = resume_series(r, s)) != 0)
+        return NULL;
     s->ix_at = (uint32_t)i;
     r->ix[i] = (series_slot){field, host, rank, (uint32_t)r->n++};
     return s;
+}
+
+/* The error of a series_for that gave NULL. */
+static int series_failed(dsq_rollup *r, dsq_error *err)
+{
+    if (r->fail == DSQ_ENOMEM)
+        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+    if (err)
+        *err = r->fail_err;
+    return r->fail;
 }
 
 /* The memo set of (host, rank, form), emptied when it held another. An event's form
@@ -847,7 +906,7 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     memo_set *ms = memo_for(r, ev->host, ev->rank, ev->kind, ev->nf ? ev->f[0].name : 0);
     open_series *s = series_memo(r, ms, 0, DSQ_SERIES_KIND_BASE + ev->kind);
     if (!s)
-        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+        return series_failed(r, err);
     count_event(&s->rec, ev->t_us);
     if (ev->kind == DSQ_EV_ATTR && ev->label)
         add_attr(r, ev->label, ev, 0);
@@ -864,7 +923,7 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     /* the event's time, once, in its kind's times (before the fields' series are
      * found: a new one may move the table) */
     if (!(s = series_memo(r, ms, MEMO_TIMES, DSQ_SERIES_TIMES_BASE + ev->kind)))
-        return dsq_error_set(err, DSQ_ENOMEM, "rollups");
+        return series_failed(r, err);
     uint64_t event = s->rec.count;
     if (event_out)
         *event_out = event;
@@ -879,7 +938,7 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
     for (int i = 0; i < nf; i++) {
         const dsq_field *f = &ev->f[i];
         if (!f->name || !(s = series_memo(r, ms, 1 + i, f->name)))
-            return f->name ? dsq_error_set(err, DSQ_ENOMEM, "rollups") : 0;
+            return f->name ? series_failed(r, err) : 0;
         double v = f->v;
         const dsq_num_form *form = &forms[i];
         dsq_num_form conv;
@@ -957,7 +1016,8 @@ static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
     for (int i = 0; i < r->nattrs && !rc; i++)
         rc = dsq_store_attr_put(r->st, r->run, r->attrs[i].name, r->source, &r->attrs[i].rec, err);
     if (!rc) /* which also has the run rollups of the source's fields recomputed */
-        rc = dsq_store_rollups_put(r->st, r->source, err);
+        rc = at_end ? dsq_store_rollups_put(r->st, r->source, err)
+                    : dsq_store_rollups_checkpoint(r->st, r->source, err);
     return rc;
 }
 

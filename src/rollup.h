@@ -26,7 +26,8 @@
  * over (store.h, dsq_store_runroll_update).
  *
  * The builder collects one source's series in memory (chunks are written as they
- * fill) and writes the summaries into the open store transaction at the end.
+ * fill) and writes the summaries into the open store transaction at the end, or
+ * at checkpoints, after which it may let go of them (dsq_rollup_let_go).
  */
 #ifndef DSQ_ROLLUP_H
 #define DSQ_ROLLUP_H
@@ -156,5 +157,12 @@ int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
 /* The same in the middle of a source, before an intermediate commit: everything
  * so far is written (summaries are rewritten by later checkpoints and finish). */
 int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err);
+/* How many series the source has in memory. */
+size_t dsq_rollup_series(const dsq_rollup *r);
+/* After a checkpoint was committed: lets go of the source's series (the memory
+ * they take), which the index now holds. A series that comes again is read back
+ * (its summary and chunk count) and goes on from there: a source of a big job
+ * (thousands of ranks, each with its fields) is indexed in bounded memory. */
+void dsq_rollup_let_go(dsq_rollup *r);
 
 #endif

@@ -84,6 +84,7 @@ struct dsq_store {
      * record */
     struct ser_ref *sr_f, *sr_a, *sr_h; /* a and b only: sorted by sort_ser */
     uint32_t sr_fslot[64]; /* where in sr_f a field was noted last, by a hash of it */
+    uint32_t sr_source;    /* the source they are of (a note of another empties them) */
     size_t sr_nf, sr_na, sr_nh, sr_fcap, sr_acap, sr_hcap;
     unsigned char *sr_bytes;
     size_t sr_bytes_cap;
@@ -915,7 +916,6 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     if (st->readonly)
         return dsq_error_set(err, DSQ_EUSAGE, "index opened read-only");
     st->map_full = 0;
-    st->sr_nf = st->sr_na = st->sr_nh = 0;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
     st->ser_put = 0;
@@ -1674,9 +1674,20 @@ static void series_key_pack(const dsq_series_key *k, unsigned char *out)
  * attribute names, each once, as varints (a few hundred bytes instead of 17 per
  * series). Dropping tries every field on every pair. */
 
-/* Notes an attribute (run, name) of the source being written. */
-static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, dsq_error *err)
+/* Empties the notes when they are of another source than `source` (a write
+ * that ended without the last record of its source: a full map). */
+static void srcroll_of(dsq_store *st, uint32_t source)
 {
+    if (st->sr_source != source)
+        st->sr_nf = st->sr_na = st->sr_nh = 0;
+    st->sr_source = source;
+}
+
+/* Notes an attribute (run, name) of the source being written. */
+static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
+                        dsq_error *err)
+{
+    srcroll_of(st, source);
     if (grow_arr((void **)&st->sr_a, &st->sr_acap, st->sr_na, sizeof *st->sr_a))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     st->sr_a[st->sr_na++] = (ser_ref){(uint64_t)run << 32 | name, 0, 0, 0, 0};
@@ -1686,6 +1697,7 @@ static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, dsq_error *e
 /* Notes a series of the source being written: its field and its (host, rank). */
 static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err)
 {
+    srcroll_of(st, k->source);
     if (grow_arr((void **)&st->sr_f, &st->sr_fcap, st->sr_nf, sizeof *st->sr_f) ||
         grow_arr((void **)&st->sr_h, &st->sr_hcap, st->sr_nh, sizeof *st->sr_h))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
@@ -1721,8 +1733,11 @@ static ptrdiff_t sort_unique(dsq_store *st, ser_ref *a, size_t n)
     return (ptrdiff_t)k;
 }
 
-int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
+/* dsq_store_rollups_put, and with `keep` dsq_store_rollups_checkpoint: the keys
+ * noted stay noted, each once, for the source's next record. */
+static int rollups_write(dsq_store *st, uint32_t source, int keep, dsq_error *err)
 {
+    srcroll_of(st, source);
     unsigned char key[4];
     put_be32(key, source);
     MDB_val k = {4, key};
@@ -1731,6 +1746,10 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
     st->sr_nf = st->sr_na = st->sr_nh = 0;
     if (snf < 0 || sna < 0 || snh < 0)
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    if (keep) {
+        st->sr_nf = (size_t)snf, st->sr_na = (size_t)sna, st->sr_nh = (size_t)snh;
+        memset(st->sr_fslot, 0xFF, sizeof st->sr_fslot); /* places moved: none noted */
+    }
     size_t nf = (size_t)snf, na = (size_t)sna, nh = (size_t)snh;
     for (size_t i = 0; i < nf; i++) { /* the run rollups of the source's fields */
         int rc = dsq_store_runroll_update(st, (uint32_t)st->sr_f[i].a, (uint32_t)(st->sr_f[i].a >> 32), err);
@@ -1773,6 +1792,16 @@ int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
     }
     return put_packed(st, st->srcroll, &k, st->sr_bytes, (size_t)(p - st->sr_bytes), &pack_srcroll,
                       err);
+}
+
+int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err)
+{
+    return rollups_write(st, source, 0, err);
+}
+
+int dsq_store_rollups_checkpoint(dsq_store *st, uint32_t source, dsq_error *err)
+{
+    return rollups_write(st, source, 1, err);
 }
 
 /* A series' own pairs in its group entry (schema 10): the chunk as it is or, when
@@ -1898,7 +1927,7 @@ int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t sour
     int rc = mdb_put(st->txn, st->attrs, &k, &v, 0);
     if (rc)
         return put_failed(st, rc, err, "writing attributes");
-    return srcroll_attr(st, run, name, err);
+    return srcroll_attr(st, run, name, source, err);
 }
 
 static int save_dict(dsq_store *st, dsq_error *err)
@@ -2027,6 +2056,7 @@ void dsq_store_abort(dsq_store *st)
     st->txn = NULL;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
+    st->sr_nf = st->sr_na = st->sr_nh = 0;
     st->map_full = 0;
 }
 

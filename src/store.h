@@ -184,7 +184,11 @@ int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *
  * dsq_store_rollups_put records all their keys under the source (for dropping)
  * and has the run rollups of their fields brought up to date (marked stale at the
  * commit, recomputed once the run goes quiet: dsq_store_runroll_update); each call
- * of it replaces the record with what was put since the last one. */
+ * of it replaces the record with what was put since the source's last
+ * dsq_store_rollups_put. dsq_store_rollups_checkpoint does the same in the middle
+ * of a source, and keeps its keys (also across commits): the next record lists
+ * them too, whether or not their series are put again (rollup.h,
+ * dsq_rollup_let_go). dsq_store_abort forgets them. */
 /* A series' pairs are either in nchunks chunk records (dsq_store_chunk_put), or,
  * with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when a
  * field series has one value (its pair is (first_t, first_v)). */
@@ -195,6 +199,7 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *k, uint32_t seq, co
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
                        const dsq_attr_rec *rec, dsq_error *err);
 int dsq_store_rollups_put(dsq_store *st, uint32_t source, dsq_error *err);
+int dsq_store_rollups_checkpoint(dsq_store *st, uint32_t source, dsq_error *err);
 /* Has the run rollup of (field, run) brought up to date with that run's series:
  * the next commit marks it stale (once, however many sources of the run asked),
  * the first later commit that does not touch it, or dsq_store_settle, recomputes

@@ -2,10 +2,12 @@
  * tree, all container kinds, the numbers a query gives back, re-indexing that
  * skips unchanged files and never duplicates changed ones, a damaged file reported
  * with what was read before kept, the index directory never indexed itself,
- * worker threads (jobs > 1) giving the same index as one thread, and small files
- * sharing commits with or without workers, also when the map grows meanwhile. */
+ * worker threads (jobs > 1) giving the same index as one thread, small files
+ * sharing commits with or without workers, also when the map grows meanwhile, and
+ * a file of many ranks indexed in bounded memory. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <lmdb.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <zstd.h>
@@ -481,15 +483,15 @@ static dsq_store *open_read(const char *db)
     return st;
 }
 
-/* Indexes a and b answer the same. */
-static void expect_same_answers(const char *a, const char *b)
+/* Indexes a and b give the same answers, each longer than `least` bytes (a line
+ * per run, host or rank), to the queries. */
+static void expect_same_answers_of(const char *a, const char *b, const char *const *queries,
+                                   size_t n, size_t least)
 {
-    static const char *const queries[] = {"count, sum Max_MA by run",
-                                          "count by run, host, kind, file"};
     dsq_store *sa = open_read(a), *sb = open_read(b);
-    for (size_t k = 0; sa && sb && k < sizeof queries / sizeof queries[0]; k++) {
+    for (size_t k = 0; sa && sb && k < n; k++) {
         char *x = answer(sa, queries[k]), *y = answer(sb, queries[k]);
-        CHECK(x && y && strlen(x) > 500); /* a line per run */
+        CHECK(x && y && strlen(x) > least);
         if (x && y)
             CHECK_STR(y, x);
         free(x);
@@ -497,6 +499,14 @@ static void expect_same_answers(const char *a, const char *b)
     }
     dsq_store_close(sa);
     dsq_store_close(sb);
+}
+
+/* Indexes a and b answer the same. */
+static void expect_same_answers(const char *a, const char *b)
+{
+    static const char *const queries[] = {"count, sum Max_MA by run",
+                                          "count by run, host, kind, file"};
+    expect_same_answers_of(a, b, queries, sizeof queries / sizeof queries[0], 500);
 }
 
 /* Small files share commits with one thread as with workers (a commit costs far
@@ -680,6 +690,109 @@ static void test_many_ranks_in_one_file(void)
     }
 }
 
+/* The entries of table `name` of the index in db. */
+static size_t table_entries(const char *db, const char *name)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, db);
+    MDB_env *env = NULL;
+    MDB_txn *txn = NULL;
+    MDB_dbi dbi;
+    MDB_stat ms = {0};
+    if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 16) == 0 &&
+        mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
+        mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0 && mdb_dbi_open(txn, name, 0, &dbi) == 0)
+        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
+    else
+        CHECK(!"table opened");
+    if (txn)
+        mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return ms.ms_entries;
+}
+
+/* A launcher log of `ranks` ranks on ranks / 8 hosts, `rounds` rounds of a step
+ * line and a timer line each; ranks of a host print at the same millisecond (time
+ * ties); values whose sums depend on their order. */
+static void write_ranks_log(const char *rel, int ranks, int rounds, const char *tail)
+{
+    size_t cap = (size_t)ranks * rounds * 400 + 256, len = 0;
+    char *text = malloc(cap);
+    for (int round = 0; round < rounds; round++)
+        for (int p = 0; p < ranks; p++) {
+            int ms = (p / 8) % 1000;
+            len += (size_t)snprintf(text + len, cap - len,
+                                    "node%03d: [2024-07-20 21:%02d:05,%03d] [INFO] "
+                                    "[logging.py:96:log_dist] [Rank %d] step=%d, skipped=%d, "
+                                    "lr=[%.4e], mom=[(0.9, 0.999)]\n"
+                                    "node%03d: [2024-07-20 21:%02d:06,%03d] [INFO] "
+                                    "[logging.py:96:log_dist] [Rank %d] time (ms) | "
+                                    "fwd_microstep: %.2f | bwd_microstep: %.3f\n",
+                                    p / 8, 30 + round, ms, p, round * 10 + p % 7, round % 2,
+                                    1e-5 / (1 + p % 13 + round), p / 8, 30 + round, ms, p,
+                                    100.0 / (3 + p % 11) + round, 0.1 * p + 1.0 / (round + 3));
+        }
+    len += (size_t)snprintf(text + len, cap - len, "%s", tail);
+    CHECK_INT(test_write_file(tmp, rel, text, len), 0);
+    free(text);
+}
+
+/* A source whose series pass DSQ_SERIES_MAX (a launcher log of thousands of ranks:
+ * 37 series a rank) has them let go of after a checkpoint, and read back when their
+ * rank prints again: the answers are those of the source kept whole in memory, bit
+ * for bit (sums in the same order, first/last on time ties), with and without
+ * workers. Re-indexing the changed file drops every series of the old one (its
+ * keys listed across the checkpoints): the tables are those of a fresh index. */
+static void test_many_series_let_go(void)
+{
+    static const char *const queries[] = {
+        "count, sum step, avg lr, min lr, max lr, first lr, last lr, p50 fwd_microstep, "
+        "p90 bwd_microstep, sum bwd_microstep by run",
+        "count by run, host, rank, kind",
+        "sum fwd_microstep, first step, last step, count lr, last bwd_microstep by rank",
+        "max step, sum lr by host every 1m", "first lr, last lr, first bwd_microstep by host"};
+    write_ranks_log("ranks.log", 240, 4, "");
+    const char *dbs[] = {"db-whole", "db-let-go-1", "db-let-go-2"};
+    uint64_t commits[3] = {0};
+    size_t peak[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        if (k)
+            setenv("DSQ_SERIES_MAX", "100", 1);
+        ctx c;
+        CHECK_INT(open_ctx_jobs(&c, dbs[k], "r", k == 2 ? 2 : 1), 0);
+        CHECK_INT(add(&c, "ranks.log"), 0);
+        CHECK_INT(c.pr.n, 0);
+        commits[k] = dsq_store_commits(c.st);
+        peak[k] = dsq_indexer_series_peak(c.ix);
+        close_ctx(&c);
+        unsetenv("DSQ_SERIES_MAX");
+    }
+    CHECK(commits[0] <= 3);
+    CHECK(commits[1] >= 20 && commits[2] >= 20); /* let go of every 82 series or so */
+    CHECK(peak[0] > 2000 && peak[1] <= 100 && peak[2] <= 100);
+    for (int k = 1; k < 3; k++)
+        expect_same_answers_of(dbs[0], dbs[k], queries, sizeof queries / sizeof queries[0], 150);
+    /* the file changed: indexed again over the let-go index, and fresh */
+    write_ranks_log("ranks.log", 240, 4,
+                    "node000: [2024-07-20 21:40:00,000] [INFO] [logging.py:96:log_dist] "
+                    "[Rank 0] step=99, skipped=0, lr=[1.0e-05], mom=[(0.9, 0.999)]\n");
+    setenv("DSQ_SERIES_MAX", "100", 1);
+    const char *again[] = {"db-let-go-1", "db-fresh"};
+    for (int k = 0; k < 2; k++) {
+        ctx c;
+        CHECK_INT(open_ctx(&c, again[k], "r"), 0);
+        CHECK_INT(add(&c, "ranks.log"), 0);
+        CHECK_INT(c.pr.n, 0);
+        close_ctx(&c);
+    }
+    unsetenv("DSQ_SERIES_MAX");
+    expect_same_answers_of(again[0], again[1], queries, sizeof queries / sizeof queries[0], 150);
+    static const char *const tables[] = {"series", "chunks", "srcroll", "attrs", "events"};
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        CHECK_INT(table_entries(again[0], tables[t]), table_entries(again[1], tables[t]));
+    CHECK(table_entries(again[1], "chunks") > 2000);
+}
+
 static void test_strip_ext(void)
 {
     static const char *const tab[][2] = {
@@ -703,5 +816,6 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
           T(test_damaged_file), T(test_jobs_same_index), T(test_jobs_same_dictionary),
           T(test_small_files_share_commits),
-          T(test_progress_inside_one_file), T(test_many_ranks_in_one_file), T(test_strip_ext),
+          T(test_progress_inside_one_file), T(test_many_ranks_in_one_file), T(test_many_series_let_go),
+          T(test_strip_ext),
           T(test_teardown))
