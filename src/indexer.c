@@ -477,13 +477,15 @@ static void group_committed(dsq_indexer *ix)
 
 /* Commits what a big file has given so far, its source record marked partial, and
  * opens the next write. Events the scanner still holds (a memory report waiting
- * for its last line) go into a later commit. */
+ * for its last line), and those of the open blocks, go into a later commit: the
+ * blocks stay open (writing them all out here gave a big job's log, 2,048 ranks
+ * in 100 MB, twice the blocks and 2.7 times the block pages). */
 static int checkpoint(dsq_indexer *ix)
 {
     dsq_source_rec rec = *ix->cur_rec;
     int rc;
     ix->since_commit = 0;
-    if ((rc = flush_blocks(ix)) || (rc = dsq_rollup_checkpoint(ix->roll, ix->cur_err)))
+    if ((rc = dsq_rollup_checkpoint(ix->roll, ix->cur_err)))
         return rc;
     rec.id = ix->cur_source;
     rec.nblocks = ix->cur_seq;

@@ -231,13 +231,27 @@ static inline int fits_form(double v, const dsq_num_form *f, int vm, int64_t *m)
 }
 
 /* Writes the open segment's pair count into its header. */
-static void close_segment(dsq_chunk *c)
+/* Writes the open segment's pair count into its header in buf (c's or a copy). */
+static void put_seg_count(const dsq_chunk *c, unsigned char *buf)
 {
     if (c->seg_n) {
-        c->buf[c->seg_at + 1] = (unsigned char)c->seg_n;
-        c->buf[c->seg_at + 2] = (unsigned char)(c->seg_n >> 8);
+        buf[c->seg_at + 1] = (unsigned char)c->seg_n;
+        buf[c->seg_at + 2] = (unsigned char)(c->seg_n >> 8);
     }
+}
+
+static void close_segment(dsq_chunk *c)
+{
+    put_seg_count(c, c->buf);
     c->seg_n = 0;
+}
+
+/* The bytes c would have once finished, into out (c->len of them), c left open
+ * for more pairs. */
+static void chunk_snapshot(const dsq_chunk *c, unsigned char *out)
+{
+    memcpy(out, c->buf, c->len);
+    put_seg_count(c, out);
 }
 
 /* Starts a segment of time scale k (K_BY_EVENT: pairs by event; K_RUN: a run of
@@ -565,7 +579,8 @@ typedef struct open_series {
     uint32_t ix_at;       /* its slot in the index (series_ix) */
     uint32_t nchunks;
     uint64_t kinds;       /* a field's: the kinds its values came from, a bit each */
-    int needed;           /* a kind's times: a field's values kept in pairs name its events */
+    int needed;           /* a kind's times: a field's values kept in pairs name its events,
+                             or a checkpoint put it (its record is made whole at the end) */
     dsq_series_rec rec;
     dsq_chunk chunk;
 } open_series;
@@ -617,8 +632,9 @@ struct dsq_rollup {
     int resumed;
     int fail;            /* why series_for gave NULL: DSQ_ENOMEM or a read error */
     dsq_error fail_err;  /* ... the read error */
-    unsigned char *own;  /* a series read back: its own pairs (none after a checkpoint) */
+    unsigned char *own;  /* a series read back: its own pairs */
     size_t own_cap;
+    unsigned char snap[OWN_PAIRS_BYTES]; /* a checkpoint: an open chunk's pairs so far */
 };
 
 /* Forgets every memo also in the middle of an event (the table moved: the set in
@@ -985,8 +1001,9 @@ static void mark_needed_times(dsq_rollup *r)
  * without chunks so far keeps its pairs in its own record when they are few
  * (store.h): none for one value (or time: the summary's first), else its chunk
  * up to OWN_PAIRS_BYTES; and a kind's times that no value kept in pairs needs are
- * left out. Before an intermediate commit its chunk is written out, as more
- * values may follow. */
+ * left out. Before an intermediate commit (more values may follow) a series
+ * without chunks keeps its pairs so far in its record, the chunk left open, and
+ * the others' chunks are written out. */
 static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
 {
     int rc = 0;
@@ -1006,8 +1023,19 @@ static int put_summaries(dsq_rollup *r, int at_end, dsq_error *err)
             }
             if (s->chunk.count == 1 || n)
                 dsq_chunk_reset(&s->chunk);
+        } else if (!at_end && s->nchunks == 0 && s->chunk.count && s->chunk.len <= OWN_PAIRS_BYTES) {
+            /* a checkpoint: the few pairs so far go in the record and the chunk stays
+             * open, so the source's last put (replacing the record) stores what one
+             * put at the end would: before, every series had a chunk record of its
+             * own after a checkpoint (a big job's 100 MB log: 40,000 of under 32
+             * bytes). The record is complete if its series is let go of. */
+            chunk_snapshot(&s->chunk, r->snap);
+            pairs = r->snap;
+            n = s->chunk.len;
+            if (s->field >= DSQ_SERIES_TIMES_BASE)
+                s->needed = 1;
         }
-        if (!(rc = write_chunk(r, s, err))) {
+        if (!(rc = n && !at_end ? 0 : write_chunk(r, s, err))) {
             s->rec.nchunks = s->nchunks;
             dsq_series_key k = key_of(r, s);
             rc = dsq_store_series_put(r->st, &k, &s->rec, pairs, n, err);

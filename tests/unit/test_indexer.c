@@ -793,6 +793,36 @@ static void test_many_series_let_go(void)
     CHECK(table_entries(again[1], "chunks") > 2000);
 }
 
+/* A big file is committed every DSQ_COMMIT_BYTES of text (checkpoints): its open
+ * blocks stay open across them and a series of few values keeps them in its record
+ * (its chunk left open), so the index holds what one commit writes: as many event
+ * blocks and chunks, and the same answers. Before, every checkpoint wrote out
+ * every open block and gave every series a chunk record. */
+static void test_checkpoints_write_what_one_commit_does(void)
+{
+    static const char *const queries[] = {
+        "count, sum step, avg lr, first lr, last lr, p50 fwd_microstep by run, host",
+        "count by run, host, rank, kind"};
+    write_ranks_log("ckpt.log", 240, 4, "");
+    const char *dbs[] = {"db-one-commit", "db-checkpoints"};
+    uint64_t commits[2] = {0};
+    for (int k = 0; k < 2; k++) {
+        if (k)
+            setenv("DSQ_COMMIT_BYTES", "8000", 1);
+        ctx c;
+        CHECK_INT(open_ctx(&c, dbs[k], "r"), 0);
+        CHECK_INT(add(&c, "ckpt.log"), 0);
+        commits[k] = dsq_store_commits(c.st);
+        close_ctx(&c);
+        unsetenv("DSQ_COMMIT_BYTES");
+    }
+    CHECK(commits[0] <= 2 && commits[1] >= 20);
+    expect_same_answers_of(dbs[0], dbs[1], queries, sizeof queries / sizeof queries[0], 150);
+    CHECK_INT(table_entries(dbs[1], "events"), table_entries(dbs[0], "events"));
+    CHECK_INT(table_entries(dbs[1], "chunks"), table_entries(dbs[0], "chunks"));
+    CHECK_INT(table_entries(dbs[1], "series"), table_entries(dbs[0], "series"));
+}
+
 static void test_strip_ext(void)
 {
     static const char *const tab[][2] = {
@@ -817,5 +847,6 @@ TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_ins
           T(test_damaged_file), T(test_jobs_same_index), T(test_jobs_same_dictionary),
           T(test_small_files_share_commits),
           T(test_progress_inside_one_file), T(test_many_ranks_in_one_file), T(test_many_series_let_go),
+          T(test_checkpoints_write_what_one_commit_does),
           T(test_strip_ext),
           T(test_teardown))
