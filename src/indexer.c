@@ -265,7 +265,7 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
     return o;
 }
 
-static int checkpoint(dsq_indexer *ix);
+static int checkpoint(dsq_indexer *ix, int let_go);
 
 /* Buffers one event of the current file (ids of the index's dictionary). */
 static int write_event(dsq_indexer *ix, const dsq_event *ev)
@@ -295,7 +295,7 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
     size_t nseries = dsq_rollup_series(ix->roll);
     if (nseries > ix->series_peak)
         ix->series_peak = nseries;
-    if (!rc && nseries + 2 + DSQ_EV_MAXF > ix->series_max && !(rc = checkpoint(ix)))
+    if (!rc && nseries + 2 + DSQ_EV_MAXF > ix->series_max && !(rc = checkpoint(ix, 1)))
         dsq_rollup_let_go(ix->roll);
     return rc;
 }
@@ -480,12 +480,12 @@ static void group_committed(dsq_indexer *ix)
  * for its last line), and those of the open blocks, go into a later commit: the
  * blocks stay open (writing them all out here gave a big job's log, 2,048 ranks
  * in 100 MB, twice the blocks and 2.7 times the block pages). */
-static int checkpoint(dsq_indexer *ix)
+static int checkpoint(dsq_indexer *ix, int let_go)
 {
     dsq_source_rec rec = *ix->cur_rec;
     int rc;
     ix->since_commit = 0;
-    if ((rc = dsq_rollup_checkpoint(ix->roll, ix->cur_err)))
+    if ((rc = dsq_rollup_checkpoint(ix->roll, let_go, ix->cur_err)))
         return rc;
     rec.id = ix->cur_source;
     rec.nblocks = ix->cur_seq;
@@ -538,7 +538,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
             ix->pend.bytes_decoded += n;
             ix->cur_in = ix->in_plain ? ix->pend.bytes_decoded : dsq_input_bytes_in(ix->in);
             maybe_progress(ix, 0);
-            if ((ix->since_commit += n) >= ix->commit_bytes && (rc = checkpoint(ix)))
+            if ((ix->since_commit += n) >= ix->commit_bytes && (rc = checkpoint(ix, 0)))
                 return rc;
         }
     }
@@ -1564,7 +1564,7 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
             ix->pend.bytes_decoded += len[0];
             ix->cur_in = len[1];
             maybe_progress(ix, 0);
-            if ((ix->since_commit += len[0]) >= ix->commit_bytes && (status = checkpoint(ix)))
+            if ((ix->since_commit += len[0]) >= ix->commit_bytes && (status = checkpoint(ix, 0)))
                 return file_failed(ix, status, err);
         } else if (type == MSG_PROBLEM) {
             msg_problem m;

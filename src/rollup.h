@@ -154,9 +154,12 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
                          uint64_t *event, uint32_t *kept, dsq_error *err);
 /* Writes the remaining chunks, the summaries and the attributes. */
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
-/* The same in the middle of a source, before an intermediate commit: everything
- * so far is written (summaries are rewritten by later checkpoints and finish). */
-int dsq_rollup_checkpoint(dsq_rollup *r, dsq_error *err);
+/* The same in the middle of a source, before an intermediate commit (summaries
+ * are rewritten by later checkpoints and finish). whole: everything so far is
+ * written, as dsq_rollup_let_go needs. Else only what dropping the source needs:
+ * the series that wrote chunks have their chunk and summary written; the others
+ * are left in memory alone, so the index ends as one commit would leave it. */
+int dsq_rollup_checkpoint(dsq_rollup *r, int whole, dsq_error *err);
 /* How many series the source has in memory. */
 size_t dsq_rollup_series(const dsq_rollup *r);
 /* After a checkpoint was committed: lets go of the source's series (the memory

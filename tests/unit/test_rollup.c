@@ -776,8 +776,8 @@ static void test_values_name_their_event_times_kept_once(void)
             e.v[f][e.n[f]++] = ev.f[j].v;
         }
         CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
-        if (i == 20000)
-            CHECK_INT(dsq_rollup_checkpoint(fx.r, &fx.err), 0);
+        if (i == 20000 || i == 30000) /* a checkpoint, then a whole one */
+            CHECK_INT(dsq_rollup_checkpoint(fx.r, i == 30000, &fx.err), 0);
     }
     CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
     CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
