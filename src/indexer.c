@@ -55,6 +55,19 @@
  * rollup, 200 waiting for the commit): a launcher log of 8,192 ranks has 306,000
  * (37 a rank), which took 140 MB. DSQ_SERIES_MAX overrides it (tests). */
 #define SERIES_MAX ((size_t)1 << 17)
+/* A file whose events came from REORDER_PAIRS (host, rank) pairs with blocks open
+ * at once (a launcher log of many ranks, taking turns line by line) has its events
+ * written in windows of up to WINDOW_EVENTS (or WINDOW_BYTES), each window by
+ * (host, rank), in the order the pairs first came, each pair's events in their
+ * order: a pair's series, chunks and open block then stay in the caches for its
+ * run of events, where taking turns missed them at every event (the big job's 100
+ * MB .zst of 2,048 ranks: 0.55 -> 0.40 s, CPU 0.76 -> 0.52 s; answers the same,
+ * blocks cut elsewhere). Run attributes and failures, which keep the latest or
+ * earliest of a source whatever its rank, are written in log order (the window is
+ * written out first). DSQ_REORDER_PAIRS overrides it (0: never; tests). */
+#define REORDER_PAIRS 64
+#define WINDOW_EVENTS 65536
+#define WINDOW_BYTES ((size_t)8 << 20)
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
 #define PROGRESS_BYTES (32u << 20)
@@ -95,6 +108,16 @@ struct dsq_indexer {
     dsq_idmap *ob_map; /* host << 32 | rank -> 1 + its open block */
     size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
     size_t series_max;          /* SERIES_MAX, or DSQ_SERIES_MAX */
+    /* the window of events written by (host, rank) (see REORDER_PAIRS): each event
+     * (its header and the fields it uses) at win_at[i] in win_buf, of the pair
+     * win_pair[i] (1 + its place among the window's pairs, win_map) */
+    int reorder;                /* the file's events go through the window */
+    size_t reorder_pairs;       /* REORDER_PAIRS, or DSQ_REORDER_PAIRS */
+    unsigned char *win_buf;
+    size_t win_len, win_cap;
+    uint32_t *win_at, *win_pair, *win_order, *win_count;
+    size_t win_n, win_pairs, win_count_cap;
+    dsq_idmap *win_map;
     size_t series_peak;         /* the most series a source had in memory */
     /* the file being indexed */
     const char *cur_path;
@@ -268,7 +291,7 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
 static int checkpoint(dsq_indexer *ix, int let_go);
 
 /* Buffers one event of the current file (ids of the index's dictionary). */
-static int write_event(dsq_indexer *ix, const dsq_event *ev)
+static int write_now(dsq_indexer *ix, const dsq_event *ev)
 {
     int rc = 0;
     open_block *o = block_for(ix, ev->host, ev->rank, &rc);
@@ -300,6 +323,115 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
     return rc;
 }
 
+/* Forgets the window's events (a file that failed, or one beginning). */
+static void window_drop(dsq_indexer *ix)
+{
+    ix->win_n = ix->win_len = ix->win_pairs = 0;
+    dsq_idmap_clear(ix->win_map);
+}
+
+/* Writes the window's events by pair, each pair's in their order. */
+static int window_write(dsq_indexer *ix)
+{
+    int rc = 0;
+    size_t n = ix->win_n;
+    if (!n)
+        return 0;
+    if (ix->win_pairs > 1) { /* counting sort: where each pair's events start */
+        memset(ix->win_count, 0, (ix->win_pairs + 1) * sizeof *ix->win_count);
+        for (size_t i = 0; i < n; i++)
+            ix->win_count[ix->win_pair[i]]++;
+        uint32_t at = 0;
+        for (size_t p = 1; p <= ix->win_pairs; p++) {
+            uint32_t c = ix->win_count[p];
+            ix->win_count[p] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            ix->win_order[ix->win_count[ix->win_pair[i]]++] = (uint32_t)i;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            ix->win_order[i] = (uint32_t)i;
+    }
+    dsq_event ev;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const unsigned char *e = ix->win_buf + ix->win_at[ix->win_order[i]];
+        memcpy(&ev, e, offsetof(dsq_event, f));
+        memcpy(ev.f, e + offsetof(dsq_event, f), ev.nf * sizeof ev.f[0]);
+        rc = write_now(ix, &ev);
+    }
+    window_drop(ix);
+    return rc;
+}
+
+/* Room in the window for one more event of up to `bytes`; -1 when out of memory. */
+static int window_room(dsq_indexer *ix, size_t bytes)
+{
+    if (!ix->win_at) {
+        if (!(ix->win_at = malloc(WINDOW_EVENTS * sizeof *ix->win_at)) ||
+            !(ix->win_pair = malloc(WINDOW_EVENTS * sizeof *ix->win_pair)) ||
+            !(ix->win_order = malloc(WINDOW_EVENTS * sizeof *ix->win_order)))
+            return -1;
+    }
+    if (ix->win_len + bytes > ix->win_cap) {
+        size_t cap = ix->win_cap ? 2 * ix->win_cap : (size_t)1 << 20;
+        while (cap < ix->win_len + bytes)
+            cap *= 2;
+        unsigned char *b = realloc(ix->win_buf, cap);
+        if (!b)
+            return -1;
+        ix->win_buf = b;
+        ix->win_cap = cap;
+    }
+    if (ix->win_pairs + 2 > ix->win_count_cap) {
+        size_t cap = ix->win_count_cap ? 2 * ix->win_count_cap : 1024;
+        uint32_t *c = realloc(ix->win_count, cap * sizeof *c);
+        if (!c)
+            return -1;
+        ix->win_count = c;
+        ix->win_count_cap = cap;
+    }
+    return 0;
+}
+
+/* Writes one event of the current file: at once, or through the window once the
+ * file has had REORDER_PAIRS pairs with blocks open. */
+static int write_event(dsq_indexer *ix, const dsq_event *ev)
+{
+    if (!ix->reorder) {
+        int rc = write_now(ix, ev);
+        if (ix->reorder_pairs && (size_t)ix->nob >= ix->reorder_pairs)
+            ix->reorder = 1;
+        return rc;
+    }
+    if (ev->kind == DSQ_EV_ATTR || ev->kind == DSQ_EV_FAILURE) { /* in log order */
+        int rc = window_write(ix);
+        return rc ? rc : write_now(ix, ev);
+    }
+    size_t head = offsetof(dsq_event, f), bytes = (head + ev->nf * sizeof ev->f[0] + 7) & ~(size_t)7;
+    if (ix->win_n == WINDOW_EVENTS || ix->win_len + bytes > WINDOW_BYTES) {
+        int rc = window_write(ix);
+        if (rc)
+            return rc;
+    }
+    if (window_room(ix, bytes))
+        return dsq_error_set(ix->cur_err, DSQ_ENOMEM, "out of memory buffering events");
+    uint64_t key = (uint64_t)ev->host << 32 | (uint32_t)ev->rank;
+    uint32_t pair = dsq_idmap_get(ix->win_map, key);
+    if (!pair) {
+        pair = (uint32_t)++ix->win_pairs;
+        if (dsq_idmap_put(ix->win_map, key, pair))
+            return dsq_error_set(ix->cur_err, DSQ_ENOMEM, "out of memory buffering events");
+    }
+    unsigned char *e = ix->win_buf + ix->win_len;
+    memcpy(e, ev, head);
+    memcpy(e + head, ev->f, ev->nf * sizeof ev->f[0]);
+    ix->win_at[ix->win_n] = (uint32_t)ix->win_len;
+    ix->win_pair[ix->win_n++] = pair;
+    ix->win_len += bytes;
+    return 0;
+}
+
 static int on_event(void *ctx, const dsq_event *ev) { return write_event(ctx, ev); }
 
 int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_error *err)
@@ -317,7 +449,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
         dsq_rollup_new(params->store, &ix->roll) || dsq_dict_new(&ix->link_targets) ||
         dsq_dict_new(&ix->linked_files) || grow_blocks(ix) ||
-        dsq_idmap_new(OPEN_BLOCKS_FIRST, &ix->ob_map))
+        dsq_idmap_new(OPEN_BLOCKS_FIRST, &ix->ob_map) || dsq_idmap_new(1024, &ix->win_map))
         goto nomem;
     lp.ctx = ix->scan;
     if (dsq_lines_new(&lp, &ix->lines))
@@ -329,6 +461,8 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     ix->feed_slice = ix->commit_bytes < FEED_SLICE ? (size_t)ix->commit_bytes : FEED_SLICE;
     const char *ob = getenv("DSQ_OPEN_BLOCK_BYTES");
     ix->ob_budget = ob && strtoull(ob, NULL, 10) > 0 ? (size_t)strtoull(ob, NULL, 10) : OPEN_BLOCK_BYTES;
+    const char *rp = getenv("DSQ_REORDER_PAIRS");
+    ix->reorder_pairs = rp && *rp ? (size_t)strtoull(rp, NULL, 10) : REORDER_PAIRS;
     const char *sm = getenv("DSQ_SERIES_MAX");
     ix->series_max = sm && strtoull(sm, NULL, 10) > 0 ? (size_t)strtoull(sm, NULL, 10) : SERIES_MAX;
     const char *jw = getenv("DSQ_JOB_WINDOW"); /* tests: a small one on few files */
@@ -349,6 +483,12 @@ void dsq_indexer_free(dsq_indexer *ix)
         dsq_block_free_buf(&ix->ob[i].b);
     free(ix->ob);
     dsq_idmap_free(ix->ob_map);
+    dsq_idmap_free(ix->win_map);
+    free(ix->win_buf);
+    free(ix->win_at);
+    free(ix->win_pair);
+    free(ix->win_order);
+    free(ix->win_count);
     dsq_input_free(ix->in);
     dsq_lines_free(ix->lines);
     dsq_scan_free(ix->scan);
@@ -485,7 +625,10 @@ static int checkpoint(dsq_indexer *ix, int let_go)
     dsq_source_rec rec = *ix->cur_rec;
     int rc;
     ix->since_commit = 0;
-    if ((rc = dsq_rollup_checkpoint(ix->roll, let_go, ix->cur_err)))
+    /* (a checkpoint that lets series go comes from write_now, maybe while the
+     * window is written: its other events go into a later commit) */
+    if ((!let_go && (rc = window_write(ix))) ||
+        (rc = dsq_rollup_checkpoint(ix->roll, let_go, ix->cur_err)))
         return rc;
     rec.id = ix->cur_source;
     rec.nblocks = ix->cur_seq;
@@ -603,6 +746,7 @@ static int index_members(dsq_indexer *ix, dsq_source_rec *rec)
 static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 {
     drop_blocks(ix);
+    window_drop(ix);
     ix->under_way = 0;
     if (status == DSQ_ELIMIT)
         return dsq_store_writing(ix->p.store) ? dsq_store_commit(ix->p.store, err) : DSQ_ELIMIT;
@@ -615,7 +759,8 @@ static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
 static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_error *err)
 {
     int status;
-    if ((status = flush_blocks(ix)) || (status = dsq_rollup_finish(ix->roll, err)))
+    if ((status = window_write(ix)) || (status = flush_blocks(ix)) ||
+        (status = dsq_rollup_finish(ix->roll, err)))
         return file_failed(ix, status, err);
     rec->id = ix->cur_source;
     rec->nblocks = ix->cur_seq;
@@ -631,6 +776,8 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
     *rec = (dsq_source_rec){.version = 1, .run = ix->cur_run, .size = fi->size,
                             .mtime_ns = fi->mtime_ns, .fingerprint = fi->fingerprint};
     memset(&ix->pend, 0, sizeof ix->pend);
+    window_drop(ix);
+    ix->reorder = 0;
     ix->cur_in = 0;
     ix->under_way = 1;
     ix->cur_err = err;

@@ -752,6 +752,7 @@ static void test_many_series_let_go(void)
         "sum fwd_microstep, first step, last step, count lr, last bwd_microstep by rank",
         "max step, sum lr by host every 1m", "first lr, last lr, first bwd_microstep by host"};
     write_ranks_log("ranks.log", 240, 4, "");
+    setenv("DSQ_REORDER_PAIRS", "0", 1); /* ranks taking turns event by event */
     const char *dbs[] = {"db-whole", "db-let-go-1", "db-let-go-2"};
     uint64_t commits[3] = {0};
     size_t peak[3] = {0};
@@ -791,6 +792,7 @@ static void test_many_series_let_go(void)
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         CHECK_INT(table_entries(again[0], tables[t]), table_entries(again[1], tables[t]));
     CHECK(table_entries(again[1], "chunks") > 2000);
+    unsetenv("DSQ_REORDER_PAIRS");
 }
 
 /* A big file is committed every DSQ_COMMIT_BYTES of text (checkpoints): its open
@@ -823,6 +825,51 @@ static void test_checkpoints_write_what_one_commit_does(void)
     CHECK_INT(table_entries(dbs[1], "series"), table_entries(dbs[0], "series"));
 }
 
+/* A file of many ranks taking turns (past DSQ_REORDER_PAIRS pairs with open
+ * blocks) is written in windows by (host, rank): the answers are those of log
+ * order, with and without workers (which write the same tables). A run attribute
+ * is written in log order: of two printed at the same time by two hosts, the last
+ * printed is the run's, though the other's host came first in its window. */
+static void test_events_by_rank_window_same_answers(void)
+{
+    static const char *const queries[] = {
+        "count, sum step, avg lr, first lr, last lr, p50 fwd_microstep, sum bwd_microstep "
+        "by run, host",
+        "count by run, host, rank, kind",
+        "sum fwd_microstep, first step, last step, last bwd_microstep by rank"};
+    const char tail[] =
+        "node001: [2024-07-20 21:40:00,000] [INFO] [logging.py:96:log_dist] [Rank 8] "
+        "step=7, skipped=0, lr=[1.0e-05], mom=[(0.9, 0.999)]\n"
+        "node000: [2024-07-20 21:40:00,000] [INFO] [logging.py:96:log_dist] [Rank 8] "
+        "Creating fp16 ZeRO stage 3 optimizer\n"
+        "node001: [2024-07-20 21:40:00,000] [INFO] [logging.py:96:log_dist] [Rank 8] "
+        "Creating torch.bfloat16 ZeRO stage 3 optimizer\n";
+    write_ranks_log("turns.log", 240, 4, tail);
+    static const struct {
+        const char *pairs; /* DSQ_REORDER_PAIRS */
+        unsigned jobs;
+        const char *db;
+    } ways[] = {{"0", 1, "db-log-order"}, {NULL, 1, "db-window-1"}, {NULL, 2, "db-window-2"},
+                {"2", 1, "db-window-small"}};
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        if (ways[w].pairs)
+            setenv("DSQ_REORDER_PAIRS", ways[w].pairs, 1);
+        ctx c;
+        CHECK_INT(open_ctx_jobs(&c, ways[w].db, "r", ways[w].jobs), 0);
+        CHECK_INT(add(&c, "turns.log"), 0);
+        CHECK_INT(c.pr.n, 0);
+        expect_query(c.st, "count by run, dtype", "run,dtype,count\nr,bf16,2166\n");
+        close_ctx(&c);
+        unsetenv("DSQ_REORDER_PAIRS");
+    }
+    for (size_t w = 1; w < sizeof ways / sizeof ways[0]; w++)
+        expect_same_answers_of(ways[0].db, ways[w].db, queries, sizeof queries / sizeof queries[0],
+                               150);
+    static const char *const tables[] = {"events", "series", "chunks", "srcroll", "attrs"};
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        CHECK_INT(table_entries(ways[2].db, tables[t]), table_entries(ways[1].db, tables[t]));
+}
+
 static void test_strip_ext(void)
 {
     static const char *const tab[][2] = {
@@ -848,5 +895,6 @@ TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_ins
           T(test_small_files_share_commits),
           T(test_progress_inside_one_file), T(test_many_ranks_in_one_file), T(test_many_series_let_go),
           T(test_checkpoints_write_what_one_commit_does),
+          T(test_events_by_rank_window_same_answers),
           T(test_strip_ext),
           T(test_teardown))
