@@ -230,7 +230,6 @@ static inline int fits_form(double v, const dsq_num_form *f, int vm, int64_t *m)
     return fits_form_test(v, vm, m);
 }
 
-/* Writes the open segment's pair count into its header. */
 /* Writes the open segment's pair count into its header in buf (c's or a copy). */
 static void put_seg_count(const dsq_chunk *c, unsigned char *buf)
 {
@@ -800,8 +799,8 @@ static int write_chunk(dsq_rollup *r, open_series *s, dsq_error *err)
 
 /* A series let go of (dsq_rollup_let_go) taken again: its summary and chunk count
  * as the checkpoint wrote them, so its values go on from there (the same sums as
- * when it was kept). Pairs kept in its record (not written by a checkpoint, which
- * writes chunks) become its first chunk. 0 or an error (r->fail_err). */
+ * when it was kept). Pairs kept in its record (a whole checkpoint keeps a few
+ * there) become its first chunk. 0 or an error (r->fail_err). */
 static int resume_series(dsq_rollup *r, open_series *s)
 {
     dsq_series_key k = key_of(r, s);
@@ -1003,12 +1002,14 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
 _Static_assert(DSQ_EV_KIND_COUNT <= 64, "a field's kinds fit in 64 bits");
 
 /* Marks the kinds' times that values kept in pairs need: those of the fields with
- * more than one value (one is kept in its summary, with its time). */
-static void mark_needed_times(dsq_rollup *r)
+ * more than one value (one is kept in its summary, with its time); chunked: those
+ * of the fields that have written chunks (a checkpoint's). */
+static void mark_needed_times(dsq_rollup *r, int chunked)
 {
     for (size_t u = 0; u < r->n; u++) {
         const open_series *s = &r->tab[u];
-        if (s->field >= DSQ_SERIES_KIND_BASE || (s->rec.count < 2 && !s->nchunks))
+        if (s->field >= DSQ_SERIES_KIND_BASE || (s->rec.count < 2 && !s->nchunks) ||
+            (chunked && !s->nchunks))
             continue;
         for (uint64_t m = s->kinds; m; m &= m - 1) {
             const series_slot *x =
@@ -1026,22 +1027,24 @@ static void mark_needed_times(dsq_rollup *r)
  * pairs needs are left out. At a whole checkpoint (more values may follow) a
  * series without chunks keeps its few pairs so far in its record; the others'
  * chunks are written out. A checkpoint that is not whole writes only the series
- * with chunks. */
+ * with chunks, and the kinds' times their values name (a query of the partial
+ * source finds every value's time). */
 enum { PUT_END, PUT_WHOLE, PUT_CHUNKED };
 
 static int put_summaries(dsq_rollup *r, int how, dsq_error *err)
 {
     int rc = 0, at_end = how == PUT_END;
-    if (at_end)
-        mark_needed_times(r);
+    if (how != PUT_WHOLE) /* (a whole checkpoint writes every times series) */
+        mark_needed_times(r, how == PUT_CHUNKED);
     for (size_t u = 0; u < r->n && !rc; u++) {
         open_series *s = &r->tab[u];
         const void *pairs = NULL;
         size_t n = 0;
         if (at_end && s->field >= DSQ_SERIES_TIMES_BASE && !s->needed && !s->nchunks)
             continue; /* times no value needs (a checkpoint wrote the others' chunks) */
-        if (how == PUT_CHUNKED && !s->nchunks)
-            continue; /* nothing of it in the index yet: its chunk stays open */
+        if (how == PUT_CHUNKED && !s->nchunks && !(s->field >= DSQ_SERIES_TIMES_BASE && s->needed))
+            continue; /* nothing of it in the index yet, and no chunk written names its
+                         events: its chunk stays open */
         if (at_end && s->nchunks == 0 && s->chunk.count) {
             dsq_chunk_finish(&s->chunk);
             if (s->chunk.count > 1 && s->chunk.len <= OWN_PAIRS_BYTES) {
@@ -1051,9 +1054,10 @@ static int put_summaries(dsq_rollup *r, int how, dsq_error *err)
             if (s->chunk.count == 1 || n)
                 dsq_chunk_reset(&s->chunk);
         } else if (!at_end && s->nchunks == 0 && s->chunk.count && s->chunk.len <= OWN_PAIRS_BYTES) {
-            /* a whole checkpoint (the series is let go of next): the few pairs so far
-             * in the record, a chunk record of under 32 bytes saved (the chunk is
-             * left open, the last put would replace the record) */
+            /* a checkpoint: the few pairs so far in the record, the chunk left open
+             * (the last put replaces the record): a chunk record of under 32 bytes
+             * saved for each series a whole checkpoint lets go of; a times series
+             * written chunks need, whole at the end as one commit would have it */
             chunk_snapshot(&s->chunk, r->snap);
             pairs = r->snap;
             n = s->chunk.len;

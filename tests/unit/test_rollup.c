@@ -807,6 +807,49 @@ static void test_values_name_their_event_times_kept_once(void)
     builder_close(&fx);
 }
 
+/* A checkpoint that is not whole writes only the series that have chunks, and
+ * the times their values name: committed, every value has its time (here a field
+ * of wide values filled chunks while its kind's steady times stayed few bytes,
+ * kept open). The finished source has them all. */
+static void test_checkpoint_leaves_values_with_their_times(void)
+{
+    static expect e;
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), host = dsq_dict_intern(fx.d, "gpu1", 4);
+    uint32_t fa = dsq_dict_intern(fx.d, "a", 1);
+    memset(&e, 0, sizeof e);
+    dsq_rollup_begin(fx.r, run, 1);
+    for (int stage = 0; stage < 2; stage++) {
+        for (int i = 0; i < 6000; i++) {
+            dsq_event ev = {.kind = DSQ_EV_DS_STEP, .t_us = T0 + (int64_t)e.n[0] * 1000000,
+                            .host = host, .rank = 0, .nf = 1};
+            ev.f[0] = (dsq_field){fa, DSQ_U_NONE, (double)(rnd() >> 11) / 7.0};
+            e.t[0][e.n[0]] = ev.t_us;
+            e.v[0][e.n[0]++] = ev.f[0].v;
+            CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
+        }
+        if (stage == 0)
+            CHECK_INT(dsq_rollup_checkpoint(fx.r, 0, &fx.err), 0);
+        else
+            CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
+        CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
+        pairs_check pc = {fx.st, {fa, 0, 0}, &e, 1, {{0}}, 0};
+        CHECK_INT(dsq_store_scan_series(fx.st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_check_series, &pc,
+                                        &fx.err),
+                  0);
+        CHECK_INT(pc.status, 0);
+        CHECK_INT(pc.got[0].n, e.n[0]);
+        CHECK_INT(pc.got[0].bad, 0);
+        CHECK_INT(dsq_store_begin(fx.st, &fx.err), 0);
+    }
+    dsq_store_abort(fx.st);
+    builder_close(&fx);
+}
+
 static int on_nothing(void *ctx, const int64_t *t, const double *v, size_t n)
 {
     (void)t;
@@ -911,7 +954,7 @@ static void test_times_only_where_values_need_them(void)
     builder_close(&fx);
 }
 
-TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_times_only_where_values_need_them), T(test_values_by_event_round_trip), T(test_event_without_its_time_is_damage),
+TEST_MAIN(T(test_values_name_their_event_times_kept_once), T(test_checkpoint_leaves_values_with_their_times), T(test_times_only_where_values_need_them), T(test_values_by_event_round_trip), T(test_event_without_its_time_is_damage),
           T(test_round_trip_bit_for_bit), T(test_builder_forgets_memos_between_sources), T(test_builder_grows_in_the_middle_of_an_event), T(test_chunk_bytes_as_first_written), T(test_steady_series_is_small), T(test_long_segment_splits),
           T(test_single_pairs),
           T(test_cut_or_damaged_never_overruns), T(test_builder_grows_then_writes_only_its_own))
