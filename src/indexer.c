@@ -626,9 +626,12 @@ static int checkpoint(dsq_indexer *ix, int let_go)
     int rc;
     ix->since_commit = 0;
     /* (a checkpoint that lets series go comes from write_now, maybe while the
-     * window is written: its other events go into a later commit) */
+     * window is written: its other events go into a later commit). Once blocks
+     * are written, which name values kept in their series by event, every series
+     * is written whole, so that a query of the partial source finds every value
+     * (evfill.c); before, only the series that wrote chunks. */
     if ((!let_go && (rc = window_write(ix))) ||
-        (rc = dsq_rollup_checkpoint(ix->roll, let_go, ix->cur_err)))
+        (rc = dsq_rollup_checkpoint(ix->roll, let_go || ix->cur_seq > 0, ix->cur_err)))
         return rc;
     rec.id = ix->cur_source;
     rec.nblocks = ix->cur_seq;
