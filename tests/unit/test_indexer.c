@@ -750,7 +750,9 @@ static void test_many_series_let_go(void)
         "p90 bwd_microstep, sum bwd_microstep by run",
         "count by run, host, rank, kind",
         "sum fwd_microstep, first step, last step, count lr, last bwd_microstep by rank",
-        "max step, sum lr by host every 1m", "first lr, last lr, first bwd_microstep by host"};
+        "max step, sum lr by host every 1m", "first lr, last lr, first bwd_microstep by host",
+        "sum step, max lr, count by rank where skipped = 1", /* events read, values filled */
+        "count, sum bwd_microstep by host where fwd_microstep > 20"};
     write_ranks_log("ranks.log", 240, 4, "");
     setenv("DSQ_REORDER_PAIRS", "0", 1); /* ranks taking turns event by event */
     const char *dbs[] = {"db-whole", "db-let-go-1", "db-let-go-2"};
