@@ -367,12 +367,10 @@ static int window_write(dsq_indexer *ix)
 /* Room in the window for one more event of up to `bytes`; -1 when out of memory. */
 static int window_room(dsq_indexer *ix, size_t bytes)
 {
-    if (!ix->win_at) {
-        if (!(ix->win_at = malloc(WINDOW_EVENTS * sizeof *ix->win_at)) ||
-            !(ix->win_pair = malloc(WINDOW_EVENTS * sizeof *ix->win_pair)) ||
-            !(ix->win_order = malloc(WINDOW_EVENTS * sizeof *ix->win_order)))
-            return -1;
-    }
+    if ((!ix->win_at && !(ix->win_at = malloc(WINDOW_EVENTS * sizeof *ix->win_at))) ||
+        (!ix->win_pair && !(ix->win_pair = malloc(WINDOW_EVENTS * sizeof *ix->win_pair))) ||
+        (!ix->win_order && !(ix->win_order = malloc(WINDOW_EVENTS * sizeof *ix->win_order))))
+        return -1;
     if (ix->win_len + bytes > ix->win_cap) {
         size_t cap = ix->win_cap ? 2 * ix->win_cap : (size_t)1 << 20;
         while (cap < ix->win_len + bytes)
@@ -404,7 +402,8 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev)
             ix->reorder = 1;
         return rc;
     }
-    if (ev->kind == DSQ_EV_ATTR || ev->kind == DSQ_EV_FAILURE) { /* in log order */
+    if (ev->kind == DSQ_EV_ATTR || ev->kind == DSQ_EV_FAILURE || ev->nf > DSQ_EV_MAXF) {
+        /* in log order (more fields than an event has: refused there) */
         int rc = window_write(ix);
         return rc ? rc : write_now(ix, ev);
     }
