@@ -797,10 +797,41 @@ static int write_chunk(dsq_rollup *r, open_series *s, dsq_error *err)
     return rc;
 }
 
+/* Adds the pairs of a record (a whole checkpoint's) to s's empty chunk, as they
+ * were added: a field's by event, a kind's times by time. 0, or -1 when they are
+ * not pairs of s's kind of series (or out of memory): the chunk is emptied. */
+static int reload_pairs(open_series *s, const unsigned char *pairs, size_t n)
+{
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int got, times = s->field >= DSQ_SERIES_TIMES_BASE;
+    dsq_chunk_iter_init(&it, pairs, n);
+    while ((got = dsq_chunk_iter_next(&it, &t, &v)) == 1) {
+        pair_time pt;
+        if (times ? it.by_event : !it.by_event || it.kind >= DSQ_EV_KIND_COUNT)
+            break;
+        if (times)
+            pair_time_of(&pt, t);
+        if (times ? chunk_put_time(&s->chunk, &pt)
+                  : dsq_chunk_add_event(&s->chunk, it.kind, it.event, v))
+            break;
+        if (!times)
+            s->kinds |= 1ull << it.kind;
+    }
+    if (got == 0 && s->chunk.count)
+        return 0;
+    dsq_chunk_reset(&s->chunk);
+    return -1;
+}
+
 /* A series let go of (dsq_rollup_let_go) taken again: its summary and chunk count
  * as the checkpoint wrote them, so its values go on from there (the same sums as
  * when it was kept). Pairs kept in its record (a whole checkpoint keeps a few
- * there) become its first chunk. 0 or an error (r->fail_err). */
+ * there) go back into its open chunk, so the source's last put stores what one
+ * that kept the series would (a record that does not read back becomes its first
+ * chunk); a kind's times read back are written again at the end. 0 or an error
+ * (r->fail_err). */
 static int resume_series(dsq_rollup *r, open_series *s)
 {
     dsq_series_key k = key_of(r, s);
@@ -813,7 +844,8 @@ static int resume_series(dsq_rollup *r, open_series *s)
         return 0;
     }
     s->nchunks = s->rec.nchunks;
-    if (npairs && !s->nchunks) {
+    s->needed = s->field >= DSQ_SERIES_TIMES_BASE;
+    if (npairs && !s->nchunks && reload_pairs(s, r->own, npairs) != 0) {
         int rc = dsq_store_chunk_put(r->st, &k, s->nchunks++, r->own, npairs, &r->fail_err);
         if (rc)
             return rc;
