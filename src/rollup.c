@@ -691,13 +691,19 @@ void dsq_rollup_free(dsq_rollup *r)
     free(r);
 }
 
+/* The hash of a series' key (field, host, rank), mixed whole (a multiply of field
+ * and host alone, then rank, left long runs of taken slots: 2.8 probes a lookup on
+ * a log of 256 ranks). */
+static uint64_t key_hash(uint32_t field, uint32_t host, int32_t rank)
+{
+    return dsq_mix64(((uint64_t)field << 32 | host) ^ (uint64_t)(uint32_t)rank * 0x9e3779b97f4a7c15ull);
+}
+
 /* The index slot of (field, host, rank): the one holding it, or the free one where
- * it goes. The key is mixed whole (a multiply of field and host alone, then rank,
- * left long runs of taken slots: 2.8 probes a lookup on a log of 256 ranks). */
+ * it goes. */
 static size_t slot(const dsq_rollup *r, uint32_t field, uint32_t host, int32_t rank)
 {
-    uint64_t h = ((uint64_t)field << 32 | host) ^ (uint64_t)(uint32_t)rank * 0x9e3779b97f4a7c15ull;
-    size_t i = (size_t)dsq_mix64(h) & (r->cap - 1);
+    size_t i = (size_t)key_hash(field, host, rank) & (r->cap - 1);
     const series_slot *x = r->ix;
     while (x[i].field && (x[i].field != field || x[i].host != host || x[i].rank != rank))
         i = (i + 1) & (r->cap - 1);
@@ -719,8 +725,7 @@ static void forget_series(dsq_rollup *r)
 
 static size_t gone_bit(uint32_t field, uint32_t host, int32_t rank)
 {
-    uint64_t h = ((uint64_t)field << 32 | host) ^ (uint64_t)(uint32_t)rank * 0x9e3779b97f4a7c15ull;
-    return (size_t)(dsq_mix64(h) >> 20) & (GONE_BITS - 1);
+    return (size_t)(key_hash(field, host, rank) >> 20) & (GONE_BITS - 1);
 }
 
 void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
@@ -1072,6 +1077,7 @@ static int put_summaries(dsq_rollup *r, int how, dsq_error *err)
         open_series *s = &r->tab[u];
         const void *pairs = NULL;
         size_t n = 0;
+        int left_open = 0; /* its pairs so far put in the record, its chunk kept open */
         if (at_end && s->field >= DSQ_SERIES_TIMES_BASE && !s->needed && !s->nchunks)
             continue; /* times no value needs (a checkpoint wrote the others' chunks) */
         if (how == PUT_CHUNKED && !s->nchunks && !(s->field >= DSQ_SERIES_TIMES_BASE && s->needed))
@@ -1093,10 +1099,11 @@ static int put_summaries(dsq_rollup *r, int how, dsq_error *err)
             chunk_snapshot(&s->chunk, r->snap);
             pairs = r->snap;
             n = s->chunk.len;
+            left_open = 1;
             if (s->field >= DSQ_SERIES_TIMES_BASE)
                 s->needed = 1;
         }
-        if (!(rc = n && !at_end ? 0 : write_chunk(r, s, err))) {
+        if (left_open || !(rc = write_chunk(r, s, err))) {
             s->rec.nchunks = s->nchunks;
             dsq_series_key k = key_of(r, s);
             rc = dsq_store_series_put(r->st, &k, &s->rec, pairs, n, err);

@@ -96,9 +96,11 @@ struct dsq_store {
     struct ser_ref *ser_at, *ser_tmp;
     size_t ser_n, ser_at_cap, ser_tmp_cap;
     int ser_put; /* the open write put waiting series into their groups already */
-    /* put_series: the series table's last key (ser_tail_n 0: the table is empty); a
-     * record after it is appended (MDB_APPEND), which fills pages where a put splits
-     * them in the middle (a big job's fresh index: series pages 2,201 -> 1,710) */
+    /* while put_series runs (ser_appends): the series table's last key (ser_tail_n 0:
+     * the table is empty); a record after it is appended (MDB_APPEND), which fills
+     * pages where a put splits them in the middle (a big job's fresh index: series
+     * pages 2,201 -> 1,710) */
+    int ser_appends;
     unsigned char ser_tail[DSQ_SERIES_KEY_LEN];
     size_t ser_tail_n;
     /* the run rollups of runs new in the open write, merged from their groups as the
@@ -1111,7 +1113,7 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
         put_be32(key + 16, st->ment[lo].source);
         MDB_val k = {sizeof key, key}, v = {st->piece_end[p] - from, st->grp + from};
         MDB_val tail = {st->ser_tail_n, st->ser_tail};
-        int append = !st->ser_tail_n || key_cmp(&k, &tail) > 0;
+        int append = st->ser_appends && (!st->ser_tail_n || key_cmp(&k, &tail) > 0);
         rc = mdb_cursor_put(c, &k, &v, append ? MDB_APPEND : 0);
         if (!rc && append) {
             memcpy(st->ser_tail, key, sizeof key);
@@ -1164,18 +1166,17 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
     const ser_ref *r = sort_ser(st->ser_at, st->ser_tmp, st->ser_n);
     MDB_cursor *c = NULL;
     int rc = mdb_cursor_open(st->txn, st->series, &c), status = 0;
-    if (!rc) { /* the table's last key, for appends (write_groups) */
+    if (!rc) { /* the table's last key, for appends (write_groups); a key of another
+                  length (damage): no appends */
         MDB_val lk, lv;
         int lr = mdb_cursor_get(c, &lk, &lv, MDB_LAST);
         st->ser_tail_n = 0;
-        if (!lr && lk.mv_size == DSQ_SERIES_KEY_LEN) {
+        st->ser_appends = lr == MDB_NOTFOUND || (!lr && lk.mv_size == DSQ_SERIES_KEY_LEN);
+        if (!lr && st->ser_appends) {
             memcpy(st->ser_tail, lk.mv_data, DSQ_SERIES_KEY_LEN);
             st->ser_tail_n = DSQ_SERIES_KEY_LEN;
         } else if (lr && lr != MDB_NOTFOUND) {
             rc = lr;
-        } else if (!lr) { /* a key of another length: no appends */
-            memset(st->ser_tail, 0xFF, sizeof st->ser_tail);
-            st->ser_tail_n = DSQ_SERIES_KEY_LEN;
         }
     }
     /* A run whose name is newer than the last commit's dictionary has no group
@@ -1252,6 +1253,7 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
             status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups: out of memory");
         x = y;
     }
+    st->ser_appends = 0; /* drop_from_groups rewrites groups in the middle */
     if (c)
         mdb_cursor_close(c);
     if (rc)
@@ -1273,8 +1275,6 @@ static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t
 {
     MDB_cursor *c = NULL;
     int rc = mdb_cursor_open(st->txn, st->series, &c), status = 0;
-    memset(st->ser_tail, 0xFF, sizeof st->ser_tail); /* no appends here */
-    st->ser_tail_n = DSQ_SERIES_KEY_LEN;
     unsigned char at[DSQ_SERIES_KEY_LEN];
     memcpy(at, prefix, DSQ_GROUP_PREFIX_LEN);
     memset(at + DSQ_GROUP_PREFIX_LEN, 0, sizeof at - DSQ_GROUP_PREFIX_LEN);

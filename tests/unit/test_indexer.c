@@ -7,7 +7,6 @@
  * a file of many ranks indexed in bounded memory. */
 #include <archive.h>
 #include <archive_entry.h>
-#include <lmdb.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <zstd.h>
@@ -15,6 +14,7 @@
 #include "dsq/dsq.h"
 #include "indexer.h"
 #include "query.h"
+#include "table.h"
 #include "test.h"
 #include "tmpdir.h"
 
@@ -690,27 +690,12 @@ static void test_many_ranks_in_one_file(void)
     }
 }
 
-/* The entries of table `name` of the index in db. */
+/* The entries of table `name` of the index in db (under tmp). */
 static size_t table_entries(const char *db, const char *name)
 {
     char dir[256];
     snprintf(dir, sizeof dir, "%s/%s", tmp, db);
-    MDB_env *env = NULL;
-    MDB_txn *txn = NULL;
-    MDB_dbi dbi;
-    MDB_stat ms = {0};
-    if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 16) == 0 &&
-        mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
-        mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0 && mdb_dbi_open(txn, name, 0, &dbi) == 0)
-        CHECK_INT(mdb_stat(txn, dbi, &ms), 0);
-    else {
-        fprintf(stderr, "table %s of %s: cannot be read\n", name, db);
-        test_failures++;
-    }
-    if (txn)
-        mdb_txn_abort(txn);
-    mdb_env_close(env);
-    return ms.ms_entries;
+    return table_count(dir, name, TABLE_ENTRIES);
 }
 
 /* A launcher log of `ranks` ranks on ranks / 8 hosts, `rounds` rounds of a step

@@ -9,6 +9,7 @@
 #include "rollup.h"
 #include "sergroup.h"
 #include "store.h"
+#include "table.h"
 #include "test.h"
 #include "timeconv.h"
 #include "tmpdir.h"
@@ -39,41 +40,6 @@ static dsq_store *new_store(char *tmp, dsq_error *err)
 static uint32_t intern(dsq_store *st, const char *s)
 {
     return dsq_dict_intern(dsq_store_dict(st), s, strlen(s));
-}
-
-/* What table_count counts. */
-enum { TABLE_ENTRIES, TABLE_EMPTY, TABLE_BYTES };
-
-/* Of table `name` of the (closed) index in dir, read with LMDB directly: its
- * entries (TABLE_ENTRIES), those whose value is empty (TABLE_EMPTY), or the bytes of
- * all values (TABLE_BYTES); (size_t)-1, a failure counted, when it cannot be read. */
-static size_t table_count(const char *dir, const char *name, int what)
-{
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    MDB_cursor *c;
-    MDB_val k, v;
-    size_t n = (size_t)-1;
-    if (mdb_env_create(&env))
-        goto fail;
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
-            n = 0;
-            for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
-                n += what == TABLE_BYTES ? v.mv_size : what == TABLE_EMPTY ? v.mv_size == 0 : 1;
-            mdb_cursor_close(c);
-        }
-        mdb_txn_abort(txn);
-    }
-    mdb_env_close(env);
-    if (n != (size_t)-1)
-        return n;
-fail:
-    fprintf(stderr, "table %s of %s: cannot be read\n", name, dir);
-    test_failures++;
-    return n;
 }
 
 static size_t table_entries(const char *dir, const char *name)
@@ -1061,25 +1027,6 @@ static void test_series_many_in_one_write_last_wins(void)
     }
 }
 
-/* The leaf pages of table `name` of the (closed) index in dir. */
-static size_t table_leaf_pages(const char *dir, const char *name)
-{
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    MDB_stat ms = {0};
-    if (mdb_env_create(&env))
-        return 0;
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        if (mdb_dbi_open(txn, name, 0, &dbi) == 0)
-            mdb_stat(txn, dbi, &ms);
-        mdb_txn_abort(txn);
-    }
-    mdb_env_close(env);
-    return ms.ms_leaf_pages;
-}
-
 static int count_series(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
 {
     (void)k, (void)rec;
@@ -1121,7 +1068,7 @@ static void test_series_table_filled_in_key_order(void)
         if (write == 0) {
             dsq_store_close(st);
             size_t bytes = table_count(tmp, "series", TABLE_BYTES),
-                   n = table_entries(tmp, "series"), pages = table_leaf_pages(tmp, "series");
+                   n = table_entries(tmp, "series"), pages = table_count(tmp, "series", TABLE_LEAF_PAGES);
             /* each entry: its value, its 20-byte key, an 8-byte node header, a 2-byte index */
             CHECK(n == 3000 && pages > 0 && (bytes + n * 30) * 10 >= pages * 4096 * 9);
             st = open_store(tmp, 0);
