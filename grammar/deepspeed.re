@@ -40,12 +40,14 @@ static void take_value(dsq_match *m, const unsigned char *p, const char *end)
     double v = 0;
     if (m->nv >= DSQ_MATCH_MAXV || dsq_num_parse((const char *)p, end, &v, &stop) != 0)
         return;
+    const char *num_end = stop;
     while (stop < end && (*stop == ' ' || *stop == '\t'))
         stop++;
     const char *u = stop;
     while (stop < end && ((*stop >= 'A' && *stop <= 'Z') || (*stop >= 'a' && *stop <= 'z') ||
                           *stop == '%'))
         stop++;
+    dsq_match_src(m, DSQ_SRC_V, m->nv, (const char *)p, num_end);
     m->v[m->nv] = v;
     m->unit[m->nv] = (uint8_t)dsq_unit_parse(u, (size_t)(stop - u));
     m->nv++;
@@ -301,6 +303,7 @@ static int ds_message(const char *body, const char *end, dsq_match *m)
         }
         "[deepspeed] OVERFLOW! Rank " @a dd+ " " {
             m->rank = (int)strtol((const char *)a, NULL, 10);
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             overflow_fields(m, body, end);
             return 1;
         }
@@ -407,8 +410,9 @@ static int level_of(const unsigned char *p, size_t n)
 
 /* "[Rank N] " right after the header: the rank, and where the message starts.
  * "[Rank -1]" (log_dist called before torch.distributed is up) names no rank. */
-static const unsigned char *rank_tag(const unsigned char *cur, int *rank)
+static const unsigned char *rank_tag(const unsigned char *cur, dsq_match *m)
 {
+    int *rank = &m->rank;
     const unsigned char *mar, *r0, *r1;
     /*!stags:re2c format = 'const unsigned char *@@;\n'; */
     (void)mar;
@@ -425,6 +429,7 @@ static const unsigned char *rank_tag(const unsigned char *cur, int *rank)
             for (const unsigned char *q = r0; q < r1; q++)
                 v = v * 10 + (*q - '0');
             *rank = v;
+            dsq_match_src(m, DSQ_SRC_RANK, 0, (const char *)r0, (const char *)r1);
             return cur;
         }
         "[Rank -1]" " "? { *rank = -1; return cur; } /* log_dist before dist init */
@@ -456,16 +461,13 @@ int dsq_gram_deepspeed(const char *line, size_t len, dsq_match *m)
         * { return 0; }
     */
 header:;
-    const char *t = (const char *)ts;
-    int y = dsq_time_digits(t, 4), mo = dsq_time_digits(t + 5, 2), dd = dsq_time_digits(t + 8, 2);
-    int h = dsq_time_digits(t + 11, 2), mi = dsq_time_digits(t + 14, 2);
-    int s = dsq_time_digits(t + 17, 2), ms = dsq_time_digits(t + 20, 3);
     m->family = DSQ_FAM_DEEPSPEED;
     m->level = level_of(lv0, (size_t)(lv1 - lv0));
-    m->t_us = dsq_time_from_civil(y, mo, dd, h, mi, s, ms * 1000);
+    m->t_us = dsq_time_stamp_ms((const char *)ts);
+    dsq_match_src(m, DSQ_SRC_STAMP_MS, 0, (const char *)ts, (const char *)ts + 23);
     m->func.p = (const char *)f0;
     m->func.n = (size_t)(f1 - f0);
-    const unsigned char *after = rank_tag(cur, &m->rank);
+    const unsigned char *after = rank_tag(cur, m);
     if (after)
         cur = after;
     m->body.p = (const char *)cur;
@@ -546,6 +548,7 @@ int dsq_gram_deepspeed_bare(const char *line, size_t len, dsq_match *m)
         }
         "RANK=" @a dd+ " MEMSTATS " @b any {
             m->rank = (int)strtol((const char *)a, NULL, 10);
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             memstats(m, (const char *)b, end);
             goto found;
         }

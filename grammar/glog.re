@@ -231,6 +231,7 @@ static int desync_line(const char *line, size_t len, dsq_match *m)
 
         ind "- [" @a0 [0-9]+ @a1 "] Timeout at collective: " @b0 [^,\n\r]+ @b1 ", #" {
             m->rank = dig(a0, a1);
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             a0 = b0;
             a1 = b1;
             what = "timeout_at";
@@ -294,6 +295,7 @@ int dsq_gram_glog(const char *line, size_t len, dsq_match *m)
     m->civil = h.civil;
     m->func = h.file;
     m->rank = rank_tag(&msg, end);
+    dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
     m->body.p = msg;
     m->body.n = (size_t)(end - msg);
     if (dsq_starts(msg, end, DSQ_LIT("Watchdog caught collective operation timeout"))) {

@@ -122,6 +122,7 @@ typedef struct dict_kv {
     const char *k;
     size_t kn;
     double v;
+    const char *vp, *vstop; /* where the number was read */
 } dict_kv;
 
 static const char *skip_blanks(const char *p, const char *end)
@@ -156,11 +157,13 @@ static const char *py_number(const char *p, const char *end, double *v)
 /* A value: number, 'number' (transformers >= 4.48 prints floats as f"{v:.4g}"
  * strings), tensor(number, device=...), or another quoted string (*numeric = 0).
  * Returns the position after it, or NULL if it is none of these. */
-static const char *dict_value(const char *p, const char *end, double *v, int *numeric)
+static const char *dict_value(const char *p, const char *end, double *v, int *numeric,
+                              const char **vp, const char **vstop)
 {
     *numeric = 1;
     if (end - p >= 7 && memcmp(p, "tensor(", 7) == 0) {
         const char *q = py_number(p + 7, end, v);
+        *vp = p + 7, *vstop = q;
         while (q && q < end && *q != ')' && *q != '{' && *q != '}')
             q++;
         return q && q < end && *q == ')' ? q + 1 : NULL;
@@ -170,9 +173,11 @@ static const char *dict_value(const char *p, const char *end, double *v, int *nu
         if (!q)
             return NULL;
         *numeric = py_number(p + 1, q, v) == q;
+        *vp = p + 1, *vstop = q;
         return q + 1;
     }
-    return py_number(p, end, v);
+    *vp = p;
+    return *vstop = py_number(p, end, v);
 }
 
 /* Parses "{'k': v, ...}" at p up to the end of the line into kv; returns the pair
@@ -190,11 +195,12 @@ static int dict_parse(const char *p, const char *end, dict_kv *kv)
             return -1;
         double v = 0;
         int numeric;
-        p = dict_value(skip_blanks(q + 2, end), end, &v, &numeric);
+        const char *vp = NULL, *vstop = NULL;
+        p = dict_value(skip_blanks(q + 2, end), end, &v, &numeric, &vp, &vstop);
         if (!p)
             return -1;
         if (numeric && n < HF_MAX_DICT)
-            kv[n++] = (dict_kv){k, (size_t)(q - k), v};
+            kv[n++] = (dict_kv){k, (size_t)(q - k), v, vp, vstop};
         if (p < end && *p == '}')
             return skip_blanks(p + 1, end) == end ? n : -1;
         if (end - p < 2 || p[0] != ',' || p[1] != ' ')
@@ -263,10 +269,10 @@ static int metric_dict(const char *line, size_t len, dsq_match *m)
     m->ev = ev;
     for (int i = 0; i < n; i++) /* epoch first: see the top of the file */
         if (kv[i].kn == 5 && memcmp(kv[i].k, "epoch", 5) == 0)
-            dsq_match_value(m, kv[i].k, kv[i].kn, kv[i].v, DSQ_U_NONE);
+            dsq_match_value_at(m, kv[i].k, kv[i].kn, kv[i].v, DSQ_U_NONE, kv[i].vp, kv[i].vstop);
     for (int i = 0; i < n; i++)
         if (!(kv[i].kn == 5 && memcmp(kv[i].k, "epoch", 5) == 0))
-            dsq_match_value(m, kv[i].k, kv[i].kn, kv[i].v, DSQ_U_NONE);
+            dsq_match_value_at(m, kv[i].k, kv[i].kn, kv[i].v, DSQ_U_NONE, kv[i].vp, kv[i].vstop);
     m->body.p = brace;
     m->body.n = (size_t)(end - brace);
     return 1;

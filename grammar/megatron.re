@@ -181,6 +181,7 @@ static int megatron_body(const char *line, size_t len, dsq_match *m)
             ts = NULL;
             m->ev = DSQ_EV_MEGATRON_MEMORY;
             m->rank = (int)strtol((const char *)r0, NULL, 10);
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             dsq_match_field(m, "iteration", 9, (const char *)it, end);
             add_pairs(m, (const char *)cur, end, DSQ_U_MB);
             goto found;
@@ -218,10 +219,8 @@ static int megatron_body(const char *line, size_t len, dsq_match *m)
     */
 found:
     if (ts) {
-        const char *t = (const char *)ts + 1;
-        m->t_us = dsq_time_from_civil(dsq_time_digits(t, 4), dsq_time_digits(t + 5, 2),
-                                      dsq_time_digits(t + 8, 2), dsq_time_digits(t + 11, 2),
-                                      dsq_time_digits(t + 14, 2), dsq_time_digits(t + 17, 2), 0);
+        m->t_us = dsq_time_stamp_s((const char *)ts + 1);
+        dsq_match_src(m, DSQ_SRC_STAMP_S, 0, (const char *)ts + 1, (const char *)ts + 20);
     }
     return 1;
 }

@@ -271,6 +271,7 @@ static int misc_headers(const char *line, size_t len, dsq_match *m)
                         q++;
                     if (q > w && q[0] == ')' && q[1] == ' ') {
                         m->rank = small_int(r);
+                        dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
                         cur = q + 2;
                     }
                 }
@@ -300,6 +301,7 @@ static int misc_headers(const char *line, size_t len, dsq_match *m)
         "| distributed init (rank " @r0 d{1,6} "): " {
             m->level = DSQ_LV_INFO;
             m->rank = small_int(r0);
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             goto found;
         }
         "| initialized host " {
@@ -311,11 +313,13 @@ static int misc_headers(const char *line, size_t len, dsq_match *m)
                 return 0;
             m->level = DSQ_LV_INFO;
             m->rank = small_int((const unsigned char *)q + sizeof as - 1);
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             m->host = dsq_trim((const char *)cur, q); /* the machine's name */
             goto found;
         }
         "#  Rank " " "* @r0 d{1,6} " Group " " "* d+ " Pid " " "* d+ " on " @h0 [^ \n\r]+ @h1 " device " {
             m->rank = small_int(r0); /* nccl-tests: the rank, its host and device */
+            dsq_match_src(m, DSQ_SRC_RANK, 0, NULL, NULL); /* read here: not a source */
             m->host = (dsq_span){(const char *)h0, (size_t)(h1 - h0)};
             goto found;
         }

@@ -64,11 +64,22 @@ void dsq_match_value(dsq_match *m, const char *name, size_t name_n, double v, in
 {
     if (m->nf >= DSQ_MATCH_MAXF)
         return;
+    dsq_match_src(m, DSQ_SRC_FIELD, m->nf, NULL, NULL);
     dsq_mfield *f = &m->f[m->nf++];
     f->name.p = name;
     f->name.n = name_n;
     f->v = v;
     f->unit = (uint8_t)unit;
+}
+
+void dsq_match_value_at(dsq_match *m, const char *name, size_t name_n, double v, int unit,
+                        const char *p, const char *stop)
+{
+    if (m->nf >= DSQ_MATCH_MAXF)
+        return;
+    dsq_match_value(m, name, name_n, v, unit);
+    if (m->nsrc <= DSQ_MATCH_MAXSRC)
+        m->src[m->nsrc - 1].p = p, m->src[m->nsrc - 1].n = (uint16_t)(stop - p);
 }
 
 const char *dsq_match_field(dsq_match *m, const char *name, size_t name_n, const char *num,
@@ -85,6 +96,6 @@ const char *dsq_match_field(dsq_match *m, const char *name, size_t name_n, const
     while (ue < end && ((*ue >= 'A' && *ue <= 'Z') || (*ue >= 'a' && *ue <= 'z') || *ue == '%'))
         ue++;
     int unit = ue > u ? (int)dsq_unit_parse(u, (size_t)(ue - u)) : DSQ_U_NONE;
-    dsq_match_value(m, name, name_n, v, unit);
+    dsq_match_value_at(m, name, name_n, v, unit, num, stop);
     return unit != DSQ_U_NONE ? ue : stop;
 }

@@ -71,6 +71,26 @@ typedef struct dsq_civil {
     int y, mo, d, h, mi, s, us;
 } dsq_civil;
 
+/* Where a number of the match came from (see src/shapes.h): the line-shape cache
+ * replays a recognizer's match on a line that differs only in these digits, so it
+ * must know which digits each value, rank or stamp was read from and how. A value
+ * set without a source (a computed one) keeps its line's shape out of the cache. */
+enum dsq_msrc_kind {
+    DSQ_SRC_FIELD = 1, /* f[slot].v = dsq_num_parse of [p, stop) */
+    DSQ_SRC_V,         /* v[slot] likewise */
+    DSQ_SRC_RANK,      /* rank = the decimal digits [p, stop) */
+    DSQ_SRC_STAMP_MS,  /* t_us = dsq_time_stamp_ms(p): "YYYY-MM-DD HH:MM:SS,mmm" */
+    DSQ_SRC_STAMP_S    /* t_us = dsq_time_stamp_s(p): "YYYY-MM-DD HH:MM:SS" */
+};
+#define DSQ_MATCH_MAXSRC 28
+
+typedef struct dsq_msrc {
+    const char *p;  /* NULL: the value has no source in the line */
+    uint16_t n;     /* bytes from p the value was read from */
+    uint8_t kind;   /* enum dsq_msrc_kind */
+    uint8_t slot;   /* f[] or v[] index */
+} dsq_msrc;
+
 typedef struct dsq_match {
     int kind;        /* enum dsq_mkind */
     int family;      /* enum dsq_family */
@@ -98,6 +118,8 @@ typedef struct dsq_match {
      * "comm ... rank R nranks N") and gives that rank to the process's other lines.
      * A recognizer may also set m->host (NCCL's host) when no pdsh prefix did. */
     dsq_span proc;
+    int nsrc;        /* sources noted so far (past DSQ_MATCH_MAXSRC: nsrc only grows) */
+    dsq_msrc src[DSQ_MATCH_MAXSRC];
     /* What a recognizer parsed, left for its own family's handler so the line is not
      * parsed twice (NCCL keeps its dsq_nccl_line here). Valid for this line only,
      * and only when m->family is that recognizer's family; never cleared. */
@@ -114,8 +136,21 @@ typedef struct dsq_match {
 const char *dsq_match_field(dsq_match *m, const char *name, size_t name_n, const char *num,
                             const char *end);
 
-/* Appends a field with a value already known. */
+/* Appends a field with a value already known (computed: no source in the line). */
 void dsq_match_value(dsq_match *m, const char *name, size_t name_n, double v, int unit);
+
+/* Appends a field whose value dsq_num_parse read from [p, stop). */
+void dsq_match_value_at(dsq_match *m, const char *name, size_t name_n, double v, int unit,
+                        const char *p, const char *stop);
+
+/* Notes where a value, rank or stamp of the match came from (see dsq_msrc). */
+static inline void dsq_match_src(dsq_match *m, int kind, int slot, const char *p, const char *stop)
+{
+    if (m->nsrc < DSQ_MATCH_MAXSRC)
+        m->src[m->nsrc] = (dsq_msrc){p, (uint16_t)(p && stop - p < 65536 ? stop - p : 0),
+                                     (uint8_t)kind, (uint8_t)slot};
+    m->nsrc++;
+}
 
 /* --- stateful families: multi-line events (tracebacks, tables, blocks) ------ */
 

@@ -20,6 +20,7 @@
 #include "scan.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@
 #include "idmap.h"
 #include "lines.h"
 #include "num.h"
+#include "shapes.h"
 
 #define MAX_PENDING 64
 /* (host, pid) -> rank of the processes a stream names (proc_rank): a table of
@@ -126,6 +128,8 @@ struct dsq_scan {
      * the line (so the line comes first in `explain` and golden output, and a
      * handler can claim the line for its family before anyone looks at it). */
     int deferring;
+    dsq_shapes *shapes; /* NULL: DSQ_LINE_SHAPES=0 */
+    int shapes_check;   /* DSQ_LINE_SHAPES=check: every shape's answer checked */
     int nqueued;
     dsq_event queue[LINE_EVENTS];
     size_t fam_state_size;
@@ -176,6 +180,12 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
         dsq_scan_free(sc);
         return DSQ_ENOMEM;
     }
+    const char *shapes = getenv("DSQ_LINE_SHAPES");
+    sc->shapes_check = shapes && strcmp(shapes, "check") == 0;
+    if (!(shapes && strcmp(shapes, "0") == 0) && dsq_shapes_new(&sc->shapes) != 0) {
+        dsq_scan_free(sc);
+        return DSQ_ENOMEM;
+    }
     *out = sc;
     return 0;
 }
@@ -185,6 +195,7 @@ void dsq_scan_free(dsq_scan *sc)
     if (!sc)
         return;
     free(sc->fam_state);
+    dsq_shapes_free(sc->shapes);
     free(sc->ranks);
     dsq_idmap_free(sc->rank_map);
     free(sc->procs);
@@ -432,6 +443,7 @@ static void match_init(dsq_match *m)
     m->tod_us = -1;
     m->proc.p = NULL;
     m->proc.n = 0;
+    m->nsrc = 0;
 }
 
 /* Resolves the line's time: its own stamp, a year-less stamp completed with the
@@ -818,6 +830,40 @@ static void recognize(dsq_match *m, const char *line, size_t len)
     }
 }
 
+/* DSQ_LINE_SHAPES=check: the recognizers' match of a line the shapes answered,
+ * from the match as the prefix layers left it; a difference is a bug in a shape
+ * (or a recognizer that decides by a digit's value), reported and fatal. */
+static void check_shape(const dsq_match *before, const dsq_match *got, const char *line,
+                        size_t len)
+{
+    dsq_match want = *before;
+    recognize(&want, line, len);
+    if (dsq_shapes_same_match(&want, got))
+        return;
+    fprintf(stderr, "dsq: line shape gave another match than the recognizers for: %.*s\n",
+            (int)len, line);
+    abort();
+}
+
+/* The line's match: from a learned shape, else from the recognizers (and learned). */
+static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t len)
+{
+    if (!sc->shapes) {
+        recognize(m, line, len);
+        return;
+    }
+    dsq_match before;
+    if (sc->shapes_check)
+        before = *m;
+    if (dsq_shapes_apply(sc->shapes, line, len, m)) {
+        if (sc->shapes_check)
+            check_shape(&before, m, line, len);
+        return;
+    }
+    recognize(m, line, len);
+    dsq_shapes_learn(sc->shapes, line, len, m);
+}
+
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
 {
     dsq_scan *sc = scanner;
@@ -844,7 +890,7 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
         if (host)
             m.host.p = dsq_dict_str(sc->p.dict, host, &m.host.n);
     }
-    recognize(&m, rest, rest_n);
+    recognize_line(sc, &m, rest, rest_n);
     line_time(sc, &m);
     if (m.host.n && m.host.p != prefix_host.p && !prefix_host.n) /* e.g. NCCL's host: */
         host = host_id(sc, m.host);

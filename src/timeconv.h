@@ -31,4 +31,22 @@ static inline int dsq_time_digits(const char *p, int n)
     return bad ? -1 : v;
 }
 
+/* "YYYY-MM-DD HH:MM:SS" at p (any separators): the stamp DeepSpeed's, Megatron's
+ * and others' headers print. Digits are not checked (callers matched them). */
+static inline int64_t dsq_time_stamp_s(const char *p)
+{
+    return dsq_time_from_civil(dsq_time_digits(p, 4), dsq_time_digits(p + 5, 2),
+                               dsq_time_digits(p + 8, 2), dsq_time_digits(p + 11, 2),
+                               dsq_time_digits(p + 14, 2), dsq_time_digits(p + 17, 2), 0);
+}
+
+/* The same with milliseconds after a separator: "YYYY-MM-DD HH:MM:SS,mmm". */
+static inline int64_t dsq_time_stamp_ms(const char *p)
+{
+    return dsq_time_from_civil(dsq_time_digits(p, 4), dsq_time_digits(p + 5, 2),
+                               dsq_time_digits(p + 8, 2), dsq_time_digits(p + 11, 2),
+                               dsq_time_digits(p + 14, 2), dsq_time_digits(p + 17, 2),
+                               dsq_time_digits(p + 20, 3) * 1000);
+}
+
 #endif

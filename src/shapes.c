@@ -1,0 +1,483 @@
+/* Line shapes: see shapes.h. A set-associative table of learned shapes, found by a
+ * hash of the line with its digits zeroed, checked byte for byte before use. */
+#include "shapes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "num.h"
+#include "timeconv.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define SHAPE_LINE_MAX 384 /* longer lines are not learned */
+#define SETS 256
+#define WAYS 4
+#define GIVE_UP_FAILS 32   /* a shape whose literal digits keep changing stops being learned */
+
+/* A span of the match: left as the prefix layers set it, an offset into the line,
+ * or a pointer outside the line (a name the recognizer holds as a literal). */
+enum { REF_KEEP = 0, REF_LINE, REF_ABS };
+typedef struct ref {
+    const char *abs;
+    uint32_t off, n;
+    uint8_t how;
+} ref;
+
+typedef struct source {
+    uint16_t off, n;
+    uint8_t kind, slot;
+} source;
+
+typedef struct shape {
+    uint32_t hits, fails;
+    uint16_t len;
+    uint8_t neg;      /* learned as one the recognizers must always see */
+    uint8_t nsrc;
+    int kind, family, level, rank, ev, nf, nv;
+    int64_t t_us, tod_us;
+    dsq_civil civil;
+    ref host, func, body, label, text, proc;
+    ref fname[DSQ_MATCH_MAXF];
+    uint8_t funit[DSQ_MATCH_MAXF];
+    uint8_t vunit[DSQ_MATCH_MAXV];
+    source src[DSQ_MATCH_MAXSRC];
+    unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel, zero after */
+    unsigned char wild[SHAPE_LINE_MAX + 16];  /* 0xFF where a source digit is */
+} shape;
+
+/* What dsq_shapes_apply saw of a line it did not know, for dsq_shapes_learn. */
+typedef struct noted {
+    const char *line;
+    size_t len;
+    uint64_t key;
+    int kind, family, level, rank;
+    dsq_span host, body;
+} noted;
+
+struct dsq_shapes {
+    uint64_t keys[SETS * WAYS]; /* each shape's key, together: a lookup reads one line */
+    shape *sets;          /* SETS x WAYS */
+    unsigned char next[SETS]; /* the way a new shape takes next, round robin */
+    noted nt;
+    int have_noted;
+    dsq_shapes_stats st;
+};
+
+int dsq_shapes_new(dsq_shapes **out)
+{
+    dsq_shapes *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    s->sets = calloc((size_t)SETS * WAYS, sizeof *s->sets);
+    if (!s->sets) {
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void dsq_shapes_free(dsq_shapes *s)
+{
+    if (!s)
+        return;
+    free(s->sets);
+    free(s);
+}
+
+const dsq_shapes_stats *dsq_shapes_stats_get(const dsq_shapes *s) { return &s->st; }
+
+/* 8 bytes with each digit made '0' (SWAR: a byte is a digit when it is '0'..'9'). */
+static uint64_t skeleton8(uint64_t x)
+{
+    const uint64_t lo7 = 0x7F7F7F7F7F7F7F7Full, hi = 0x8080808080808080ull;
+    uint64_t a = x ^ 0x3030303030303030ull;
+    uint64_t not_digit = (((a & lo7) + 0x7676767676767676ull) | a) & hi;
+    uint64_t digit = ((~not_digit & hi) >> 7) * 0xFF;
+    return (x & ~digit) | (0x3030303030303030ull & digit);
+}
+
+static uint64_t word_at(const char *line, size_t len, size_t at)
+{
+    uint64_t x = 0;
+    if (len >= 8)
+        memcpy(&x, line + (at + 8 <= len ? at : len - 8), 8);
+    else
+        memcpy(&x, line, len);
+    return x;
+}
+
+/* The key of a line's shape: its length, five of its words with digits zeroed
+ * (a line of the same shape has the same; others rarely do, and every use is
+ * checked byte for byte), and what the prefix layers left in the match. */
+static uint64_t shape_key(const char *line, size_t len, uint64_t state)
+{
+    uint64_t h = (len + 1) * 0x9E3779B97F4A7C15ull ^ state;
+    size_t at[5] = {0, len / 4, len / 2, len - len / 4, len >= 8 ? len - 8 : 0};
+    for (int i = 0; i < 5; i++) {
+        h = (h ^ skeleton8(word_at(line, len, at[i]))) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 31;
+    }
+    return h | 1;
+}
+
+/* Whether the line's bytes are the shape's: the same bytes but where a source
+ * digit was, which must be a digit. The sentinel line[len] is compared too. */
+#if defined(__SSE2__)
+/* Bits of the 16 bytes at b that are the shape's at i (see same_bytes). */
+static unsigned same16(const shape *sh, size_t i, const unsigned char *b)
+{
+    __m128i vb = _mm_loadu_si128((const __m128i *)(const void *)b);
+    __m128i va = _mm_loadu_si128((const __m128i *)(const void *)(sh->bytes + i));
+    __m128i vw = _mm_loadu_si128((const __m128i *)(const void *)(sh->wild + i));
+    __m128i t = _mm_sub_epi8(vb, _mm_set1_epi8('0'));
+    __m128i dig = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
+    __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(va, vb), _mm_and_si128(dig, vw));
+    return (unsigned)_mm_movemask_epi8(ok);
+}
+#endif
+
+/* Reading 16 bytes from p cannot fault when they lie in p's page (bytes past the
+ * line are masked out). Not under AddressSanitizer, which reports such reads. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SHAPE_PAGE_READS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define SHAPE_PAGE_READS 0
+#endif
+#endif
+#ifndef SHAPE_PAGE_READS
+#define SHAPE_PAGE_READS 1
+#endif
+
+static int same_bytes(const shape *sh, const char *line, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)line;
+    size_t n = len + 1, i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16)
+        if (same16(sh, i, b + i) != 0xFFFF)
+            return 0;
+    if (i < n && SHAPE_PAGE_READS && ((uintptr_t)(b + i) & 4095) <= 4096 - 16) {
+        unsigned want = (1u << (n - i)) - 1;
+        return (same16(sh, i, b + i) & want) == want;
+    }
+#endif
+    for (; i < n; i++) {
+        if (sh->wild[i] ? (unsigned)(b[i] - '0') > 9 : sh->bytes[i] != b[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* What the prefix layers left in m, as far as recognizers could tell it apart;
+ * -1 when m has something a shape does not keep (a time, values). */
+static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
+{
+    if (m->t_us != DSQ_TIME_NONE || m->tod_us >= 0 || m->civil.mo || m->nf || m->nv || m->ev ||
+        m->nsrc || m->func.n || m->label.n || m->text.n || m->proc.n)
+        return -1;
+    int body = !m->body.p ? 0 : m->body.p == line && m->body.n == len ? 1 : -1;
+    if (body < 0 || m->kind < 0 || m->kind > 255 || m->level < 0 || m->level > 15 ||
+        m->family < 0 || m->family > 255 || m->rank < -1 || m->rank > 0xFFFFFF)
+        return -1;
+    return (int64_t)((uint64_t)(uint32_t)(m->rank + 1) << 24 | (uint64_t)m->kind << 16 |
+                     (uint64_t)m->family << 8 | (uint64_t)m->level << 4 |
+                     (uint64_t)(m->host.n != 0) << 1 | (uint64_t)body);
+}
+
+static dsq_span span_of(ref r, dsq_span keep, const char *line)
+{
+    switch (r.how) {
+    case REF_LINE: return (dsq_span){line + r.off, r.n};
+    case REF_ABS: return (dsq_span){r.abs, r.n};
+    default: return keep;
+    }
+}
+
+/* The values of the shape's sources in this line; 0 if one does not read as it
+ * did when the shape was learned (it always does: a guard). */
+static int read_sources(const shape *sh, const char *line, size_t len, double *vals,
+                        int *rank, int64_t *t_us)
+{
+    const char *end = line + len;
+    for (int i = 0; i < sh->nsrc; i++) {
+        const source *sr = &sh->src[i];
+        const char *p = line + sr->off, *stop = NULL;
+        switch (sr->kind) {
+        case DSQ_SRC_FIELD:
+        case DSQ_SRC_V:
+            if (dsq_num_parse(p, end, &vals[i], &stop) != 0 || stop != p + sr->n)
+                return 0;
+            break;
+        case DSQ_SRC_RANK:
+            *rank = dsq_time_digits(p, sr->n);
+            break;
+        case DSQ_SRC_STAMP_MS: *t_us = dsq_time_stamp_ms(p); break;
+        case DSQ_SRC_STAMP_S: *t_us = dsq_time_stamp_s(p); break;
+        default: return 0;
+        }
+    }
+    return 1;
+}
+
+/* Fills m from the shape for this line (its bytes already checked). */
+static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
+{
+    double vals[DSQ_MATCH_MAXSRC];
+    int rank = sh->rank;
+    int64_t t_us = sh->t_us;
+    if (!read_sources(sh, line, len, vals, &rank, &t_us))
+        return 0;
+    m->kind = sh->kind;
+    m->family = sh->family;
+    m->level = sh->level;
+    m->rank = rank;
+    m->t_us = t_us;
+    m->tod_us = sh->tod_us;
+    if (sh->civil.mo)
+        m->civil = sh->civil;
+    else
+        m->civil.mo = 0;
+    m->host = span_of(sh->host, m->host, line);
+    m->func = span_of(sh->func, m->func, line);
+    m->body = span_of(sh->body, m->body, line);
+    m->label = span_of(sh->label, m->label, line);
+    m->text = span_of(sh->text, m->text, line);
+    m->proc = span_of(sh->proc, m->proc, line);
+    m->ev = sh->ev;
+    m->nf = sh->nf;
+    m->nv = sh->nv;
+    for (int i = 0; i < sh->nf; i++) {
+        m->f[i].name = span_of(sh->fname[i], m->f[i].name, line);
+        m->f[i].unit = sh->funit[i];
+    }
+    for (int i = 0; i < sh->nv; i++)
+        m->unit[i] = sh->vunit[i];
+    for (int i = 0; i < sh->nsrc; i++) {
+        if (sh->src[i].kind == DSQ_SRC_FIELD)
+            m->f[sh->src[i].slot].v = vals[i];
+        else if (sh->src[i].kind == DSQ_SRC_V)
+            m->v[sh->src[i].slot] = vals[i];
+    }
+    m->nsrc = 0;
+    return 1;
+}
+
+int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
+{
+    s->have_noted = 0;
+    int64_t state = prefix_state(m, line, len);
+    if (state < 0 || len > SHAPE_LINE_MAX)
+        return 0;
+    uint64_t key = shape_key(line, len, (uint64_t)state);
+    size_t at = (key >> 24) % SETS * WAYS;
+    for (int w = 0; w < WAYS; w++) {
+        if (s->keys[at + w] != key)
+            continue;
+        shape *sh = &s->sets[at + w];
+        if (sh->len != len)
+            continue;
+        if (sh->neg) {
+            s->st.misses++;
+            return 0; /* not noted: nothing to learn */
+        }
+        if (same_bytes(sh, line, len) && replay(sh, line, len, m)) {
+            sh->hits++;
+            s->st.hits++;
+            return 1;
+        }
+        sh->fails++;
+    }
+    s->st.misses++;
+    s->nt = (noted){line, len, key, m->kind, m->family, m->level, m->rank, m->host, m->body};
+    s->have_noted = 1;
+    return 0;
+}
+
+/* The last source of this kind and slot, or NULL. */
+static const dsq_msrc *last_src(const dsq_match *m, int kind, int slot)
+{
+    for (int i = m->nsrc - 1; i >= 0; i--)
+        if (m->src[i].kind == kind && m->src[i].slot == slot)
+            return &m->src[i];
+    return NULL;
+}
+
+static int in_line(const char *p, const char *line, size_t len)
+{
+    return p && p >= line && p <= line + len;
+}
+
+static ref ref_of(dsq_span out, dsq_span in, const char *line, size_t len)
+{
+    if (out.p == in.p && out.n == in.n)
+        return (ref){0};
+    if (in_line(out.p, line, len) && out.n <= len - (size_t)(out.p - line))
+        return (ref){NULL, (uint32_t)(out.p - line), (uint32_t)out.n, REF_LINE};
+    return (ref){out.p, 0, (uint32_t)out.n, REF_ABS};
+}
+
+/* Adds a source to the shape and marks its digits as wildcards; 0 if it is not in
+ * the line or reads otherwise than the match has it. */
+static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t len,
+                      const dsq_match *m)
+{
+    if (!sr || !in_line(sr->p, line, len) || sr->n == 0 ||
+        sr->n > len - (size_t)(sr->p - line))
+        return 0;
+    const char *p = sr->p, *stop = NULL;
+    switch (sr->kind) {
+    case DSQ_SRC_FIELD:
+    case DSQ_SRC_V: {
+        double v, want = sr->kind == DSQ_SRC_FIELD ? m->f[sr->slot].v : m->v[sr->slot];
+        if (dsq_num_parse(p, line + len, &v, &stop) != 0 || stop != p + sr->n ||
+            memcmp(&v, &want, sizeof v) != 0)
+            return 0;
+        break;
+    }
+    case DSQ_SRC_RANK:
+        if (sr->n > 7 || dsq_time_digits(p, sr->n) != m->rank)
+            return 0;
+        break;
+    case DSQ_SRC_STAMP_MS:
+        if (sr->n != 23 || dsq_time_stamp_ms(p) != m->t_us)
+            return 0;
+        break;
+    case DSQ_SRC_STAMP_S:
+        if (sr->n != 19 || dsq_time_stamp_s(p) != m->t_us)
+            return 0;
+        break;
+    default: return 0;
+    }
+    size_t off = (size_t)(p - line);
+    for (size_t i = off; i < off + sr->n; i++)
+        if ((unsigned)(line[i] - '0') <= 9)
+            sh->wild[i] = 0xFF;
+    sh->src[sh->nsrc++] = (source){(uint16_t)off, sr->n, sr->kind, sr->slot};
+    return 1;
+}
+
+/* Fills the shape from the line and the recognizers' match; 0 if it cannot be
+ * replayed. */
+static int build(shape *sh, const noted *nt, const dsq_match *m)
+{
+    const char *line = nt->line;
+    size_t len = nt->len;
+    if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
+        m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
+        return 0;
+    memset(sh->bytes, 0, sizeof sh->bytes);
+    memset(sh->wild, 0, sizeof sh->wild);
+    memcpy(sh->bytes, line, len + 1);
+    sh->nsrc = 0;
+    for (int i = 0; i < m->nf; i++)
+        if (!add_source(sh, last_src(m, DSQ_SRC_FIELD, i), line, len, m))
+            return 0;
+    for (int i = 0; i < m->nv; i++)
+        if (!add_source(sh, last_src(m, DSQ_SRC_V, i), line, len, m))
+            return 0;
+    /* a rank or stamp read without a source keeps its digits literal */
+    const dsq_msrc *r = last_src(m, DSQ_SRC_RANK, 0);
+    if (r && r->p && !add_source(sh, r, line, len, m))
+        return 0;
+    const dsq_msrc *t = NULL;
+    for (int i = m->nsrc - 1; i >= 0 && !t; i--)
+        if (m->src[i].kind == DSQ_SRC_STAMP_MS || m->src[i].kind == DSQ_SRC_STAMP_S)
+            t = &m->src[i];
+    if (t && t->p && !add_source(sh, t, line, len, m))
+        return 0;
+    sh->kind = m->kind;
+    sh->family = m->family;
+    sh->level = m->level;
+    sh->rank = m->rank;
+    sh->ev = m->ev;
+    sh->nf = m->nf;
+    sh->nv = m->nv;
+    sh->t_us = m->t_us;
+    sh->tod_us = m->tod_us;
+    sh->civil = m->civil.mo ? m->civil : (dsq_civil){0};
+    dsq_span none = {NULL, 0};
+    sh->host = ref_of(m->host, nt->host, line, len);
+    sh->body = ref_of(m->body, nt->body, line, len);
+    sh->func = ref_of(m->func, none, line, len);
+    sh->label = ref_of(m->label, none, line, len);
+    sh->text = ref_of(m->text, none, line, len);
+    sh->proc = ref_of(m->proc, none, line, len);
+    for (int i = 0; i < m->nf; i++) {
+        sh->fname[i] = ref_of(m->f[i].name, none, line, len);
+        sh->funit[i] = m->f[i].unit;
+    }
+    for (int i = 0; i < m->nv; i++)
+        sh->vunit[i] = m->unit[i];
+    /* the shape gives back this very match from this very line, or is not kept */
+    dsq_match again;
+    again.kind = nt->kind, again.family = nt->family, again.level = nt->level;
+    again.rank = nt->rank, again.host = nt->host, again.body = nt->body;
+    again.t_us = DSQ_TIME_NONE, again.tod_us = -1, again.civil.mo = 0;
+    again.func = again.label = again.text = again.proc = none;
+    again.nf = again.nv = again.ev = again.nsrc = 0;
+    return replay(sh, line, len, &again) && dsq_shapes_same_match(&again, m);
+}
+
+void dsq_shapes_learn(dsq_shapes *s, const char *line, size_t len, const dsq_match *m)
+{
+    if (!s->have_noted || s->nt.line != line || s->nt.len != len)
+        return;
+    s->have_noted = 0;
+    uint64_t key = s->nt.key;
+    size_t at = (key >> 24) % SETS * WAYS;
+    shape *set = &s->sets[at], *sh = NULL;
+    uint32_t fails = 0, hits = 0;
+    for (int w = 0; w < WAYS && !sh; w++)
+        if (s->keys[at + w] == key && set[w].len == len) {
+            sh = &set[w]; /* the same shape with other literal digits: replaced */
+            fails = sh->fails, hits = sh->hits;
+        }
+    for (int w = 0; w < WAYS && !sh; w++)
+        if (!s->keys[at + w])
+            sh = &set[w];
+    if (!sh) {
+        unsigned char *nx = &s->next[(key >> 24) % SETS];
+        sh = &set[*nx % WAYS];
+        *nx = (unsigned char)((*nx + 1) % WAYS);
+    }
+    s->keys[at + (size_t)(sh - set)] = key;
+    sh->len = (uint16_t)len;
+    sh->fails = fails;
+    sh->hits = hits;
+    sh->neg = !build(sh, &s->nt, m) || (fails >= GIVE_UP_FAILS && hits < fails);
+    if (sh->neg)
+        s->st.refused++;
+    else
+        s->st.learned++;
+}
+
+static int same_span(dsq_span a, dsq_span b) { return a.p == b.p && a.n == b.n; }
+
+static int same_double(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+int dsq_shapes_same_match(const dsq_match *a, const dsq_match *b)
+{
+    if (a->kind != b->kind || a->family != b->family || a->level != b->level ||
+        a->rank != b->rank || a->t_us != b->t_us || a->tod_us != b->tod_us || a->ev != b->ev ||
+        a->nf != b->nf || a->nv != b->nv || a->civil.mo != b->civil.mo)
+        return 0;
+    if (a->civil.mo && memcmp(&a->civil, &b->civil, sizeof a->civil) != 0)
+        return 0;
+    if (!same_span(a->host, b->host) || !same_span(a->func, b->func) ||
+        !same_span(a->body, b->body) || !same_span(a->label, b->label) ||
+        !same_span(a->text, b->text) || !same_span(a->proc, b->proc))
+        return 0;
+    for (int i = 0; i < a->nv && i < DSQ_MATCH_MAXV; i++)
+        if (!same_double(a->v[i], b->v[i]) || a->unit[i] != b->unit[i])
+            return 0;
+    for (int i = 0; i < a->nf && i < DSQ_MATCH_MAXF; i++)
+        if (!same_span(a->f[i].name, b->f[i].name) || !same_double(a->f[i].v, b->f[i].v) ||
+            a->f[i].unit != b->f[i].unit)
+            return 0;
+    return 1;
+}
