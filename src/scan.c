@@ -427,7 +427,7 @@ void dsq_scan_set_written(dsq_scan *sc, int64_t t_us)
 
 /* Clears what recognizers read or fill; the field arrays are left as they are
  * (nf / nv say how much is valid), which keeps this off the per-line profile. */
-static void match_init(dsq_match *m)
+void dsq_scan_match_init(dsq_match *m)
 {
     m->kind = DSQ_MK_NONE;
     m->family = DSQ_FAM_OTHER;
@@ -645,11 +645,11 @@ static int maybe_host(dsq_scan *sc, const dsq_match *m)
               (m->host.p[i] >= 'a' && m->host.p[i] <= 'z')))
             letters_only = 0;
     dsq_match t;
-    match_init(&t);
+    dsq_scan_match_init(&t);
     int ok = 0;
     if (!letters_only && dsq_gram_prefix(m->body.p, m->body.n, &t) && t.rank >= 0)
         ok = 1;
-    match_init(&t);
+    dsq_scan_match_init(&t);
     if (!ok && recognize_at(&t, m->body.p, m->body.n))
         ok = !letters_only || t.t_us != DSQ_TIME_NONE || t.civil.mo ||
              (t.host.n == m->host.n && memcmp(t.host.p, m->host.p, t.host.n) == 0);
@@ -680,10 +680,10 @@ static int maybe_layer(dsq_scan *sc, dsq_match *m, const char *line, int rank_be
     if (*seen)
         return 1;
     dsq_match t;
-    match_init(&t);
+    dsq_scan_match_init(&t);
     int ok = dsq_gram_prefix(m->body.p, m->body.n, &t) == 1 ||
              dsq_gram_pdsh(m->body.p, m->body.n, &t) == 1;
-    match_init(&t);
+    dsq_scan_match_init(&t);
     ok = ok || recognize_at(&t, m->body.p, m->body.n);
     *seen = ok;
     return ok;
@@ -819,13 +819,13 @@ static const char *after_bar(const char *line, size_t len)
 
 /* The first recognizer that takes the line owns it. A line nobody takes may be a
  * progress bar with a logger line glued after it: the glued line is recognized. */
-static void recognize(dsq_match *m, const char *line, size_t len)
+void dsq_scan_recognize(dsq_match *m, const char *line, size_t len)
 {
     if (recognize_at(m, line, len))
         return;
     const char *g = memchr(line, '|', len) ? after_bar(line, len) : NULL;
     if (g) {
-        match_init(m);
+        dsq_scan_match_init(m);
         recognize_at(m, g, len - (size_t)(g - line));
     }
 }
@@ -837,7 +837,7 @@ static void check_shape(const dsq_match *before, const dsq_match *got, const cha
                         size_t len)
 {
     dsq_match want = *before;
-    recognize(&want, line, len);
+    dsq_scan_recognize(&want, line, len);
     if (dsq_shapes_same_match(&want, got))
         return;
     fprintf(stderr, "dsq: line shape gave another match than the recognizers for: %.*s\n",
@@ -849,7 +849,7 @@ static void check_shape(const dsq_match *before, const dsq_match *got, const cha
 static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t len)
 {
     if (!sc->shapes) {
-        recognize(m, line, len);
+        dsq_scan_recognize(m, line, len);
         return;
     }
     dsq_match before;
@@ -860,7 +860,7 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
             check_shape(&before, m, line, len);
         return;
     }
-    recognize(m, line, len);
+    dsq_scan_recognize(m, line, len);
     dsq_shapes_learn(sc->shapes, line, len, m);
 }
 
@@ -876,7 +876,7 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     sc->st.lines++;
     if (flags & DSQ_LINE_CUT)
         sc->st.cut++;
-    match_init(&m);
+    dsq_scan_match_init(&m);
     if (len >= 3 && line[0] == '\xEF' && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
         rest += 3; /* a UTF-8 byte order mark (files concatenated: anywhere) */
         rest_n -= 3;

@@ -65,4 +65,10 @@ int dsq_scan_end(dsq_scan *sc);
 
 const dsq_scan_stats *dsq_scan_stats_get(const dsq_scan *sc);
 
+/* What dsq_scan_line does to a line after its prefix layers, for tests and
+ * fuzzers: a match cleared as before the prefix layers, and the recognizers run on
+ * the line (the first that takes it; a progress bar's glued line). No shapes. */
+void dsq_scan_match_init(dsq_match *m);
+void dsq_scan_recognize(dsq_match *m, const char *line, size_t len);
+
 #endif

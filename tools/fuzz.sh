@@ -13,7 +13,7 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSQ_FUZZ=O
   -DDSQ_SANITIZE=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scan pdsh prefix deepspeed hf megatron mmengine glog torchrun
+[ ${#targets[@]} -gt 0 ] || targets=(scan shapes pdsh prefix deepspeed hf megatron mmengine glog torchrun
                                      traceback pywarn nccl misc tqdm lines time query input values)
 for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t

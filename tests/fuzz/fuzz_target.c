@@ -7,6 +7,9 @@
  *   <grammar>   bytes -> line splitter -> that one recognizer on every line
  *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
  *               traceback, pywarn, nccl, misc)
+ *   shapes      bytes -> line splitter -> each line recognized and its shape learned,
+ *               then the line again with its digits changed: where the line shapes
+ *               answer it, the answer must be the recognizers' (src/shapes.h)
  *   lines time query input values   see fuzz_surfaces.c
  *
  * The same file links with fuzz_replay.c into an ordinary program that runs the
@@ -24,6 +27,7 @@
 #include "grammar.h"
 #include "lines.h"
 #include "scan.h"
+#include "shapes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,6 +82,40 @@ static int one_line(void *ctx, const char *line, size_t len, unsigned flags)
     return 0;
 }
 
+/* The shapes target: the line learned, then with each digit changed as the
+ * line's own bytes say (so the fuzzer steers which digits change, and how). */
+static int shapes_line(void *ctx, const char *line, size_t len, unsigned flags)
+{
+    dsq_shapes *s = ctx;
+    static char copy[4096 + 1 + 64];
+    (void)flags;
+    if (len > 4096)
+        return 0;
+    for (int round = 0; round < 2; round++) {
+        const char *p = line;
+        if (round == 1) {
+            unsigned x = 0;
+            for (size_t i = 0; i < len; i++) {
+                x = x * 31 + (unsigned char)line[i];
+                copy[i] = line[i] >= '0' && line[i] <= '9' ? (char)('0' + (x >> 7) % 10) : line[i];
+            }
+            memset(copy + len, line[len], 1 + 64); /* the sentinel and padding */
+            p = copy;
+        }
+        dsq_match got, want;
+        dsq_scan_match_init(&got);
+        dsq_scan_match_init(&want);
+        dsq_scan_recognize(&want, p, len);
+        if (dsq_shapes_apply(s, p, len, &got)) {
+            if (!dsq_shapes_same_match(&got, &want))
+                abort(); /* a shape answered otherwise than the recognizers */
+        } else {
+            dsq_shapes_learn(s, p, len, &want);
+        }
+    }
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static dsq_dict *dict;
@@ -86,12 +124,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fuzz_surface(STR(FUZZ_TARGET), data, size))
         return 0;
     int (*fn)(const char *, size_t, dsq_match *) = target_fn();
+    static dsq_shapes *shapes;
     if (!lb) {
         dsq_dict_new(&dict);
         dsq_scan_params sp = {.dict = dict, .emit = on_event};
         dsq_scan_new(&sp, &sc);
         dsq_lines_params lp = {4096, fn ? one_line : dsq_scan_line, NULL};
         lp.ctx = fn ? (void *)fn : (void *)sc;
+        if (strcmp(STR(FUZZ_TARGET), "shapes") == 0 && dsq_shapes_new(&shapes) == 0)
+            lp.fn = shapes_line, lp.ctx = shapes;
         dsq_lines_new(&lp, &lb);
     }
     dsq_lines_reset(lb);
