@@ -178,6 +178,16 @@ typedef struct dsq_fam_state {
  * (names are spans; copy them into the state first if they outlive the line). The
  * event takes the line's host, rank, time and line number unless t_us / lineno are
  * set (non-zero), e.g. for a block that ends lines after it began. */
+/* Dictionary ids of an event's names kept from one line to the next (a line
+ * shape keeps them for its lines): 0 where not interned yet; the label's and the
+ * text's only where every line of the shape has the same bytes there. */
+typedef struct dsq_emit_ids {
+    uint32_t f[DSQ_MATCH_MAXF];
+    uint32_t label, text;
+    uint32_t f_vary; /* bit i: f[i]'s name differs from line to line (never kept) */
+    uint8_t label_same, text_same;
+} dsq_emit_ids;
+
 typedef struct dsq_emit_args {
     int ev;
     dsq_span label;
@@ -189,6 +199,7 @@ typedef struct dsq_emit_args {
     dsq_span host;   /* a host the event names itself (a failure table's `host :`), else the line's */
     int set_rank;    /* 1: use `rank` below instead of the line's rank */
     int rank;
+    dsq_emit_ids *ids; /* NULL, or ids of f[] (and label, text) names to use and fill */
 } dsq_emit_args;
 
 int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a);

@@ -526,14 +526,26 @@ int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
     e->host = a->host.n ? dsq_dict_intern(sc->p.dict, a->host.p, a->host.n) : lc->host;
     e->t_us = a->t_us ? a->t_us : lc->t_us;
     e->line = a->lineno ? a->lineno : lc->lineno;
-    if (a->label.n)
-        e->label = intern_trimmed(sc, a->label);
-    if (a->text.n)
-        e->text = intern_trimmed(sc, a->text);
+    dsq_emit_ids *ids = a->ids;
+    if (a->label.n) {
+        if (ids && ids->label_same && ids->label)
+            e->label = ids->label;
+        else if ((e->label = intern_trimmed(sc, a->label)) != 0 && ids && ids->label_same)
+            ids->label = e->label;
+    }
+    if (a->text.n) {
+        if (ids && ids->text_same && ids->text)
+            e->text = ids->text;
+        else if ((e->text = intern_trimmed(sc, a->text)) != 0 && ids && ids->text_same)
+            ids->text = e->text;
+    }
     for (int i = 0; i < a->nf && e->nf < DSQ_EV_MAXF; i++) {
-        uint32_t id = field_id(sc, a->f[i].name.p, a->f[i].name.n);
+        int keep = ids && !(ids->f_vary >> i & 1);
+        uint32_t id = keep && ids->f[i] ? ids->f[i] : field_id(sc, a->f[i].name.p, a->f[i].name.n);
         if (!id)
             return DSQ_ENOMEM;
+        if (keep)
+            ids->f[i] = id;
         e->f[e->nf++] = (dsq_field){id, a->f[i].unit, a->f[i].v};
     }
     if (!queued)
@@ -908,6 +920,7 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
         dsq_emit_args a; /* every member set: an initializer cleared it with rep stos */
         a.ev = m.ev, a.label = m.label, a.text = m.text, a.f = m.f, a.nf = m.nf;
         a.t_us = 0, a.lineno = 0, a.host.p = NULL, a.host.n = 0, a.set_rank = a.rank = 0;
+        a.ids = sc->shapes ? dsq_shapes_ids(sc->shapes) : NULL;
         rc = dsq_scan_emit(&lc, &a);
     }
     if (!rc && sc->fam_state)

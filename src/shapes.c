@@ -44,6 +44,7 @@ typedef struct shape {
     uint8_t funit[DSQ_MATCH_MAXF];
     uint8_t vunit[DSQ_MATCH_MAXV];
     source src[DSQ_MATCH_MAXSRC];
+    dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
     unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel, zero after */
     unsigned char wild[SHAPE_LINE_MAX + 16];  /* 0xFF where a source digit is */
 } shape;
@@ -63,6 +64,7 @@ struct dsq_shapes {
     unsigned char next[SETS]; /* the way a new shape takes next, round robin */
     noted nt;
     int have_noted;
+    shape *last;   /* the shape that answered the last line, NULL after a miss */
     dsq_shapes_stats st;
 };
 
@@ -267,9 +269,12 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
     return 1;
 }
 
+dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s) { return s->last ? &s->last->ids : NULL; }
+
 int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
 {
     s->have_noted = 0;
+    s->last = NULL;
     int64_t state = prefix_state(m, line, len);
     if (state < 0 || len > SHAPE_LINE_MAX)
         return 0;
@@ -288,6 +293,7 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
         if (same_bytes(sh, line, len) && replay(sh, line, len, m)) {
             sh->hits++;
             s->st.hits++;
+            s->last = sh;
             return 1;
         }
         sh->fails++;
@@ -361,6 +367,17 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
     return 1;
 }
 
+/* Whether a span of the line covers a source digit (its bytes vary by line). */
+static int has_wild(const shape *sh, ref r)
+{
+    if (r.how != REF_LINE)
+        return 0;
+    for (uint32_t i = r.off; i < r.off + r.n; i++)
+        if (sh->wild[i])
+            return 1;
+    return 0;
+}
+
 /* Fills the shape from the line and the recognizers' match; 0 if it cannot be
  * replayed. */
 static int build(shape *sh, const noted *nt, const dsq_match *m)
@@ -413,6 +430,12 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     }
     for (int i = 0; i < m->nv; i++)
         sh->vunit[i] = m->unit[i];
+    memset(&sh->ids, 0, sizeof sh->ids);
+    sh->ids.label_same = !has_wild(sh, sh->label);
+    sh->ids.text_same = !has_wild(sh, sh->text);
+    for (int i = 0; i < m->nf; i++)
+        if (has_wild(sh, sh->fname[i]))
+            sh->ids.f_vary |= 1u << i;
     /* the shape gives back this very match from this very line, or is not kept */
     dsq_match again;
     again.kind = nt->kind, again.family = nt->family, again.level = nt->level;

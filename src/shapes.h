@@ -43,6 +43,10 @@ void dsq_shapes_free(dsq_shapes *s);
  * (m untouched): run them, then call dsq_shapes_learn with the same line. */
 int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m);
 
+/* The ids the shape that answered the last line keeps for its event's names
+ * (valid until the next dsq_shapes_learn), or NULL after a miss. */
+dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s);
+
 /* Learns the shape of the line dsq_shapes_apply just returned 0 for, from the
  * match the recognizers made of it. */
 void dsq_shapes_learn(dsq_shapes *s, const char *line, size_t len, const dsq_match *m);
