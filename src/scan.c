@@ -130,6 +130,7 @@ struct dsq_scan {
     int deferring;
     dsq_shapes *shapes; /* NULL: DSQ_LINE_SHAPES=0 */
     int shapes_check;   /* DSQ_LINE_SHAPES=check: every shape's answer checked */
+    int shapes_stats;   /* DSQ_LINE_SHAPES=stats: counts on stderr when freed */
     int nqueued;
     dsq_event queue[LINE_EVENTS];
     size_t fam_state_size;
@@ -182,6 +183,7 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
     }
     const char *shapes = getenv("DSQ_LINE_SHAPES");
     sc->shapes_check = shapes && strcmp(shapes, "check") == 0;
+    sc->shapes_stats = shapes && strcmp(shapes, "stats") == 0;
     if (!(shapes && strcmp(shapes, "0") == 0) && dsq_shapes_new(&sc->shapes) != 0) {
         dsq_scan_free(sc);
         return DSQ_ENOMEM;
@@ -195,6 +197,13 @@ void dsq_scan_free(dsq_scan *sc)
     if (!sc)
         return;
     free(sc->fam_state);
+    if (sc->shapes && sc->shapes_stats) {
+        const dsq_shapes_stats *st = dsq_shapes_stats_get(sc->shapes);
+        fprintf(stderr, "dsq: line shapes: %llu lines answered, %llu recognized, %llu shapes "
+                        "learned, %llu refused\n",
+                (unsigned long long)st->hits, (unsigned long long)st->misses,
+                (unsigned long long)st->learned, (unsigned long long)st->refused);
+    }
     dsq_shapes_free(sc->shapes);
     free(sc->ranks);
     dsq_idmap_free(sc->rank_map);
