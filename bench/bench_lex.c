@@ -14,9 +14,11 @@
  *                  '_' or '.' starts one): the least any indexer that extracts the
  *                  values does, with no families, names or events; a ceiling for
  *                  split+scan
- *   split+scan     dsq_lines (default backend) + dsq_scan (prefixes, recognizers,
- *                  events) with a sink that only counts events: what indexing costs
- *                  before LMDB
+ *   split+scan     dsq_lines (default backend) + dsq_scan (prefixes, line shapes,
+ *                  recognizers, events) with a sink that only counts events: what
+ *                  indexing costs before LMDB
+ *   split+scan/recognizers  the same without line shapes (src/shapes.h): the
+ *                  recognizers read every line
  * Throughput is GB/s of input (1 GB = 1e9 bytes) over the median wall time, and
  * over the median CPU time of the thread (steadier on a shared machine), and
  * lines/s over the median wall time. ROW names limit the
@@ -211,14 +213,14 @@ static void measure(const bench_params *p, bench_row *rows, int nrows)
             rows[r].t[i] = clock_s(CLOCK_MONOTONIC) - t0;
         }
     }
-    printf("%-14s %9s %9s %9s %9s %12s %10s\n", "row", "GB/s", "cpu GB/s", "min s", "median s",
+    printf("%-22s %9s %9s %9s %9s %12s %10s\n", "row", "GB/s", "cpu GB/s", "min s", "median s",
            "lines/s", "lines");
     for (int r = 0; r < nrows; r++) {
         double *t = rows[r].t, *c = rows[r].cpu;
         qsort(t, (size_t)runs, sizeof t[0], cmp_d);
         qsort(c, (size_t)runs, sizeof c[0], cmp_d);
         double gb = (double)p->len / 1e9;
-        printf("%-14s %9.3f %9.3f %9.4f %9.4f %12.0f %10llu\n", rows[r].name, gb / t[runs / 2],
+        printf("%-22s %9.3f %9.3f %9.4f %9.4f %12.0f %10llu\n", rows[r].name, gb / t[runs / 2],
                gb / c[runs / 2], t[0], t[runs / 2], (double)rows[r].lines / t[runs / 2],
                (unsigned long long)rows[r].lines);
     }
@@ -260,7 +262,7 @@ int main(int argc, char **argv)
     dsq_dict *d = NULL;
     dsq_lines *lb[DSQ_LINESCAN_COUNT] = {NULL}, *lb2 = NULL, *lbn = NULL;
     dsq_scan *sc = NULL;
-    bench_row rows[DSQ_LINESCAN_COUNT + 3];
+    bench_row rows[DSQ_LINESCAN_COUNT + 4];
     int nrows = 0;
     memset(rows, 0, sizeof rows);
     rows[nrows++] = (bench_row){.name = "memchr-lines", .fn = run_memchr};
@@ -284,6 +286,14 @@ int main(int argc, char **argv)
     dsq_lines_new(&lp2, &lb2);
     scan_ctx s = {lb2, sc};
     rows[nrows++] = (bench_row){.name = "split+scan", .fn = run_scan, .ctx = &s};
+    dsq_scan_params sp3 = {.dict = d, .emit = count_event, .no_shapes = 1};
+    dsq_scan *sc3 = NULL;
+    dsq_lines *lb3 = NULL;
+    dsq_scan_new(&sp3, &sc3);
+    dsq_lines_params lp3 = {0, dsq_scan_line, sc3};
+    dsq_lines_new(&lp3, &lb3);
+    scan_ctx s3 = {lb3, sc3};
+    rows[nrows++] = (bench_row){.name = "split+scan/recognizers", .fn = run_scan, .ctx = &s3};
     printf("input %s: %.1f MB, %d runs each, default line-end backend %s\n", argv[1],
            (double)p.len / 1e6, p.runs, dsq_linescan_name(dsq_lines_backend(lb2)));
     int kept = 0;
@@ -298,6 +308,8 @@ int main(int argc, char **argv)
     for (int b = 0; b < DSQ_LINESCAN_COUNT; b++)
         dsq_lines_free(lb[b]);
     dsq_lines_free(lb2);
+    dsq_lines_free(lb3);
+    dsq_scan_free(sc3);
     dsq_lines_free(lbn);
     dsq_scan_free(sc);
     dsq_dict_free(d);

@@ -184,7 +184,8 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
     const char *shapes = getenv("DSQ_LINE_SHAPES");
     sc->shapes_check = shapes && strcmp(shapes, "check") == 0;
     sc->shapes_stats = shapes && strcmp(shapes, "stats") == 0;
-    if (!(shapes && strcmp(shapes, "0") == 0) && dsq_shapes_new(&sc->shapes) != 0) {
+    if (!sc->p.no_shapes && !(shapes && strcmp(shapes, "0") == 0) &&
+        dsq_shapes_new(&sc->shapes) != 0) {
         dsq_scan_free(sc);
         return DSQ_ENOMEM;
     }

@@ -33,6 +33,8 @@ typedef struct dsq_scan_params {
     void *ctx;
     dsq_observe_fn observe; /* may be NULL */
     void *observe_ctx;
+    int no_shapes; /* 1: the recognizers read every line (no line shapes, src/shapes.h),
+                      as DSQ_LINE_SHAPES=0 does */
 } dsq_scan_params;
 
 typedef struct dsq_scan_stats {

@@ -175,6 +175,17 @@ static int same_bytes(const shape *sh, const char *line, size_t len)
     return 1;
 }
 
+/* Whether the line is the shape's but for its digits (any digit anywhere one was):
+ * the same shape with other literal digits, not another shape with the same key. */
+static int same_skeleton(const shape *sh, const char *line, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)line;
+    for (size_t i = 0; i <= len; i++)
+        if (sh->bytes[i] != b[i] && ((unsigned)(b[i] - '0') > 9 || (unsigned)(sh->bytes[i] - '0') > 9))
+            return 0;
+    return 1;
+}
+
 /* What the prefix layers left in m, as far as recognizers could tell it apart;
  * -1 when m has something a shape does not keep (a time, values). */
 static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
@@ -296,7 +307,8 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
             s->last = sh;
             return 1;
         }
-        sh->fails++;
+        if (same_skeleton(sh, line, len))
+            sh->fails++; /* other literal digits (else another shape with its key) */
     }
     s->st.misses++;
     s->nt = (noted){line, len, key, m->kind, m->family, m->level, m->rank, m->host, m->body};
@@ -384,12 +396,12 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
 {
     const char *line = nt->line;
     size_t len = nt->len;
+    memset(sh->bytes, 0, sizeof sh->bytes);
+    memset(sh->wild, 0, sizeof sh->wild);
+    memcpy(sh->bytes, line, len + 1); /* kept when refused too: same_skeleton reads it */
     if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
-    memset(sh->bytes, 0, sizeof sh->bytes);
-    memset(sh->wild, 0, sizeof sh->wild);
-    memcpy(sh->bytes, line, len + 1);
     sh->nsrc = 0;
     for (int i = 0; i < m->nf; i++)
         if (!add_source(sh, last_src(m, DSQ_SRC_FIELD, i), line, len, m))
@@ -456,7 +468,7 @@ void dsq_shapes_learn(dsq_shapes *s, const char *line, size_t len, const dsq_mat
     shape *set = &s->sets[at], *sh = NULL;
     uint32_t fails = 0, hits = 0;
     for (int w = 0; w < WAYS && !sh; w++)
-        if (s->keys[at + w] == key && set[w].len == len) {
+        if (s->keys[at + w] == key && set[w].len == len && same_skeleton(&set[w], line, len)) {
             sh = &set[w]; /* the same shape with other literal digits: replaced */
             fails = sh->fails, hits = sh->hits;
         }
