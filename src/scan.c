@@ -131,6 +131,8 @@ struct dsq_scan {
     dsq_shapes *shapes; /* NULL: DSQ_LINE_SHAPES=0 */
     int shapes_check;   /* DSQ_LINE_SHAPES=check: every shape's answer checked */
     int shapes_stats;   /* DSQ_LINE_SHAPES=stats: counts on stderr when freed */
+    int after_nccl;     /* the line before was NCCL's: no shape lookup for this one */
+    dsq_emit_ids *line_ids; /* the names' ids the line's shape keeps, or NULL */
     int nqueued;
     dsq_event queue[LINE_EVENTS];
     size_t fam_state_size;
@@ -232,6 +234,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->prev_host = default_host;
     sc->prev_rank = default_rank;
     sc->lineno = 0;
+    sc->after_nccl = 0;
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
     for (int i = 0; i < MAX_PENDING; i++) /* a slot is cleared when taken (21 KB) */
@@ -870,8 +873,12 @@ static void check_shape(const dsq_match *before, const dsq_match *got, const cha
 /* The line's match: from a learned shape, else from the recognizers (and learned). */
 static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t len)
 {
-    if (!sc->shapes) {
+    sc->line_ids = NULL;
+    if (!sc->shapes || sc->after_nccl) {
+        /* NCCL lines come in runs and have no shapes (shapes.h): the line after one
+         * is most likely another, and a lookup would only cost */
         dsq_scan_recognize(m, line, len);
+        sc->after_nccl = m->family == DSQ_FAM_NCCL;
         return;
     }
     dsq_match before;
@@ -880,10 +887,12 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
     if (dsq_shapes_apply(sc->shapes, line, len, m)) {
         if (sc->shapes_check)
             check_shape(&before, m, line, len);
+        sc->line_ids = dsq_shapes_ids(sc->shapes);
         return;
     }
     dsq_scan_recognize(m, line, len);
     dsq_shapes_learn(sc->shapes, line, len, m);
+    sc->after_nccl = m->family == DSQ_FAM_NCCL;
 }
 
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
@@ -930,7 +939,7 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
         dsq_emit_args a; /* every member set: an initializer cleared it with rep stos */
         a.ev = m.ev, a.label = m.label, a.text = m.text, a.f = m.f, a.nf = m.nf;
         a.t_us = 0, a.lineno = 0, a.host.p = NULL, a.host.n = 0, a.set_rank = a.rank = 0;
-        a.ids = sc->shapes ? dsq_shapes_ids(sc->shapes) : NULL;
+        a.ids = sc->line_ids;
         rc = dsq_scan_emit(&lc, &a);
     }
     if (!rc && sc->fam_state)

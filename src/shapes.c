@@ -16,6 +16,9 @@
 #define SETS 256
 #define WAYS 4
 #define GIVE_UP_FAILS 32   /* a shape whose literal digits keep changing stops being learned */
+#define NEG_KEY 2ull       /* in keys[]: a shape the recognizers must always read */
+#define SEEN 4096          /* a shape is learned the second time it is seen: one-off lines
+                              (NCCL's set-up, messages) cost no learning and evict nothing */
 
 /* A span of the match: left as the prefix layers set it, an offset into the line,
  * or a pointer outside the line (a name the recognizer holds as a literal). */
@@ -34,7 +37,6 @@ typedef struct source {
 typedef struct shape {
     uint32_t hits, fails;
     uint16_t len;
-    uint8_t neg;      /* learned as one the recognizers must always see */
     uint8_t nsrc;
     int kind, family, level, rank, ev, nf, nv;
     int64_t t_us, tod_us;
@@ -59,9 +61,10 @@ typedef struct noted {
 } noted;
 
 struct dsq_shapes {
-    uint64_t keys[SETS * WAYS]; /* each shape's key, together: a lookup reads one line */
+    uint64_t keys[SETS * WAYS]; /* each shape's key (| NEG_KEY), together: one line read */
     shape *sets;          /* SETS x WAYS */
     unsigned char next[SETS]; /* the way a new shape takes next, round robin */
+    uint32_t seen[SEEN];  /* keys of shapes seen once (tags): learned when seen again */
     noted nt;
     int have_noted;
     shape *last;   /* the shape that answered the last line, NULL after a miss */
@@ -123,7 +126,7 @@ static uint64_t shape_key(const char *line, size_t len, uint64_t state)
         h = (h ^ skeleton8(word_at(line, len, at[i]))) * 0xFF51AFD7ED558CCDull;
         h ^= h >> 31;
     }
-    return h | 1;
+    return (h & ~3ull) | 1; /* bit 0: not empty; bit 1: free for NEG_KEY */
 }
 
 /* Whether the line's bytes are the shape's: the same bytes but where a source
@@ -292,15 +295,14 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
     uint64_t key = shape_key(line, len, (uint64_t)state);
     size_t at = (key >> 24) % SETS * WAYS;
     for (int w = 0; w < WAYS; w++) {
-        if (s->keys[at + w] != key)
+        if ((s->keys[at + w] & ~NEG_KEY) != key)
             continue;
-        shape *sh = &s->sets[at + w];
-        if (sh->len != len)
-            continue;
-        if (sh->neg) {
+        if (s->keys[at + w] & NEG_KEY) {
             s->st.misses++;
             return 0; /* not noted: nothing to learn */
         }
+        /* no length check: the sentinel (line[len], never inside a line) differs */
+        shape *sh = &s->sets[at + w];
         if (same_bytes(sh, line, len) && replay(sh, line, len, m)) {
             sh->hits++;
             s->st.hits++;
@@ -396,8 +398,8 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
 {
     const char *line = nt->line;
     size_t len = nt->len;
-    memset(sh->bytes, 0, sizeof sh->bytes);
-    memset(sh->wild, 0, sizeof sh->wild);
+    /* bytes past len + 1 are never compared (same_bytes masks them out) */
+    memset(sh->wild, 0, len + 1);
     memcpy(sh->bytes, line, len + 1); /* kept when refused too: same_skeleton reads it */
     if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
@@ -464,6 +466,11 @@ void dsq_shapes_learn(dsq_shapes *s, const char *line, size_t len, const dsq_mat
         return;
     s->have_noted = 0;
     uint64_t key = s->nt.key;
+    uint32_t tag = (uint32_t)(key >> 32) | 1, *seen = &s->seen[key % SEEN];
+    if (*seen != tag) {
+        *seen = tag;
+        return;
+    }
     size_t at = (key >> 24) % SETS * WAYS;
     shape *set = &s->sets[at], *sh = NULL;
     uint32_t fails = 0, hits = 0;
@@ -484,11 +491,12 @@ void dsq_shapes_learn(dsq_shapes *s, const char *line, size_t len, const dsq_mat
     sh->len = (uint16_t)len;
     sh->fails = fails;
     sh->hits = hits;
-    sh->neg = !build(sh, &s->nt, m) || (fails >= GIVE_UP_FAILS && hits < fails);
-    if (sh->neg)
+    if (!build(sh, &s->nt, m) || (fails >= GIVE_UP_FAILS && hits < fails)) {
+        s->keys[at + (size_t)(sh - set)] = key | NEG_KEY;
         s->st.refused++;
-    else
+    } else {
         s->st.learned++;
+    }
 }
 
 static int same_span(dsq_span a, dsq_span b) { return a.p == b.p && a.n == b.n; }
