@@ -280,15 +280,6 @@ static int metric_dict(const char *line, size_t len, dsq_match *m)
 
 /* --- headers ------------------------------------------------------------------ */
 
-/* "YYYY-MM-DD HH:MM:SS" at t, with ms milliseconds. */
-static int64_t iso_time(const unsigned char *t, int ms)
-{
-    const char *s = (const char *)t;
-    return dsq_time_from_civil(dsq_time_digits(s, 4), dsq_time_digits(s + 5, 2),
-                               dsq_time_digits(s + 8, 2), dsq_time_digits(s + 11, 2),
-                               dsq_time_digits(s + 14, 2), dsq_time_digits(s + 17, 2), ms * 1000);
-}
-
 /* "MM/DD/YYYY HH:MM:SS" at t. */
 static int64_t us_time(const unsigned char *t)
 {
@@ -321,11 +312,13 @@ static int header(const char *line, size_t len, dsq_match *m)
               | "huggingface_hub" | "llamafactory" | "sentence_transformers" | "diffusers";
 
         "[" @lv level "|" @f0 [^|\]\n\r:]+ ":" d+ @f1 "]" " "+ @ts date "," d{3} " >>" " "? {
-            m->t_us = iso_time(ts, dsq_time_digits((const char *)ts + 20, 3));
+            m->t_us = dsq_time_stamp_ms((const char *)ts);
+            dsq_match_src(m, DSQ_SRC_STAMP_MS, 0, (const char *)ts, (const char *)ts + 23);
             goto header;
         }
         "[" @lv level "|" @ts date "]" " "+ @f0 [^ :\n\r]+ ":" d+ @f1 " >>" " "? {
-            m->t_us = iso_time(ts, 0);
+            m->t_us = dsq_time_stamp_s((const char *)ts);
+            dsq_match_src(m, DSQ_SRC_STAMP_S, 0, (const char *)ts, (const char *)ts + 19);
             goto header;
         }
         "[" @lv level " "* "|" " "+ @f0 [^ \]\n\r]+ @f1 " "* "]:" " "? { goto header; }

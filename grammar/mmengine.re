@@ -55,7 +55,7 @@ static void iter_pairs(dsq_match *m, const char *p, const char *end)
         double x;
         const char *stop = NULL;
         if (dsq_num_parse(v, p, &x, &stop) == 0 && stop == p)
-            dsq_match_value(m, n0, (size_t)(n1 - n0), x, DSQ_U_NONE);
+            dsq_match_value_at(m, n0, (size_t)(n1 - n0), x, DSQ_U_NONE, v, stop);
     }
 }
 
@@ -128,9 +128,8 @@ header:;
     const char *t = (const char *)ts;
     m->family = DSQ_FAM_MMENGINE;
     m->level = level_word(lv);
-    m->civil = (dsq_civil){0, dsq_time_digits(t, 2), dsq_time_digits(t + 3, 2),
-                           dsq_time_digits(t + 6, 2), dsq_time_digits(t + 9, 2),
-                           dsq_time_digits(t + 12, 2), 0};
+    DSQ_TIME_CIVIL_MD(&m->civil, t);
+    dsq_match_src(m, DSQ_SRC_CIVIL_MD, 0, t, t + 14);
     m->body.p = (const char *)cur;
     m->body.n = (size_t)(end - (const char *)cur);
     iter_body(m, m->body.p, end);

@@ -80,7 +80,8 @@ enum dsq_msrc_kind {
     DSQ_SRC_V,         /* v[slot] likewise */
     DSQ_SRC_RANK,      /* rank = the decimal digits [p, stop) */
     DSQ_SRC_STAMP_MS,  /* t_us = dsq_time_stamp_ms(p): "YYYY-MM-DD HH:MM:SS,mmm" */
-    DSQ_SRC_STAMP_S    /* t_us = dsq_time_stamp_s(p): "YYYY-MM-DD HH:MM:SS" */
+    DSQ_SRC_STAMP_S,   /* t_us = dsq_time_stamp_s(p): "YYYY-MM-DD HH:MM:SS" */
+    DSQ_SRC_CIVIL_MD   /* civil = dsq_time_civil_md(p): "MM/DD HH:MM:SS", no year */
 };
 #define DSQ_MATCH_MAXSRC 28
 

@@ -217,7 +217,7 @@ static dsq_span span_of(ref r, dsq_span keep, const char *line)
 /* The values of the shape's sources in this line; 0 if one does not read as it
  * did when the shape was learned (it always does: a guard). */
 static int read_sources(const shape *sh, const char *line, size_t len, double *vals,
-                        int *rank, int64_t *t_us)
+                        int *rank, int64_t *t_us, dsq_civil *civil)
 {
     const char *end = line + len;
     for (int i = 0; i < sh->nsrc; i++) {
@@ -234,6 +234,7 @@ static int read_sources(const shape *sh, const char *line, size_t len, double *v
             break;
         case DSQ_SRC_STAMP_MS: *t_us = dsq_time_stamp_ms(p); break;
         case DSQ_SRC_STAMP_S: *t_us = dsq_time_stamp_s(p); break;
+        case DSQ_SRC_CIVIL_MD: DSQ_TIME_CIVIL_MD(civil, p); break;
         default: return 0;
         }
     }
@@ -246,7 +247,8 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
     double vals[DSQ_MATCH_MAXSRC];
     int rank = sh->rank;
     int64_t t_us = sh->t_us;
-    if (!read_sources(sh, line, len, vals, &rank, &t_us))
+    dsq_civil civil = sh->civil;
+    if (!read_sources(sh, line, len, vals, &rank, &t_us, &civil))
         return 0;
     m->kind = sh->kind;
     m->family = sh->family;
@@ -255,7 +257,7 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
     m->t_us = t_us;
     m->tod_us = sh->tod_us;
     if (sh->civil.mo)
-        m->civil = sh->civil;
+        m->civil = civil;
     else
         m->civil.mo = 0;
     m->host = span_of(sh->host, m->host, line);
@@ -371,6 +373,13 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
         if (sr->n != 19 || dsq_time_stamp_s(p) != m->t_us)
             return 0;
         break;
+    case DSQ_SRC_CIVIL_MD: {
+        dsq_civil c;
+        DSQ_TIME_CIVIL_MD(&c, p);
+        if (sr->n != 14 || !m->civil.mo || memcmp(&c, &m->civil, sizeof c) != 0)
+            return 0;
+        break;
+    }
     default: return 0;
     }
     size_t off = (size_t)(p - line);
@@ -420,6 +429,9 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
         if (m->src[i].kind == DSQ_SRC_STAMP_MS || m->src[i].kind == DSQ_SRC_STAMP_S)
             t = &m->src[i];
     if (t && t->p && !add_source(sh, t, line, len, m))
+        return 0;
+    const dsq_msrc *c = last_src(m, DSQ_SRC_CIVIL_MD, 0);
+    if (c && c->p && !add_source(sh, c, line, len, m))
         return 0;
     sh->kind = m->kind;
     sh->family = m->family;

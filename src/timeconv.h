@@ -49,4 +49,11 @@ static inline int64_t dsq_time_stamp_ms(const char *p)
                                dsq_time_digits(p + 20, 3) * 1000);
 }
 
+/* "MM/DD HH:MM:SS" at p as a year-less stamp (mmengine's logger): y = 0. The
+ * caller's type (grammar.h's dsq_civil) is filled through its members. */
+#define DSQ_TIME_CIVIL_MD(c, p)                                                          \
+    ((c)->y = 0, (c)->mo = dsq_time_digits((p), 2), (c)->d = dsq_time_digits((p) + 3, 2),  \
+     (c)->h = dsq_time_digits((p) + 6, 2), (c)->mi = dsq_time_digits((p) + 9, 2),          \
+     (c)->s = dsq_time_digits((p) + 12, 2), (c)->us = 0)
+
 #endif

@@ -82,6 +82,12 @@ static const char *const ds_lines[][2] = {
      " [2024-08-11 10:12:13] iteration       20/     100 | consumed samples:          960 | "
      "elapsed time per iteration (ms): 9876.5 | learning rate: 2.500E-04 | lm loss: "
      "6.000001E+00 | loss scale: 2048.0 | grad norm: 0.001 |"},
+    {"05/04 08:52:15 - mmengine - INFO - Iter(train) [  10/1920]  lr: 3.2145e-05  eta: 0:11:00  "
+     "time: 0.3458  data_time: 0.0170  memory: 9793  loss: 2.9904",
+     "12/31 23:59:59 - mmengine - INFO - Iter(train) [  90/1920]  lr: 9.9999e-05  eta: 0:11:00  "
+     "time: 1.0000  data_time: 0.9999  memory: 1234  loss: 0.0001"}, /* eta is no value */
+    {"[INFO|trainer.py:2405] 2025-03-06 12:04:09,913 >> ***** Running training *****",
+     "[INFO|trainer.py:2405] 2026-11-30 23:59:59,999 >> ***** Running training *****"},
 };
 
 static void test_same_shape_other_digits_replayed(void)
