@@ -81,7 +81,7 @@ enum dsq_msrc_kind {
     DSQ_SRC_RANK,      /* rank = the decimal digits [p, stop) */
     DSQ_SRC_STAMP_MS,  /* t_us = dsq_time_stamp_ms(p): "YYYY-MM-DD HH:MM:SS,mmm" */
     DSQ_SRC_STAMP_S,   /* t_us = dsq_time_stamp_s(p): "YYYY-MM-DD HH:MM:SS" */
-    DSQ_SRC_CIVIL_MD   /* civil = dsq_time_civil_md(p): "MM/DD HH:MM:SS", no year */
+    DSQ_SRC_CIVIL_MD   /* civil = DSQ_TIME_CIVIL_MD(p): "MM/DD HH:MM:SS", no year */
 };
 #define DSQ_MATCH_MAXSRC 28
 
@@ -175,10 +175,6 @@ typedef struct dsq_fam_state {
                         (enum dsq_level) when it has none of its own */
 } dsq_fam_state;
 
-/* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields
- * (names are spans; copy them into the state first if they outlive the line). The
- * event takes the line's host, rank, time and line number unless t_us / lineno are
- * set (non-zero), e.g. for a block that ends lines after it began. */
 /* Dictionary ids of an event's names kept from one line to the next (a line
  * shape keeps them for its lines): 0 where not interned yet; the label's and the
  * text's only where every line of the shape has the same bytes there. */
@@ -189,6 +185,10 @@ typedef struct dsq_emit_ids {
     uint8_t label_same, text_same;
 } dsq_emit_ids;
 
+/* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields
+ * (names are spans; copy them into the state first if they outlive the line). The
+ * event takes the line's host, rank, time and line number unless t_us / lineno are
+ * set (non-zero), e.g. for a block that ends lines after it began. */
 typedef struct dsq_emit_args {
     int ev;
     dsq_span label;

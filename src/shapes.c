@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsq/dsq.h"
 #include "num.h"
 #include "timeconv.h"
 
@@ -47,7 +48,8 @@ typedef struct shape {
     uint8_t vunit[DSQ_MATCH_MAXV];
     source src[DSQ_MATCH_MAXSRC];
     dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
-    unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel, zero after */
+    unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel (what follows:
+                                                  an earlier shape's, never compared) */
     unsigned char wild[SHAPE_LINE_MAX + 16];  /* 0xFF where a source digit is */
 } shape;
 
@@ -75,11 +77,11 @@ int dsq_shapes_new(dsq_shapes **out)
 {
     dsq_shapes *s = calloc(1, sizeof *s);
     if (!s)
-        return -1;
+        return DSQ_ENOMEM;
     s->sets = calloc((size_t)SETS * WAYS, sizeof *s->sets);
     if (!s->sets) {
         free(s);
-        return -1;
+        return DSQ_ENOMEM;
     }
     *out = s;
     return 0;

@@ -35,6 +35,7 @@ typedef struct dsq_shapes_stats {
     uint64_t refused; /* lines whose shape cannot be replayed (see above) */
 } dsq_shapes_stats;
 
+/* 0, or DSQ_ENOMEM. */
 int dsq_shapes_new(dsq_shapes **out);
 void dsq_shapes_free(dsq_shapes *s);
 
