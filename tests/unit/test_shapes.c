@@ -196,6 +196,74 @@ static void test_prefix_spans_kept(void)
     dsq_shapes_free(s);
 }
 
+/* A shape whose literal digits change on every line is given up after a while:
+ * learned no more, its lines left to the recognizers (and still answered right). */
+static void test_changing_literals_given_up(void)
+{
+    dsq_shapes *s = NULL;
+    CHECK_INT(dsq_shapes_new(&s), 0);
+    char text[64];
+    for (int i = 0; i < 60; i++) {
+        snprintf(text, sizeof text, "[data] rank %d: loaded 100 samples", 10 + i);
+        EXPECT(s, text, 0);
+    }
+    const dsq_shapes_stats *st = dsq_shapes_stats_get(s);
+    CHECK(st->refused >= 1);
+    uint64_t learned = st->learned;
+    CHECK(learned < 40);
+    for (int i = 0; i < 20; i++) {
+        snprintf(text, sizeof text, "[data] rank %d: loaded 100 samples", 70 + i);
+        EXPECT(s, text, 0);
+    }
+    CHECK_INT(st->learned, learned);
+    dsq_shapes_free(s);
+}
+
+/* Two shapes with one key (the same length and the same bytes where the key looks,
+ * another letter elsewhere) are both kept, each answering its own lines. */
+static void test_shapes_sharing_a_key_both_kept(void)
+{
+    dsq_shapes *s = NULL;
+    CHECK_INT(dsq_shapes_new(&s), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s", ds_lines[0][0]);
+    snprintf(b, sizeof b, "%s", a);
+    size_t n = strlen(a);
+    size_t at = n / 4 + 12; /* between the words the key reads (n / 4 and n / 2) */
+    CHECK(at + 8 < n / 2);
+    CHECK(b[at] >= 'a' && b[at] <= 'z');
+    b[at] = b[at] == 'x' ? 'y' : 'x';
+    int same;
+    for (int i = 0; i < 2; i++) { /* seen, learned (in either order) */
+        answer(s, a, &same);
+        CHECK(same);
+        answer(s, b, &same);
+        CHECK(same);
+    }
+    for (int i = 0; i < 3; i++) { /* one replacing the other would miss every time */
+        EXPECT(s, a, 1);
+        EXPECT(s, b, 1);
+    }
+    CHECK_INT(dsq_shapes_stats_get(s)->learned, 2);
+    dsq_shapes_free(s);
+}
+
+/* Lines longer than the longest shape kept are left to the recognizers. */
+static void test_long_lines_not_learned(void)
+{
+    dsq_shapes *s = NULL;
+    CHECK_INT(dsq_shapes_new(&s), 0);
+    char text[512];
+    for (int len = 384; len <= 385; len++) {
+        memset(text, 'x', sizeof text);
+        memcpy(text, "[data] rank 3: ", 15);
+        text[len] = 0;
+        for (int i = 0; i < 3; i++)
+            EXPECT(s, text, len == 384 && i == 2);
+    }
+    dsq_shapes_free(s);
+}
+
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 
 static unsigned next_rand(void)
@@ -279,4 +347,7 @@ TEST_MAIN({"test_same_shape_other_digits_replayed", test_same_shape_other_digits
           {"test_other_bytes_not_replayed", test_other_bytes_not_replayed},
           {"test_shapes_refused", test_shapes_refused},
           {"test_prefix_spans_kept", test_prefix_spans_kept},
+          {"test_changing_literals_given_up", test_changing_literals_given_up},
+          {"test_shapes_sharing_a_key_both_kept", test_shapes_sharing_a_key_both_kept},
+          {"test_long_lines_not_learned", test_long_lines_not_learned},
           {"test_corpus_digits_changed", test_corpus_digits_changed})
