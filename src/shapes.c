@@ -36,6 +36,8 @@ typedef struct source {
 } source;
 
 typedef struct shape {
+    uint64_t state;   /* prefix_state of its lines (the key has it too) */
+    int32_t next;     /* the slot of the shape that answered the line after, or -1 */
     uint32_t hits, fails;
     uint16_t len;
     uint8_t nsrc;
@@ -57,7 +59,7 @@ typedef struct shape {
 typedef struct noted {
     const char *line;
     size_t len;
-    uint64_t key;
+    uint64_t key, state;
     int kind, family, level, rank;
     dsq_span host, body;
 } noted;
@@ -70,6 +72,7 @@ struct dsq_shapes {
     noted nt;
     int have_noted;
     shape *last;   /* the shape that answered the last line, NULL after a miss */
+    int32_t prev;  /* its slot, -1 after a miss */
     dsq_shapes_stats st;
 };
 
@@ -83,6 +86,7 @@ int dsq_shapes_new(dsq_shapes **out)
         free(s);
         return DSQ_ENOMEM;
     }
+    s->prev = -1;
     *out = s;
     return 0;
 }
@@ -289,13 +293,40 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
 
 dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s) { return s->last ? &s->last->ids : NULL; }
 
+/* The shape in slot i answers the line: its bytes and prefix state are the line's
+ * (then its key is the line's too). */
+static int answer_from(dsq_shapes *s, int32_t i, const char *line, size_t len, dsq_match *m)
+{
+    shape *sh = &s->sets[i];
+    if (!same_bytes(sh, line, len) || !replay(sh, line, len, m))
+        return 0;
+    if (s->prev >= 0)
+        s->sets[s->prev].next = i;
+    sh->hits++;
+    s->st.hits++;
+    s->last = sh;
+    s->prev = i;
+    return 1;
+}
+
 int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
 {
+    int32_t prev = s->prev;
     s->have_noted = 0;
     s->last = NULL;
+    s->prev = -1;
     int64_t state = prefix_state(m, line, len);
     if (state < 0 || len > SHAPE_LINE_MAX)
         return 0;
+    /* logs repeat their sequence of shapes (a step's lines, rank after rank): the
+     * shape that followed the last line's shape before is tried first, no key */
+    if (prev >= 0) {
+        int32_t next = s->sets[prev].next;
+        s->prev = prev;
+        if (next >= 0 && s->keys[next] && !(s->keys[next] & NEG_KEY) &&
+            s->sets[next].state == (uint64_t)state && answer_from(s, next, line, len, m))
+            return 1;
+    }
     uint64_t key = shape_key(line, len, (uint64_t)state);
     size_t at = (key >> 24) % SETS * WAYS;
     for (int w = 0; w < WAYS; w++) {
@@ -307,17 +338,16 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
         }
         /* no length check: the sentinel (line[len], never inside a line) differs */
         shape *sh = &s->sets[at + w];
-        if (same_bytes(sh, line, len) && replay(sh, line, len, m)) {
-            sh->hits++;
-            s->st.hits++;
-            s->last = sh;
+        if (answer_from(s, (int32_t)(at + w), line, len, m))
             return 1;
-        }
         if (same_skeleton(sh, line, len))
             sh->fails++; /* other literal digits (else another shape with its key) */
     }
     s->st.misses++;
-    s->nt = (noted){line, len, key, m->kind, m->family, m->level, m->rank, m->host, m->body};
+    s->prev = -1;
+    s->nt = (noted){.line = line, .len = len, .key = key, .state = (uint64_t)state,
+                    .kind = m->kind, .family = m->family, .level = m->level, .rank = m->rank,
+                    .host = m->host, .body = m->body};
     s->have_noted = 1;
     return 0;
 }
@@ -416,6 +446,8 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
     sh->nsrc = 0;
+    sh->state = nt->state;
+    sh->next = -1;
     for (int i = 0; i < m->nf; i++)
         if (!add_source(sh, last_src(m, DSQ_SRC_FIELD, i), line, len, m))
             return 0;

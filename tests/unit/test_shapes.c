@@ -248,6 +248,57 @@ static void test_shapes_sharing_a_key_both_kept(void)
     dsq_shapes_free(s);
 }
 
+/* The match as the recognizers make it from a line after a prefix layer that named
+ * a rank (or none: -1), and the shapes' answer: whether they answered, and alike. */
+static int answer_ranked(dsq_shapes *s, const char *text, int rank, int *same)
+{
+    line_buf b = mk(text, strlen(text));
+    dsq_match got, want;
+    dsq_scan_match_init(&got);
+    got.rank = rank;
+    want = got;
+    dsq_scan_recognize(&want, b.p, b.n);
+    int hit = dsq_shapes_apply(s, b.p, b.n, &got);
+    if (!hit) {
+        dsq_scan_recognize(&got, b.p, b.n);
+        dsq_shapes_learn(s, b.p, b.n, &got);
+    }
+    *same = dsq_shapes_same_match(&got, &want);
+    free(b.p);
+    return hit;
+}
+
+/* A shape is tried first after the shape that came before it last time; it still
+ * answers only a line after the same prefix layers (a loss dict keeps the rank a
+ * prefix named: learned without one, it must not answer a line with one). */
+static void test_next_shape_keeps_prefix_state(void)
+{
+    dsq_shapes *s = NULL;
+    CHECK_INT(dsq_shapes_new(&s), 0);
+    const char *step = ds_lines[0][0], *loss = ds_lines[4][0];
+    int same;
+    for (int i = 0; i < 3; i++) { /* learned, then step -> loss twice */
+        answer_ranked(s, step, -1, &same);
+        CHECK(same);
+        answer_ranked(s, loss, -1, &same);
+        CHECK(same);
+    }
+    CHECK_INT(answer_ranked(s, step, -1, &same), 1);
+    CHECK_INT(answer_ranked(s, loss, 5, &same), 0); /* another prefix state: not this shape */
+    CHECK(same);
+    for (int i = 0; i < 2; i++) { /* rank 5's loss dict learned too; both answered */
+        answer_ranked(s, step, -1, &same);
+        answer_ranked(s, loss, 5, &same);
+    }
+    CHECK_INT(answer_ranked(s, step, -1, &same), 1);
+    CHECK_INT(answer_ranked(s, loss, 5, &same), 1);
+    CHECK(same);
+    CHECK_INT(answer_ranked(s, step, -1, &same), 1);
+    CHECK_INT(answer_ranked(s, loss, -1, &same), 1);
+    CHECK(same);
+    dsq_shapes_free(s);
+}
+
 /* Lines longer than the longest shape kept are left to the recognizers. */
 static void test_long_lines_not_learned(void)
 {
@@ -350,4 +401,5 @@ TEST_MAIN({"test_same_shape_other_digits_replayed", test_same_shape_other_digits
           {"test_changing_literals_given_up", test_changing_literals_given_up},
           {"test_shapes_sharing_a_key_both_kept", test_shapes_sharing_a_key_both_kept},
           {"test_long_lines_not_learned", test_long_lines_not_learned},
+          {"test_next_shape_keeps_prefix_state", test_next_shape_keeps_prefix_state},
           {"test_corpus_digits_changed", test_corpus_digits_changed})
