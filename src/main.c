@@ -90,8 +90,9 @@ static const char usage_text[] =
     "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
     "  --lang zh    (explain) explanations in Chinese (default: en)\n"
     "  --only problems  (explain) only warning, error and failure lines\n"
-    "  --version    print the version and the line-splitting backend\n"
-    "               (DSQ_LINES_BACKEND=scalar|avx2 forces one)\n"
+    "  --version    print the version, the line-splitting backend (DSQ_LINES_BACKEND=\n"
+    "               scalar|avx2 forces one) and whether line shapes answer repeated lines\n"
+    "               (DSQ_LINE_SHAPES=0 turns them off, =check checks every answer)\n"
     "\n"
     "Query language:\n"
     "  AGG [FIELD] [, AGG FIELD ...] [by KEY[, KEY]] [where COND] [since T] [until T]\n"
@@ -879,10 +880,17 @@ int main(int argc, char **argv)
             help |= strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
             version |= strcmp(argv[i], "--version") == 0;
         }
-        if (version)
-            printf("dsq %s (line splitting: %s%s)\ngzip: %s\n", DSQ_VERSION,
+        if (version) {
+            const char *shapes = getenv("DSQ_LINE_SHAPES");
+            printf("dsq %s (line splitting: %s%s)\ngzip: %s\nline shapes: %s\n", DSQ_VERSION,
                    dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)), DSQ_BUILD_NOTE,
-                   dsq_gunzip_backend());
+                   dsq_gunzip_backend(),
+                   !shapes ? "on"
+                   : strcmp(shapes, "0") == 0 ? "off (DSQ_LINE_SHAPES=0)"
+                   : strcmp(shapes, "check") == 0 ? "on, every answer checked (DSQ_LINE_SHAPES=check)"
+                   : strcmp(shapes, "stats") == 0 ? "on, counts on stderr (DSQ_LINE_SHAPES=stats)"
+                                                  : "on");
+        }
         else
             fputs(usage_text, help ? stdout : stderr);
         code = (help || version) ? 0 : EXIT_USAGE;

@@ -22,6 +22,10 @@ run_dsq --version
 expect_code "dsq --version" 0 "$RC"
 expect_contains "dsq --version prints the version" "dsq " "$OUT"
 expect_contains "dsq --version names the line-splitting backend" "(line splitting: " "$OUT"
+DSQ_LINE_SHAPES= run_dsq --version
+expect_contains "dsq --version says line shapes are on" "line shapes: on" "$OUT"
+DSQ_LINE_SHAPES=0 run_dsq --version
+expect_contains "DSQ_LINE_SHAPES=0 is shown by --version" "line shapes: off" "$OUT"
 DSQ_LINES_BACKEND=scalar run_dsq --version
 expect_contains "DSQ_LINES_BACKEND=scalar is shown by --version" "(line splitting: scalar)" "$OUT"
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null && [ "$(uname -m)" = x86_64 ]; then
