@@ -71,8 +71,7 @@ struct dsq_shapes {
     uint32_t seen[SEEN];  /* keys of shapes seen once (tags): learned when seen again */
     noted nt;
     int have_noted;
-    shape *last;   /* the shape that answered the last line, NULL after a miss */
-    int32_t prev;  /* its slot, -1 after a miss */
+    int32_t prev;  /* the slot of the shape that answered the last line, -1 after a miss */
     dsq_shapes_stats st;
 };
 
@@ -291,20 +290,23 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
     return 1;
 }
 
-dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s) { return s->last ? &s->last->ids : NULL; }
+dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s)
+{
+    return s->prev >= 0 ? &s->sets[s->prev].ids : NULL;
+}
 
 /* The shape in slot i answers the line: its bytes and prefix state are the line's
  * (then its key is the line's too). */
-static int answer_from(dsq_shapes *s, int32_t i, const char *line, size_t len, dsq_match *m)
+static int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char *line, size_t len,
+                       dsq_match *m)
 {
     shape *sh = &s->sets[i];
     if (!same_bytes(sh, line, len) || !replay(sh, line, len, m))
         return 0;
-    if (s->prev >= 0)
-        s->sets[s->prev].next = i;
+    if (prev >= 0)
+        s->sets[prev].next = i; /* the guess for the line after prev's next time */
     sh->hits++;
     s->st.hits++;
-    s->last = sh;
     s->prev = i;
     return 1;
 }
@@ -313,7 +315,6 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
 {
     int32_t prev = s->prev;
     s->have_noted = 0;
-    s->last = NULL;
     s->prev = -1;
     int64_t state = prefix_state(m, line, len);
     if (state < 0 || len > SHAPE_LINE_MAX)
@@ -322,9 +323,8 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
      * shape that followed the last line's shape before is tried first, no key */
     if (prev >= 0) {
         int32_t next = s->sets[prev].next;
-        s->prev = prev;
         if (next >= 0 && s->keys[next] && !(s->keys[next] & NEG_KEY) &&
-            s->sets[next].state == (uint64_t)state && answer_from(s, next, line, len, m))
+            s->sets[next].state == (uint64_t)state && answer_from(s, next, prev, line, len, m))
             return 1;
     }
     uint64_t key = shape_key(line, len, (uint64_t)state);
@@ -338,13 +338,12 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
         }
         /* no length check: the sentinel (line[len], never inside a line) differs */
         shape *sh = &s->sets[at + w];
-        if (answer_from(s, (int32_t)(at + w), line, len, m))
+        if (answer_from(s, (int32_t)(at + w), prev, line, len, m))
             return 1;
         if (same_skeleton(sh, line, len))
             sh->fails++; /* other literal digits (else another shape with its key) */
     }
     s->st.misses++;
-    s->prev = -1;
     s->nt = (noted){.line = line, .len = len, .key = key, .state = (uint64_t)state,
                     .kind = m->kind, .family = m->family, .level = m->level, .rank = m->rank,
                     .host = m->host, .body = m->body};

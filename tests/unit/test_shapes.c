@@ -27,14 +27,15 @@ static line_buf mk(const char *s, size_t n)
     return b;
 }
 
-/* Whether the shapes answer the line (prefix state plain), and whether that answer
- * is the recognizers'. On a miss the line is learned. */
-static int answer(dsq_shapes *s, const char *text, int *same)
+/* The match as the recognizers make it from a line after a prefix layer that named
+ * a rank (or none: -1), and the shapes' answer: whether they answered, and alike. */
+static int answer_ranked(dsq_shapes *s, const char *text, int rank, int *same)
 {
     line_buf b = mk(text, strlen(text));
     dsq_match got, want;
     dsq_scan_match_init(&got);
-    dsq_scan_match_init(&want);
+    got.rank = rank;
+    want = got;
     dsq_scan_recognize(&want, b.p, b.n);
     int hit = dsq_shapes_apply(s, b.p, b.n, &got);
     if (!hit) {
@@ -44,6 +45,12 @@ static int answer(dsq_shapes *s, const char *text, int *same)
     *same = dsq_shapes_same_match(&got, &want);
     free(b.p);
     return hit;
+}
+
+/* answer_ranked after no prefix rank (the prefix state plain). */
+static int answer(dsq_shapes *s, const char *text, int *same)
+{
+    return answer_ranked(s, text, -1, same);
 }
 
 #define EXPECT(s, text, want_hit)                                                  \
@@ -246,26 +253,6 @@ static void test_shapes_sharing_a_key_both_kept(void)
     }
     CHECK_INT(dsq_shapes_stats_get(s)->learned, 2);
     dsq_shapes_free(s);
-}
-
-/* The match as the recognizers make it from a line after a prefix layer that named
- * a rank (or none: -1), and the shapes' answer: whether they answered, and alike. */
-static int answer_ranked(dsq_shapes *s, const char *text, int rank, int *same)
-{
-    line_buf b = mk(text, strlen(text));
-    dsq_match got, want;
-    dsq_scan_match_init(&got);
-    got.rank = rank;
-    want = got;
-    dsq_scan_recognize(&want, b.p, b.n);
-    int hit = dsq_shapes_apply(s, b.p, b.n, &got);
-    if (!hit) {
-        dsq_scan_recognize(&got, b.p, b.n);
-        dsq_shapes_learn(s, b.p, b.n, &got);
-    }
-    *same = dsq_shapes_same_match(&got, &want);
-    free(b.p);
-    return hit;
 }
 
 /* A shape is tried first after the shape that came before it last time; it still
