@@ -96,6 +96,7 @@ struct dsq_input {
     int member_done;         /* plain/zstd: the one member was handed out */
     int data_done;           /* plain: the whole file was handed out */
     size_t plain_off;        /* plain: where the next slice starts */
+    size_t map_let_go;       /* compressed, mapped: the map's bytes let go of so far */
     /* zstd (whole file, or nested inside an archive member) */
     ZSTD_DCtx *dctx;
     ZSTD_inBuffer zin;
@@ -709,7 +710,7 @@ void dsq_input_close(dsq_input *in)
     in->kind = K_NONE;
     in->format = NULL;
     in->member_done = in->data_done = 0;
-    in->plain_off = 0;
+    in->plain_off = in->map_let_go = 0;
     in->archive_eof = in->stopped = 0;
     in->layer = in->gz_fed = in->own_xz = 0;
     in->zinner = 0;
@@ -1566,6 +1567,25 @@ int dsq_input_decodes_zstd(const dsq_input *in)
     return (in->kind == K_ZSTD && !in->zinner) || (in->kind == K_ARCHIVE && in->nested == N_ZSTD);
 }
 
+/* A compressed file's map is let go of behind what its decoder has read, in steps
+ * of MAP_LET_GO, MAP_LET_GO short of that place: a big file does not stay resident
+ * as it is read (a 216 MB .zst held 230 MB at its end: 287 MB peak RSS for its
+ * index, over goal 4's 256). Pages read again (an archive reader going back) are
+ * mapped again from the page cache. Plain files let go in plain_read. */
+#define MAP_LET_GO ((size_t)4 << 20)
+
+static void let_go_of_read(dsq_input *in)
+{
+    if (!in->mapped || in->kind == K_PLAIN)
+        return;
+    uint64_t at = dsq_input_bytes_in(in);
+    if (at > in->size || at < in->map_let_go + 2 * MAP_LET_GO)
+        return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), upto = (size_t)(at - MAP_LET_GO) / page * page;
+    madvise((void *)(uintptr_t)in->map, upto, MADV_DONTNEED);
+    in->map_let_go = upto;
+}
+
 int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     int rc;
@@ -1595,5 +1615,6 @@ int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err
     }
     if (rc)
         return rc;
+    let_go_of_read(in);
     return check_chunk(in, *data, *len, err);
 }
