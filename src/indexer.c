@@ -70,6 +70,11 @@
 #define WINDOW_BYTES ((size_t)8 << 20)
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
+/* A written block keeps its buffer for the next when it is at most this big, else
+ * lets go of it: the budget counts the bytes the open blocks hold, and buffers
+ * grown once to BLOCK_BYTES stayed so (a 1 GB launcher log of 2,048 ranks: 62 MB
+ * of buffers for 16 MB of events). */
+#define BLOCK_KEEP_CAP ((size_t)8 << 10)
 #define PROGRESS_BYTES (32u << 20)
 /* With workers, walking and writing take turns (write_window): once this many
  * jobs wait, the writer writes the older half before the walk goes on, and lets
@@ -102,8 +107,9 @@ struct dsq_indexer {
     dsq_scan *scan;
     dsq_rollup *roll;
     open_block *ob; /* the open blocks: nob taken, in the order their (host, rank) came;
-                       the first ob_init have a buffer (set when first taken: pages of
-                       the table no file used are never touched) */
+                       the first ob_init are set up, with a buffer or none (set when
+                       first taken: pages of the table no file used are never touched;
+                       a big buffer is let go of once written: BLOCK_KEEP_CAP) */
     int nob, ob_cap, ob_init, last_ob;
     dsq_idmap *ob_map; /* host << 32 | rank -> 1 + its open block */
     size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
@@ -216,7 +222,10 @@ static int put_block(dsq_indexer *ix, open_block *o)
     dsq_block_key k = {ix->cur_run, o->host, o->rank, o->b.t_first, ix->cur_source, ix->cur_seq++};
     int rc = dsq_store_block_put(ix->p.store, &k, &o->b, ix->cur_err);
     ix->ob_bytes -= o->b.len;
-    dsq_block_reset(&o->b);
+    if (o->b.cap > BLOCK_KEEP_CAP)
+        dsq_block_free_buf(&o->b);
+    else
+        dsq_block_reset(&o->b);
     return rc;
 }
 
