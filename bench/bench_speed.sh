@@ -3,8 +3,9 @@
 # measured in the same run on the same bytes (issue 5). Prints one table.
 #
 #   bench/bench_speed.sh [-b BUILD]... [-n REPEATS] [-s SINGLE_SIZE] [-a ARCHIVE_SIZE]
-#                        [-r RUNS] [-H HOSTS] [-R RANKS] [-m FILES] [-J BIG_HOSTS] [-d DIR] [-k]
-#     defaults: -b build -n 3 -s 200M -a 300M -r 100 -H 4 -R 8 -m 8000 -J 256
+#                        [-r RUNS] [-H HOSTS] [-R RANKS] [-m FILES] [-J BIG_HOSTS]
+#                        [-S BIG_SIZE] [-d DIR] [-k]
+#     defaults: -b build -n 3 -s 200M -a 300M -r 100 -H 4 -R 8 -m 8000 -J 256 -S 100M
 #     -d $BENCH_DIR/speed
 #     (BENCH_DIR defaults to /tmp/dsq-bench); sizes are text bytes, K/M/G = 10^3/6/9
 #     -b twice or more: one set of dsq rows per build (DIR/dsq or a dsq binary)
@@ -20,7 +21,7 @@
 #                    changed: every file is skipped)
 #   one run          FILES per-rank files (copies of one of the archive's) in one run
 #                    directory: the cost of a run's size (-m 0: left out)
-#   big job .zst     one pdsh-prefixed launcher log of 100M of a big job: BIG_HOSTS hosts
+#   big job .zst     one pdsh-prefixed launcher log of BIG_SIZE of a big job: BIG_HOSTS hosts
 #                    x RANKS ranks (2,048 by default: every (host, rank) has its blocks,
 #                    series and counts in one file), zstd -3 (-J 0: left out)
 # Baselines, each the median of REPEATS runs, like dsq's:
@@ -36,13 +37,14 @@ set -euo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")/.." && pwd)
 builds=() reps=3 ssize=200M asize=300M runs=100 hosts=4 ranks=8 keep=0 onerun=8000 bighosts=256
+bigsize=100M
 dir=${BENCH_DIR:-/tmp/dsq-bench}/speed
-while getopts b:n:s:a:r:H:R:m:J:d:k o; do
+while getopts b:n:s:a:r:H:R:m:J:S:d:k o; do
   case $o in
     b) builds+=("$OPTARG") ;; n) reps=$OPTARG ;; s) ssize=$OPTARG ;; a) asize=$OPTARG ;;
     r) runs=$OPTARG ;; H) hosts=$OPTARG ;; R) ranks=$OPTARG ;; d) dir=$OPTARG ;; k) keep=1 ;;
-    m) onerun=$OPTARG ;; J) bighosts=$OPTARG ;;
-    *) sed -n '4,11p' "$0" >&2; exit 2 ;;
+    m) onerun=$OPTARG ;; J) bighosts=$OPTARG ;; S) bigsize=$OPTARG ;;
+    *) sed -n '4,13p' "$0" >&2; exit 2 ;;
   esac
 done
 [ ${#builds[@]} -gt 0 ] || builds=("$here/build")
@@ -95,10 +97,10 @@ if [ ! -f "$arch.done" ]; then
   echo "scale=1; ($(now) - $t0) / 1000000" | bc > "$arch.done"
 fi
 
-big=$dir/bigjob-$bighosts-$ranks-100M.log
+big=$dir/bigjob-$bighosts-$ranks-$bigsize.log
 if [ "$bighosts" -gt 0 ] && [ ! -f "$big.zst" ]; then
   note "generating $big ($bighosts hosts x $ranks ranks)"
-  "${gen[@]}" --single "$big" --hosts "$bighosts" --ranks "$ranks" --size 100M
+  "${gen[@]}" --single "$big" --hosts "$bighosts" --ranks "$ranks" --size "$bigsize"
   zstd -q -3 -f "$big" -o "$big.zst"
   rm -f "$big"
 fi
@@ -194,7 +196,7 @@ echo "dsq index speed, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load av
 echo "median of $reps runs; single = one $ssize launcher log ($hosts hosts x $ranks ranks);"
 echo "archive = $runs runs x $hosts hosts x $ranks ranks, $nfiles files/archives (generated in $(cat "$arch.done") s)"
 [ "$onerun" -gt 0 ] && echo "one run = $onerun copies of one of the archive's per-rank files in one run directory"
-[ "$bighosts" -gt 0 ] && echo "big job = one 100M launcher log of $bighosts hosts x $ranks ranks"
+[ "$bighosts" -gt 0 ] && echo "big job = one $bigsize launcher log of $bighosts hosts x $ranks ranks"
 echo
 awk -F'|' -v multi=$((${#bins[@]} > 1)) '
 function mb(x) { return sprintf("%.1f", x / 1e6) }
