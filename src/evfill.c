@@ -14,9 +14,12 @@ typedef struct cursor {
     uint64_t used;      /* when last used (the set's least recent goes first) */
     dsq_series_rec rec;
     int one;            /* a series of one value, kept in its summary */
-    uint32_t seq;       /* chunked (rec.nchunks): the chunk in buf */
+    uint32_t seq;       /* chunked (rec.nchunks): the chunk in buf; nchunks: its own
+                           pairs after the chunks (schema 11), in own */
     unsigned char *buf; /* the chunk being read, or the series' own pairs */
     size_t n, cap;
+    unsigned char *own; /* chunked: its own pairs after the chunks (own_n 0: none) */
+    size_t own_n, own_cap;
     dsq_chunk_iter it;
     int have;           /* a pair read and not taken yet: */
     uint32_t kind;      /* ... the kind and number of its event, and its value */
@@ -40,8 +43,10 @@ void dsq_evfill_free(dsq_evfill *f)
     if (!f)
         return;
     for (int s = 0; s < SETS; s++)
-        for (int w = 0; w < WAYS; w++)
+        for (int w = 0; w < WAYS; w++) {
             free(f->c[s][w].buf);
+            free(f->c[s][w].own);
+        }
     free(f);
 }
 
@@ -92,7 +97,19 @@ static int cursor_open(cursor *c, dsq_store *st, const dsq_series_key *k, dsq_er
     if (r <= 0)
         return r < 0 ? r : damaged(k, err);
     c->seq = 0;
+    c->own_n = 0;
     if (c->rec.nchunks) {
+        if (c->n) { /* its own pairs after the chunks: kept aside */
+            if (c->n > c->own_cap) {
+                unsigned char *o = realloc(c->own, c->n);
+                if (!o)
+                    return dsq_error_set(err, DSQ_ENOMEM, "reading event values");
+                c->own = o;
+                c->own_cap = c->n;
+            }
+            memcpy(c->own, c->buf, c->n);
+            c->own_n = c->n;
+        }
         if ((r = dsq_store_chunk_get(st, k, 0, &c->buf, &c->n, &c->cap, err)) <= 0)
             return r < 0 ? r : damaged(k, err);
     } else if (c->n == 0) {
@@ -121,9 +138,14 @@ static int cursor_next(cursor *c, dsq_store *st, dsq_error *err)
         }
         if (r < 0)
             return damaged(&c->key, err);
-        if (!c->rec.nchunks || c->seq + 1 >= c->rec.nchunks)
+        if (!c->rec.nchunks || c->seq >= c->rec.nchunks)
             return 0;
-        c->seq++;
+        if (++c->seq == c->rec.nchunks) { /* past the chunks: its own pairs, if any */
+            if (!c->own_n)
+                return 0;
+            dsq_chunk_iter_init(&c->it, c->own, c->own_n);
+            continue;
+        }
         if ((r = dsq_store_chunk_get(st, &c->key, c->seq, &c->buf, &c->n, &c->cap, err)) <= 0)
             return r < 0 ? r : damaged(&c->key, err);
         dsq_chunk_iter_init(&c->it, c->buf, c->n);

@@ -850,7 +850,7 @@ static int resume_series(dsq_rollup *r, open_series *s)
     }
     s->nchunks = s->rec.nchunks;
     s->needed = s->field >= DSQ_SERIES_TIMES_BASE;
-    if (npairs && !s->nchunks && reload_pairs(s, r->own, npairs) != 0) {
+    if (npairs && reload_pairs(s, r->own, npairs) != 0) {
         int rc = dsq_store_chunk_put(r->st, &k, s->nchunks++, r->own, npairs, &r->fail_err);
         if (rc)
             return rc;
@@ -1083,15 +1083,18 @@ static int put_summaries(dsq_rollup *r, int how, dsq_error *err)
         if (how == PUT_CHUNKED && !s->nchunks && !(s->field >= DSQ_SERIES_TIMES_BASE && s->needed))
             continue; /* nothing of it in the index yet, and no chunk written names its
                          events: its chunk stays open */
-        if (at_end && s->nchunks == 0 && s->chunk.count) {
+        if (at_end && s->chunk.count) {
             dsq_chunk_finish(&s->chunk);
-            if (s->chunk.count > 1 && s->chunk.len <= OWN_PAIRS_BYTES) {
+            /* one value alone: the summary's first; a few pairs: in the record, after
+             * the chunks if there are some (schema 11), not in a chunk record of
+             * their own */
+            if ((s->chunk.count > 1 || s->nchunks) && s->chunk.len <= OWN_PAIRS_BYTES) {
                 pairs = s->chunk.buf;
                 n = s->chunk.len;
             }
-            if (s->chunk.count == 1 || n)
+            if ((s->chunk.count == 1 && !s->nchunks) || n)
                 dsq_chunk_reset(&s->chunk);
-        } else if (!at_end && s->nchunks == 0 && s->chunk.count && s->chunk.len <= OWN_PAIRS_BYTES) {
+        } else if (!at_end && s->chunk.count && s->chunk.len <= OWN_PAIRS_BYTES) {
             /* a checkpoint: the few pairs so far in the record, the chunk left open
              * (the last put replaces the record): a chunk record of under 32 bytes
              * saved for each series a whole checkpoint lets go of; a times series

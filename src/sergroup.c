@@ -58,8 +58,6 @@ int dsq_summary_get(const unsigned char *p, size_t n, int64_t base, dsq_series_r
         else if (dsq_num_get(&p, end, &v[i]))
             return -1;
     }
-    if (p != end && nchunks)
-        return -1;
     if (pairs) {
         *pairs = p;
         *npairs = (size_t)(end - p);

@@ -13,7 +13,8 @@
  * 64 in one, keyed by the first), in (rank, source) order: per series varint
  * rank + 1, varint source, varint length, then that many bytes: its summary packed
  * with base = the previous series' first_t (0 for the first), then the series' own
- * pairs (a chunk, rollup.h) when it has no chunk records. One key per group instead
+ * pairs (a chunk, rollup.h): all of them when it has no chunk records, else those
+ * after its last chunk when they are few (schema 11). One key per group instead
  * of one per series: a small file's series were 70 % of its index, a third of it
  * keys, and the ranks of one host start logging at nearly the same time.
  */
@@ -36,8 +37,8 @@
 size_t dsq_summary_put(unsigned char *out, const dsq_series_rec *r, int64_t base);
 
 /* Unpacks a summary from p[0..n): 0 with *r and, when pairs is not NULL, what
- * follows the summary in *pairs and *npairs (only a series without chunks may have
- * any), or -1 when the bytes are damaged. */
+ * follows the summary in *pairs and *npairs (the series' own pairs, after its
+ * chunks when it has any), or -1 when the bytes are damaged. */
 int dsq_summary_get(const unsigned char *p, size_t n, int64_t base, dsq_series_rec *r,
                     const unsigned char **pairs, size_t *npairs);
 

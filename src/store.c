@@ -461,8 +461,8 @@ static void note_read(dsq_store *st, size_t n)
  * its inputs' maps and libraries too) are looked at, and past MAP_RESIDENT the map
  * is let go of. Indexes of small files, whose puts stay on few pages, never get
  * there. */
-#define PUTS_LOOK 1024
-#define MAP_RESIDENT ((uint64_t)48 << 20)
+#define PUTS_LOOK 256
+#define MAP_RESIDENT ((uint64_t)32 << 20)
 static void note_put(dsq_store *st)
 {
     if (++st->puts_since_look < PUTS_LOOK)
@@ -1932,8 +1932,6 @@ static int zrun_unpack(const unsigned char *p, size_t n, unsigned char **buf, si
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                          const void *pairs, size_t n, dsq_error *err)
 {
-    if (rec->nchunks)
-        n = 0;
     if (n) { /* packed when that is shorter (zrun_pack) */
         if (reserve(&st->zrun, &st->zrun_cap, 1 + 2 * n))
             return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
@@ -2331,15 +2329,37 @@ static int own_pairs(dsq_store *st, chunk_scan *cs, const dsq_series_rec *rec,
     return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
 }
 
+/* A chunked series' chunks, then its own pairs after them (schema 11) when it has
+ * any: those the visit has at hand, or looked up (visiting), and (own, n_own). */
+static int chunked_pairs(dsq_store *st, const dsq_series_key *sk, chunk_scan *cs,
+                         const dsq_series_rec *rec, const unsigned char *own, ptrdiff_t n_own,
+                         dsq_error *err)
+{
+    int r = scan_table(st, st->chunks, cs->pre, sizeof cs->pre, visit_chunk, cs,
+                       "reading rollups", err);
+    if (r)
+        return r;
+    if (n_own < 0) { /* not at hand: the record looked up */
+        dsq_series_rec found;
+        size_t n;
+        if ((r = dsq_store_series_get(st, sk, &found, &st->looked, &n, &st->looked_cap, err)) <= 0)
+            return r;
+        own = st->looked;
+        n_own = (ptrdiff_t)n;
+    }
+    return n_own > 0 ? own_pairs(st, cs, rec, own, (size_t)n_own) : 0;
+}
+
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err)
 {
     chunk_scan cs = {fn, ctx, err, sk->field, sk->source, {0}};
     series_key_pack(sk, cs.pre);
+    int visiting = rec && st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0;
     if (rec && rec->nchunks)
-        return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
-                          "reading rollups", err);
-    if (rec && st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0)
+        return chunked_pairs(st, sk, &cs, rec, visiting ? st->vis_pairs : NULL,
+                             visiting ? st->vis_n : -1, err);
+    if (visiting)
         return own_pairs(st, &cs, rec, st->vis_pairs, (size_t)st->vis_n);
     /* looked up: the series is not being visited (or its summary is not at hand) */
     dsq_series_rec found;
@@ -2347,9 +2367,8 @@ int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_ser
     int r = dsq_store_series_get(st, sk, &found, &st->looked, &n, &st->looked_cap, err);
     if (r <= 0)
         return r;
-    if (found.nchunks)
-        return scan_table(st, st->chunks, cs.pre, sizeof cs.pre, visit_chunk, &cs,
-                          "reading rollups", err);
+    if (found.nchunks) /* its own pairs looked up again after the chunks' reads */
+        return chunked_pairs(st, sk, &cs, &found, NULL, -1, err);
     return own_pairs(st, &cs, &found, st->looked, n);
 }
 

@@ -10,7 +10,8 @@
  *   series    field, run, host, rank + 1, source (BE) of its first series -> a
  *             group of up to 64 series of that (field, run, host), in (rank,
  *             source) order: per series, its dsq_series_rec and a small series'
- *             pairs (a chunk, rollup.h) when it has no chunks, packed (sergroup.h)
+ *             pairs (a chunk, rollup.h), or a chunked one's few pairs after its
+ *             last chunk, packed (sergroup.h)
  *   chunks    series key (field, run, host, rank + 1, source), chunk seq (BE) ->
  *             the values of that series with their events (or times), or a
  *             kind's times (rollup.c)
@@ -49,8 +50,9 @@
  * records packed; 5: series in groups, records of up to 64 series of one (field, run, host);
  * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
  * in columns (event.h); 8: a field's values name their event, whose time its kind's count
- * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c) */
-#define DSQ_STORE_SCHEMA 10
+ * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c); 11: a chunked series' few pairs
+ * after its last chunk kept in its record (dsq_store_series_put) */
+#define DSQ_STORE_SCHEMA 11
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -189,8 +191,10 @@ int dsq_store_source_put(dsq_store *st, const char *path, const dsq_source_rec *
  * of a source, and keeps its keys (also across commits): the next record lists
  * them too, whether or not their series are put again (rollup.h,
  * dsq_rollup_let_go). dsq_store_abort forgets them. */
-/* A series' pairs are either in nchunks chunk records (dsq_store_chunk_put), or,
- * with nchunks 0, in its own record: the chunk `pairs` (n > 0), or nothing when a
+/* A series' pairs are in its nchunks chunk records (dsq_store_chunk_put), in that
+ * order, then in its own record: the chunk `pairs` (n > 0; schema 11: also after
+ * chunks, the few pairs after the last, which spares a chunk record each time a
+ * checkpoint or the end of a source comes), or nothing; with nchunks 0 and n 0 a
  * field series has one value (its pair is (first_t, first_v)). */
 int dsq_store_series_put(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
                          const void *pairs, size_t n, dsq_error *err);
@@ -239,13 +243,14 @@ int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, u
 int dsq_store_scan_runroll(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
                            dsq_store_series_fn fn, void *ctx, dsq_error *err);
 /* The pairs of one series (rec: its summary, as scanned; NULL: looked up), chunk
- * by chunk in order; a series kept in its record gives one chunk. A kind's count
+ * by chunk in order, its own pairs last (one chunk more); a series kept in its
+ * record gives one chunk. A kind's count
  * series gives the times of its events with fields (rollup.c). Readers of field
  * series go through dsq_pairs_scan (rollup.h), which finds their times. */
 typedef int (*dsq_store_chunk_fn)(void *ctx, const void *data, size_t n);
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *k, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err);
-/* One series looked up by key: its summary and, when it keeps them in its record,
+/* One series looked up by key: its summary and, when it keeps some in its record,
  * its own pairs copied into *pairs (*npairs 0 when none; *pairs grows, *cap its
  * room). 1 found, 0 not in the index, or an error. */
 int dsq_store_series_get(dsq_store *st, const dsq_series_key *k, dsq_series_rec *rec,

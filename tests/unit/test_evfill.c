@@ -4,7 +4,8 @@
  * many chunks, two kinds taking turns in one field, a field twice in an event,
  * values converted to the series' unit (kept in the block), a field of one value,
  * NaN and -0; asked out of order and past the cursor table's size; a series that
- * is not there is damage; a source committed in the middle finds its values. */
+ * is not there is damage; a source committed in the middle finds its values; the
+ * few values after a series' last chunk, kept in its record, are found. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -294,6 +295,96 @@ static void test_checkpoint_keeps_what_blocks_name(void)
     dsq_rollup_free(roll);
 }
 
+static int count_pairs(void *ctx, const void *data, size_t n)
+{
+    dsq_chunk_iter it;
+    int64_t t;
+    double v;
+    int r;
+    dsq_chunk_iter_init(&it, data, n);
+    while ((r = dsq_chunk_iter_next(&it, &t, &v)) == 1)
+        ++*(int *)ctx;
+    return r;
+}
+
+/* A series with a chunk record keeps the few pairs after it in its own record
+ * (schema 11), at a checkpoint (the chunk left open) and at the end, where it
+ * wrote a chunk record each time before: its values are found through blocks,
+ * and its pairs read back in order, after each commit. */
+static void test_values_after_the_last_chunk(void)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_rollup *roll = NULL;
+    CHECK_INT(dsq_rollup_new(st, &roll), 0);
+    enum { N = 140 };
+    static dsq_event ev[N];
+    uint32_t pi = id("pi"), solo = id("solo");
+    for (int i = 0; i < N; i++) {
+        memset(&ev[i], 0, sizeof ev[i]);
+        ev[i].kind = DSQ_EV_MEMORY;
+        ev[i].t_us = 1000000LL * (i + 1);
+        ev[i].line = (uint32_t)i + 1;
+        ev[i].host = solo;
+        ev[i].f[ev[i].nf++] = (dsq_field){pi, DSQ_U_NONE, M_PI * (i + 1)}; /* 9 bytes a pair */
+    }
+    const uint32_t source = 5;
+    dsq_series_key key = {pi, run, solo, 0, source};
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    dsq_rollup_begin(roll, run, source);
+    uint32_t seq = 0;
+    /* 100 values (900 bytes: a chunk record at the checkpoint), 20 (in the record at
+     * the next one), 20 more (in the record at the end) */
+    static const int upto[] = {100, 120, N};
+    for (int phase = 0, i = 0; roll && phase < 3; phase++) {
+        for (; i < upto[phase]; i++) { /* a block an event, written at once */
+            dsq_block b;
+            memset(&b, 0, sizeof b);
+            dsq_num_form forms[DSQ_EV_MAXF];
+            uint64_t event = 0;
+            uint32_t kept = 0;
+            dsq_ev_forms(&ev[i], forms);
+            CHECK_INT(dsq_rollup_add_forms(roll, &ev[i], forms, &event, &kept, &err), 0);
+            CHECK_INT(kept, 1);
+            CHECK_INT(dsq_block_add_ref(&b, &ev[i], forms, kept, event), 0);
+            dsq_block_key k = {run, solo, 0, b.t_first, source, seq++};
+            CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
+            dsq_block_free_buf(&b);
+        }
+        CHECK_INT(phase < 2 ? dsq_rollup_checkpoint(roll, 1, &err) : dsq_rollup_finish(roll, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        dsq_series_rec rec;
+        unsigned char *own = NULL;
+        size_t nown = 0, cap = 0;
+        CHECK_INT(dsq_store_series_get(st, &key, &rec, &own, &nown, &cap, &err), 1);
+        CHECK_INT(rec.nchunks, 1);
+        CHECK_INT(rec.count, (uint64_t)i);
+        CHECK(phase == 0 ? nown == 0 : nown > 0 && nown <= 512);
+        free(own);
+        int pairs = 0;
+        CHECK_INT(dsq_store_scan_chunks(st, &key, &rec, count_pairs, &pairs, &err), 0);
+        CHECK_INT(pairs, i);
+        dsq_evfill *fill = NULL;
+        CHECK_INT(dsq_evfill_new(&fill), 0);
+        dsq_block_key k = {run, solo, 0, 0, source, 0};
+        int wrong = 0;
+        for (int j = 0; fill && j < i; j++) { /* in order, then one asked again from the start */
+            dsq_event e = ev[j];
+            e.f[0].v = 0;
+            CHECK_INT(dsq_evfill_event(fill, st, &k, &e, (uint64_t)j, 1, &err), 0);
+            wrong += memcmp(&e.f[0].v, &ev[j].f[0].v, 8) != 0;
+        }
+        dsq_event e = ev[0];
+        CHECK_INT(dsq_evfill_event(fill, st, &k, &e, 0, 1, &err), 0);
+        CHECK_INT(wrong, 0);
+        CHECK_INT(dsq_evfill_event(fill, st, &k, &e, (uint64_t)i, 1, &err), DSQ_EINDEX); /* past */
+        dsq_evfill_free(fill);
+        if (phase < 2)
+            CHECK_INT(dsq_store_begin(st, &err), 0);
+    }
+    dsq_rollup_free(roll);
+}
+
 static void test_teardown(void)
 {
     dsq_store_close(st);
@@ -301,4 +392,5 @@ static void test_teardown(void)
 }
 
 TEST_MAIN(T(test_setup), T(test_read_back), T(test_out_of_order),
-          T(test_checkpoint_keeps_what_blocks_name), T(test_teardown))
+          T(test_checkpoint_keeps_what_blocks_name), T(test_values_after_the_last_chunk),
+          T(test_teardown))

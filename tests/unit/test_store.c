@@ -470,8 +470,9 @@ static void series_pairs(dsq_store *st, const dsq_series_key *k, pairs_seen *in,
 
 /* A field series keeps its pairs in its own record when it has no chunks: the
  * chunk bytes given (several values), or nothing for one value, whose pair is its
- * summary's first; a series with chunks reads them. Read during a scan of the
- * series or looked up by key, the pairs are the same. */
+ * summary's first; a series with chunks reads them, then the few pairs after them
+ * kept in its record (schema 11). Read during a scan of the series, looked up by
+ * key with its summary at hand or without, the pairs are the same. */
 static void test_series_own_pairs(void)
 {
     char tmp[64];
@@ -479,7 +480,7 @@ static void test_series_own_pairs(void)
     dsq_error err;
     dsq_error_clear(&err);
     dsq_store *st = open_store(tmp, 0);
-    dsq_chunk c = {0};
+    dsq_chunk c = {0}, d = {0};
     if (!st)
         goto done;
     uint32_t run = intern(st, "run-a"), f = intern(st, "loss"), g = intern(st, "lr"),
@@ -491,13 +492,18 @@ static void test_series_own_pairs(void)
                           .last_v = 2.25, .first_t = 1000000, .last_t = 2000000};
     dsq_series_rec one = {.count = 1, .sum = 0.125, .min = 0.125, .max = 0.125, .first_v = 0.125,
                           .last_v = 0.125, .first_t = -7, .last_t = -7};
+    CHECK_INT(dsq_chunk_add(&d, 3000000, 2.0), 0); /* the pair after the chunk: in the record */
+    dsq_chunk_finish(&d);
     dsq_series_rec chunked = two;
     chunked.nchunks = 1;
+    chunked.count = 3;
+    chunked.min = chunked.last_v = 2.0;
+    chunked.last_t = 3000000;
     dsq_series_key k2 = {f, run, 1, 0, 1}, k1 = {g, run, 1, 0, 1}, kc = {h, run, 1, 0, 1};
     CHECK_INT(dsq_store_begin(st, &err), 0);
     CHECK_INT(dsq_store_series_put(st, &k2, &two, c.buf, c.len, &err), 0);
     CHECK_INT(dsq_store_series_put(st, &k1, &one, NULL, 0, &err), 0);
-    CHECK_INT(dsq_store_series_put(st, &kc, &chunked, c.buf, c.len, &err), 0); /* has chunks */
+    CHECK_INT(dsq_store_series_put(st, &kc, &chunked, d.buf, d.len, &err), 0); /* has chunks */
     CHECK_INT(dsq_store_chunk_put(st, &kc, 0, c.buf, c.len, &err), 0);
     CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
     CHECK_INT(dsq_store_commit(st, &err), 0);
@@ -518,11 +524,26 @@ static void test_series_own_pairs(void)
     CHECK_INT(out.n, 1);
     CHECK(in.t[0] == -7 && in.v[0] == 0.125 && out.t[0] == -7 && out.v[0] == 0.125);
     series_pairs(st, &kc, &in, &out);
-    CHECK_INT(in.n, 2);
-    CHECK_INT(out.n, 2);
-    CHECK(out.t[1] == 2000000 && out.v[1] == 2.25);
+    CHECK_INT(in.n, 3);
+    CHECK_INT(out.n, 3);
+    CHECK_INT(in.chunks, 2); /* its chunk record, then its record's pairs */
+    CHECK_INT(out.chunks, 2);
+    CHECK(in.t[1] == 2000000 && in.v[1] == 2.25 && in.t[2] == 3000000 && in.v[2] == 2.0);
+    CHECK(out.t[1] == 2000000 && out.v[1] == 2.25 && out.t[2] == 3000000 && out.v[2] == 2.0);
+    pairs_seen none = {.st = st}; /* no summary at hand: looked up */
+    CHECK_INT(dsq_store_scan_chunks(st, &kc, NULL, on_chunk, &none, &err), 0);
+    CHECK_INT(none.n, 3);
+    CHECK(none.t[2] == 3000000 && none.v[2] == 2.0);
+    dsq_series_rec got;
+    unsigned char *own = NULL;
+    size_t nown = 0, cap = 0;
+    CHECK_INT(dsq_store_series_get(st, &kc, &got, &own, &nown, &cap, &err), 1);
+    CHECK_INT(got.nchunks, 1);
+    CHECK(nown == d.len && own && memcmp(own, d.buf, d.len) == 0);
+    free(own);
     dsq_store_close(st);
 done:
+    dsq_chunk_free(&d);
     dsq_chunk_free(&c);
     test_tmpdir_remove(tmp);
 }
@@ -739,7 +760,9 @@ static void group_write(dsq_store *st, uint32_t f, uint32_t run, uint32_t s, int
         CHECK_INT(dsq_chunk_add(&c, r.first_t, r.first_v), 0);
         CHECK_INT(dsq_chunk_add(&c, r.last_t, r.last_v), 0);
         dsq_chunk_finish(&c);
-        CHECK_INT(dsq_store_series_put(st, &k, &r, c.buf, c.len, &err), 0);
+        /* (pairs kept in the record too would follow the chunk's: schema 11) */
+        CHECK_INT(dsq_store_series_put(st, &k, &r, r.nchunks ? NULL : c.buf, r.nchunks ? 0 : c.len,
+                                       &err), 0);
         if (r.nchunks)
             CHECK_INT(dsq_store_chunk_put(st, &k, 0, c.buf, c.len, &err), 0);
         dsq_chunk_free(&c);
