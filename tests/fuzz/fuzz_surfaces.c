@@ -211,8 +211,8 @@ static void fuzz_groups(const uint8_t *data, size_t size)
     dsq_group_iter it;
     dsq_group_entry e;
     dsq_group_iter_init(&it, copy, size);
-    while (dsq_group_next(&it, &e) == 1)
-        if (e.pairs < copy || e.pairs + e.npairs > copy + size || (e.npairs && e.rec.nchunks))
+    while (dsq_group_next(&it, &e) == 1) /* (pairs may follow chunks: schema 11) */
+        if (e.pairs < copy || e.pairs + e.npairs > copy + size)
             abort();
     free(copy);
     enum { REC = 76 };
