@@ -1058,12 +1058,15 @@ static void mark_needed_times(dsq_rollup *r, int chunked)
 }
 
 /* Writes the summaries (see dsq_rollup_finish, dsq_rollup_checkpoint). At the end
- * of a source, a series without chunks so far keeps its pairs in its own record
- * when they are few (store.h): none for one value (or time: the summary's first),
- * else its chunk up to OWN_PAIRS_BYTES; and a kind's times that no value kept in
- * pairs needs are left out. At a whole checkpoint (more values may follow) a
- * series without chunks keeps its few pairs so far in its record; the others'
- * chunks are written out. A checkpoint that is not whole writes only the series
+ * of a source, a series keeps its last pairs in its own record when they are few
+ * (store.h): none for one value of a series without chunks (or time: the summary's
+ * first), else its chunk up to OWN_PAIRS_BYTES, after its chunk records if it has
+ * some (schema 11); and a kind's times that no value kept in pairs needs are left
+ * out. At a whole checkpoint (more values may follow) a series keeps its few pairs
+ * since its last chunk in its record, its chunk left open; bigger chunks are
+ * written out. A big job's log (~100,000 series) wrote a chunk record for each of
+ * them at every checkpoint, each on its own page, all held by LMDB until the
+ * commit: 98 MB at the peak for 1 GB, 31 MB now. A checkpoint that is not whole writes only the series
  * with chunks, and the kinds' times their values name (a query of the partial
  * source finds every value's time). */
 enum { PUT_END, PUT_WHOLE, PUT_CHUNKED };

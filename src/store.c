@@ -310,9 +310,9 @@ static int unpack_into(dsq_store *st, const MDB_val *v, unsigned char **buf, siz
     return 0;
 }
 
-/* Puts src[0..n), packed as pk says. */
 static void note_put(dsq_store *st);
 
+/* Puts src[0..n), packed as pk says. */
 static int put_packed(dsq_store *st, MDB_dbi dbi, MDB_val *k, const void *src, size_t n,
                       const packing *pk, dsq_error *err)
 {
@@ -454,10 +454,10 @@ static void note_read(dsq_store *st, size_t n)
 }
 
 /* Puts read the map too, on the way to the page they change: every leaf is
- * faulted in with its cached neighbours. A big job's log puts a chunk of each of
- * its 24,000 series at every checkpoint, each on another page, and so mapped most
- * of a 300 MB index at each (90 MB resident at once for a 1 GB log, 190 MB for
- * 2 GB). Every PUTS_LOOK puts the process's resident file pages (statm's shared,
+ * faulted in with its cached neighbours. A big job's log put a chunk of each of
+ * its ~100,000 series at every checkpoint, each on another page (schema 10), and so
+ * mapped most of a 300 MB index at each (90 MB resident at once for a 1 GB log, 190
+ * MB for 2 GB). Every PUTS_LOOK puts the process's resident file pages (statm's shared,
  * its inputs' maps and libraries too) are looked at, and past MAP_RESIDENT the map
  * is let go of. Indexes of small files, whose puts stay on few pages, never get
  * there. */
@@ -2329,8 +2329,9 @@ static int own_pairs(dsq_store *st, chunk_scan *cs, const dsq_series_rec *rec,
     return cs->fn(cs->ctx, one, dsq_chunk_one(one, rec->first_t, rec->first_v));
 }
 
-/* A chunked series' chunks, then its own pairs after them (schema 11) when it has
- * any: those the visit has at hand, or looked up (visiting), and (own, n_own). */
+/* A chunked series' chunks, then its own pairs after them (schema 11), if any:
+ * own[0..n_own) when the visit has them at hand, else (n_own -1) its record looked
+ * up after the chunks' reads (their callbacks may look up other series). */
 static int chunked_pairs(dsq_store *st, const dsq_series_key *sk, chunk_scan *cs,
                          const dsq_series_rec *rec, const unsigned char *own, ptrdiff_t n_own,
                          dsq_error *err)
