@@ -251,6 +251,26 @@ static int read_partial(void *ctx, const dsq_block_key *k, const void *data, siz
     return 0;
 }
 
+/* Writes ev as the indexer does (the rollup first, then a block naming the values
+ * it kept), in a block of its own, written at once; the bits of the values kept. */
+static uint32_t write_alone(dsq_rollup *roll, const dsq_event *ev, uint32_t source, uint32_t *seq)
+{
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_block b;
+    memset(&b, 0, sizeof b);
+    dsq_num_form forms[DSQ_EV_MAXF];
+    uint64_t event = 0;
+    uint32_t kept = 0;
+    dsq_ev_forms(ev, forms);
+    CHECK_INT(dsq_rollup_add_forms(roll, ev, forms, &event, &kept, &err), 0);
+    CHECK_INT(dsq_block_add_ref(&b, ev, forms, kept, event), 0);
+    dsq_block_key k = {run, ev->host, ev->rank, b.t_first, source, (*seq)++};
+    CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
+    dsq_block_free_buf(&b);
+    return kept;
+}
+
 /* A source committed in the middle (a checkpoint) after blocks were written: the
  * blocks name values kept in their series, so the checkpoint must write every
  * series whole (indexer.c does once a block is written): every value is found.
@@ -267,19 +287,8 @@ static void test_checkpoint_keeps_what_blocks_name(void)
         CHECK_INT(dsq_store_begin(st, &err), 0);
         dsq_rollup_begin(roll, run, source);
         uint32_t seq = 0;
-        for (int i = 0; i < HOSTS * 8; i++) { /* a block an event, written at once */
-            dsq_block b;
-            memset(&b, 0, sizeof b);
-            dsq_num_form forms[DSQ_EV_MAXF];
-            uint64_t event = 0;
-            uint32_t kept = 0;
-            dsq_ev_forms(&wide[i], forms);
-            CHECK_INT(dsq_rollup_add_forms(roll, &wide[i], forms, &event, &kept, &err), 0);
-            CHECK_INT(dsq_block_add_ref(&b, &wide[i], forms, kept, event), 0);
-            dsq_block_key k = {run, wide[i].host, wide[i].rank, b.t_first, source, seq++};
-            CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
-            dsq_block_free_buf(&b);
-        }
+        for (int i = 0; i < HOSTS * 8; i++)
+            write_alone(roll, &wide[i], source, &seq);
         CHECK_INT(dsq_rollup_checkpoint(roll, whole, &err), 0);
         CHECK_INT(dsq_store_commit(st, &err), 0);
         partial_reader r = {.source = source};
@@ -337,20 +346,8 @@ static void test_values_after_the_last_chunk(void)
      * the next one), 20 more (in the record at the end) */
     static const int upto[] = {100, 120, N};
     for (int phase = 0, i = 0; roll && phase < 3; phase++) {
-        for (; i < upto[phase]; i++) { /* a block an event, written at once */
-            dsq_block b;
-            memset(&b, 0, sizeof b);
-            dsq_num_form forms[DSQ_EV_MAXF];
-            uint64_t event = 0;
-            uint32_t kept = 0;
-            dsq_ev_forms(&ev[i], forms);
-            CHECK_INT(dsq_rollup_add_forms(roll, &ev[i], forms, &event, &kept, &err), 0);
-            CHECK_INT(kept, 1);
-            CHECK_INT(dsq_block_add_ref(&b, &ev[i], forms, kept, event), 0);
-            dsq_block_key k = {run, solo, 0, b.t_first, source, seq++};
-            CHECK_INT(dsq_store_block_put(st, &k, &b, &err), 0);
-            dsq_block_free_buf(&b);
-        }
+        for (; i < upto[phase]; i++)
+            CHECK_INT(write_alone(roll, &ev[i], source, &seq), 1);
         CHECK_INT(phase < 2 ? dsq_rollup_checkpoint(roll, 1, &err) : dsq_rollup_finish(roll, &err), 0);
         CHECK_INT(dsq_store_commit(st, &err), 0);
         dsq_series_rec rec;
