@@ -223,6 +223,10 @@ void dsq_store_abort(dsq_store *st);
 int dsq_store_writing(const dsq_store *st);
 /* Writes committed since open (tests check that small files share commits). */
 uint64_t dsq_store_commits(const dsq_store *st);
+/* Times the LMDB environment was closed and opened again after a big write, which
+ * gives back the pages LMDB keeps from it (DSQ_REOPEN_PUTS: the puts that make a
+ * write big; tests). */
+uint64_t dsq_store_reopens(const dsq_store *st);
 /* Syncs committed writes to disk (a full disk or I/O error is reported here). */
 int dsq_store_sync(dsq_store *st, dsq_error *err);
 

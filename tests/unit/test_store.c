@@ -468,6 +468,58 @@ static void series_pairs(dsq_store *st, const dsq_series_key *k, pairs_seen *in,
         CHECK_INT(dsq_store_scan_chunks(st, &s.k[0], &s.r[0], on_chunk, out, &err), 0);
 }
 
+/* A write of many puts has the environment closed and opened again at its commit
+ * (LMDB gives back the pages it keeps from a write only then): the writes after it
+ * and the reads, in the writer and in a reader, find everything; a small write
+ * does not reopen it. */
+static void test_big_write_reopens_the_environment(void)
+{
+    char tmp[64];
+    dsq_error err;
+    setenv("DSQ_REOPEN_PUTS", "8", 1);
+    dsq_store *st = new_store(tmp, &err);
+    unsetenv("DSQ_REOPEN_PUTS");
+    dsq_chunk c = {0};
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    CHECK_INT(dsq_chunk_add(&c, 1000000, 2.5), 0);
+    dsq_chunk_finish(&c);
+    static const int puts[] = {20, 3, 9}; /* big, small, big */
+    int rank = 0;
+    for (int w = 0; w < 3; w++) {
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (int i = 0; i < puts[w]; i++, rank++) {
+            dsq_series_key k = {f, run, 1, rank, 1};
+            CHECK_INT(dsq_store_chunk_put(st, &k, 0, c.buf, c.len, &err), 0);
+        }
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        CHECK_INT(dsq_store_reopens(st), w < 2 ? 1 : 2);
+        for (int r = 0; r < rank; r++) { /* read back in the writer */
+            dsq_series_key k = {f, run, 1, r, 1};
+            unsigned char *buf = NULL;
+            size_t n = 0, cap = 0;
+            CHECK_INT(dsq_store_chunk_get(st, &k, 0, &buf, &n, &cap, &err), 1);
+            CHECK(n == c.len && buf && memcmp(buf, c.buf, n) == 0);
+            free(buf);
+        }
+    }
+    CHECK_INT(dsq_store_commits(st), 3);
+    dsq_store_close(st);
+    if (!(st = open_store(tmp, 1)))
+        goto done;
+    CHECK_INT(table_entries(tmp, "chunks"), 32);
+    dsq_series_key last = {f, run, 1, 31, 1};
+    unsigned char *buf = NULL;
+    size_t n = 0, cap = 0;
+    CHECK_INT(dsq_store_chunk_get(st, &last, 0, &buf, &n, &cap, &err), 1);
+    free(buf);
+    dsq_store_close(st);
+done:
+    dsq_chunk_free(&c);
+    test_tmpdir_remove(tmp);
+}
+
 /* A field series keeps its pairs in its own record when it has no chunks: the
  * chunk bytes given (several values), or nothing for one value, whose pair is its
  * summary's first; a series with chunks reads them, then the few pairs after them
@@ -1745,7 +1797,7 @@ static void test_key_pack(void)
     CHECK(cur[8] == 0 && cur[11] == 0);                              /* rank -1 packs as 0 */
 }
 
-TEST_MAIN(T(test_write_reopen_scan), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
+TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
