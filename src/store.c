@@ -469,7 +469,7 @@ static void note_read(dsq_store *st, size_t n)
  * is let go of. Indexes of small files, whose puts stay on few pages, never get
  * there. */
 #define PUTS_LOOK 256
-#define MAP_RESIDENT ((uint64_t)32 << 20)
+#define MAP_RESIDENT ((uint64_t)16 << 20)
 static void note_put(dsq_store *st)
 {
     st->puts_in_write++;
