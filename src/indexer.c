@@ -70,10 +70,11 @@
 #define WINDOW_BYTES ((size_t)8 << 20)
 #define BLOCK_EVENTS 4096
 #define BLOCK_BYTES (64 * 1024)
-/* A written block keeps its buffer for the next when it is at most this big, else
- * lets go of it: the budget counts the bytes the open blocks hold, and buffers
- * grown once to BLOCK_BYTES stayed so (a 1 GB launcher log of 2,048 ranks: 62 MB
- * of buffers for 16 MB of events). */
+/* A written block keeps its buffer for the next when it is at most this big, or
+ * when so few blocks are set up that all of them at BLOCK_BYTES fit the budget,
+ * else lets go of it: the budget counts the bytes the open blocks hold, and
+ * buffers grown once to BLOCK_BYTES stayed so (a 1 GB launcher log of 2,048 ranks:
+ * 62 MB of buffers for 16 MB of events); a log of 32 ranks keeps its 32. */
 #define BLOCK_KEEP_CAP ((size_t)8 << 10)
 #define PROGRESS_BYTES (32u << 20)
 /* With workers, walking and writing take turns (write_window): once this many
@@ -222,7 +223,7 @@ static int put_block(dsq_indexer *ix, open_block *o)
     dsq_block_key k = {ix->cur_run, o->host, o->rank, o->b.t_first, ix->cur_source, ix->cur_seq++};
     int rc = dsq_store_block_put(ix->p.store, &k, &o->b, ix->cur_err);
     ix->ob_bytes -= o->b.len;
-    if (o->b.cap > BLOCK_KEEP_CAP)
+    if (o->b.cap > BLOCK_KEEP_CAP && (size_t)ix->ob_init * BLOCK_BYTES > ix->ob_budget)
         dsq_block_free_buf(&o->b);
     else
         dsq_block_reset(&o->b);
