@@ -11,11 +11,10 @@
  */
 #include "store.h"
 
-#include <malloc.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,9 +315,9 @@ static int unpack_into(dsq_store *st, const MDB_val *v, unsigned char **buf, siz
 }
 
 static void note_put(dsq_store *st);
-/* see reopen_env */
+/* a write this big has LMDB opened again, and past this the heap trimmed (reopen_env) */
 #define REOPEN_PUTS 8192
-#define TRIM_RESIDENT ((uint64_t)192 << 20) /* see reopen_env */
+#define TRIM_RESIDENT ((uint64_t)192 << 20)
 
 /* Puts src[0..n), packed as pk says. */
 static int put_packed(dsq_store *st, MDB_dbi dbi, MDB_val *k, const void *src, size_t n,
@@ -979,6 +978,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     if (!st->env)
         return dsq_error_set(err, DSQ_EIO, "the index could not be opened again after a write");
     st->map_full = 0;
+    st->puts_in_write = 0;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
     st->ser_put = 0;
@@ -2033,7 +2033,6 @@ static int save_dict(dsq_store *st, dsq_error *err)
     return 0;
 }
 
-/* Aborts the write and doubles the map after MDB_MAP_FULL. */
 /* LMDB keeps every page a write dirtied (a copy in the heap) for later writes and
  * gives none back until the environment closes, so the process kept the pages of
  * its biggest write so far (a big job's checkpoint puts a record for each of its
@@ -2082,6 +2081,7 @@ cleanup:
     return 0;
 }
 
+/* Aborts the write and doubles the map after MDB_MAP_FULL. */
 static int grow_map(dsq_store *st, dsq_error *err)
 {
     MDB_envinfo info;
@@ -2146,7 +2146,6 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         return write_error(st, err, rc, "committing");
     if (st->puts_in_write >= st->reopen_puts && (rc = reopen_env(st)) != 0)
         return lmdb_error(err, rc, "opening the index again after a write");
-    st->puts_in_write = 0;
     uint64_t *t = st->pend; /* the stale run rollups as committed */
     st->pend = st->pend_next;
     st->pend_next = t;
