@@ -55,14 +55,18 @@ for b in "${builds[@]}"; do
   else echo "no dsq binary in $b (build first)" >&2; exit 2; fi
 done
 # each build's name in the table: its directory's name, with the parent's when two
-# builds share it (/tmp/old/build-rel and ./build-rel -> old/build-rel, main/build-rel)
+# builds share it (/tmp/old/build-rel and ./build-rel -> old/build-rel, main/build-rel),
+# or with the binary's when two are in one directory (/tmp/x/dsq-a, /tmp/x/dsq-b ->
+# x/dsq-a, x/dsq-b)
 names=()
 for bin in "${bins[@]}"; do
-  d=$(dirname "$bin") n=$(basename "$(dirname "$bin")") same=0
+  d=$(dirname "$bin") n=$(basename "$(dirname "$bin")") same=0 here_too=0
   for other in "${bins[@]}"; do
     [ "$other" != "$bin" ] && [ "$(basename "$(dirname "$other")")" = "$n" ] && same=1
+    [ "$other" != "$bin" ] && [ "$(dirname "$other")" = "$d" ] && here_too=1
   done
-  [ $same = 1 ] && n="$(basename "$(dirname "$d")")/$n"
+  if [ $here_too = 1 ]; then n="$n/$(basename "$bin")"
+  elif [ $same = 1 ]; then n="$(basename "$(dirname "$d")")/$n"; fi
   names+=("$n")
 done
 build_name() { local i; for i in "${!bins[@]}"; do [ "${bins[$i]}" = "$1" ] && echo "${names[$i]}"; done; }
