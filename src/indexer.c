@@ -138,6 +138,7 @@ struct dsq_indexer {
     dsq_dict *linked_files; /* (device, inode) of the files with hard links met so far */
     dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
+    uint32_t cur_checkpoints; /* checkpoints of the file so far (see checkpoint) */
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
     dsq_index_stats pend;   /* this file's numbers until its commit succeeds */
     const char *cur_abs;    /* the file's absolute path (its source record's key) */
@@ -634,6 +635,10 @@ static int checkpoint(dsq_indexer *ix, int let_go)
     dsq_source_rec rec = *ix->cur_rec;
     int rc;
     ix->since_commit = 0;
+    /* in parts once the file's first checkpoint is committed: the write then holds
+     * this file's chunks, blocks (held to the end) and member records only, where
+     * the first may drop its old source or carry the group's other files */
+    dsq_store_parts(ix->p.store, ix->cur_checkpoints++ > 0);
     /* (a checkpoint that lets series go comes from write_now, maybe while the
      * window is written: its other events go into a later commit). Once blocks
      * are written, which name values kept in their series by event, every series
@@ -794,6 +799,7 @@ static int file_begin(dsq_indexer *ix, const char *abs, dsq_source_rec *rec,
     ix->under_way = 1;
     ix->cur_err = err;
     ix->cur_seq = 0;
+    ix->cur_checkpoints = 0;
     ix->cur_abs = abs;
     ix->cur_rec = rec;
     ix->since_commit = 0;

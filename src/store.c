@@ -126,6 +126,16 @@ struct dsq_store {
     uint32_t puts_since_look;    /* puts since the map's resident size was looked at */
     uint64_t puts_in_write;      /* puts of the open write (see reopen_env) */
     uint64_t reopen_puts;        /* REOPEN_PUTS, or DSQ_REOPEN_PUTS (tests) */
+    /* event blocks put in the open write, held until its commit (hold_block): entries
+     * of the value's length (u32), block key, srcblocks key and value, 8-aligned */
+    unsigned char *blk;
+    size_t blk_len, blk_cap;
+    /* parts (dsq_store_parts): on while the caller allows them, a part committed
+     * every part_puts chunk records */
+    int parts;
+    uint32_t part_puts;          /* PART_PUTS, or DSQ_PART_PUTS (tests) */
+    uint32_t puts_since_part;
+    uint64_t parts_committed;
     int32_t *drop_rank; /* drop_from_groups: the ranks of the dropped series with chunks */
     size_t drop_rank_cap;
     struct ser_ref *due; /* run rollups the open write touched: a = field << 32 | run */
@@ -317,6 +327,12 @@ static int unpack_into(dsq_store *st, const MDB_val *v, unsigned char **buf, siz
 static void note_put(dsq_store *st);
 /* a write this big has LMDB opened again, and past this the heap trimmed (reopen_env) */
 #define REOPEN_PUTS 8192
+/* A write with parts on (dsq_store_parts) is committed every this many chunk
+ * records: each lands on a page of its own in a big index (a series' chunks are
+ * together, and its next one goes after them), and LMDB holds every page a write
+ * touched in the heap until the commit: 15,000 chunk records of a checkpoint of an
+ * 8 GB big job's log held 80 MB. */
+#define PART_PUTS 2048
 #define TRIM_RESIDENT ((uint64_t)192 << 20)
 
 /* Puts src[0..n), packed as pk says. */
@@ -750,6 +766,10 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     st->readonly = params->readonly;
     const char *rp = getenv("DSQ_REOPEN_PUTS");
     st->reopen_puts = rp && strtoull(rp, NULL, 10) > 0 ? strtoull(rp, NULL, 10) : REOPEN_PUTS;
+    const char *pp = getenv("DSQ_PART_PUTS");
+    st->part_puts = pp && strtoul(pp, NULL, 10) > 0 && strtoul(pp, NULL, 10) <= UINT32_MAX
+                        ? (uint32_t)strtoul(pp, NULL, 10)
+                        : PART_PUTS;
     snprintf(st->dir, sizeof st->dir, "%s", params->dir);
     struct stat sb;
     if (st->readonly && stat(st->dir, &sb) != 0) {
@@ -843,6 +863,7 @@ void dsq_store_close(dsq_store *st)
     free(st->sr_h);
     free(st->sr_bytes);
     free(st->ser);
+    free(st->blk);
     free(st->ser_at);
     free(st->ser_tmp);
     free(st->due);
@@ -979,6 +1000,8 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
         return dsq_error_set(err, DSQ_EIO, "the index could not be opened again after a write");
     st->map_full = 0;
     st->puts_in_write = 0;
+    st->blk_len = 0;
+    st->parts = 0;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
     st->ser_put = 0;
@@ -1628,11 +1651,16 @@ int dsq_store_settle(dsq_store *st, dsq_error *err)
     return status;
 }
 
+static int put_held_blocks(dsq_store *st, dsq_error *err);
+
 int dsq_store_source_drop(dsq_store *st, const char *path, dsq_error *err)
 {
     dsq_source_rec rec;
     int found = dsq_store_source_find(st, path, &rec, err);
     if (found <= 0)
+        return found;
+    /* (the write's held blocks put first, in case some are of this source) */
+    if (st->blk_len && (found = put_held_blocks(st, err)) != 0)
         return found;
     MDB_cursor *c = NULL;
     unsigned char pre[4];
@@ -1691,6 +1719,49 @@ int dsq_store_source_new_id(dsq_store *st, uint32_t *id, dsq_error *err)
     return 0;
 }
 
+/* Event blocks wait in st->blk until the write's commit puts them (put_held_blocks),
+ * after every part of the write (dsq_store_parts): blocks name their values by
+ * event, and a reader between two parts would find values missing for a block's
+ * events (evfill.c calls that damage). A write holds a few MB of them at most: a
+ * checkpoint of a big job's log (64 MB of text) about 600 blocks of 2 kB. */
+#define BLK_HEAD (4 + DSQ_BLOCK_KEY_LEN + 8)
+static int hold_block(dsq_store *st, const unsigned char *key, const unsigned char *skey,
+                      const void *data, size_t n, dsq_error *err)
+{
+    size_t len = pack(st, data, n, &pack_blocks);
+    size_t need = st->blk_len + BLK_HEAD + ((len + 7) & ~(size_t)7);
+    if (!len || len > UINT32_MAX || reserve(&st->blk, &st->blk_cap, need))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing events: out of memory");
+    unsigned char *p = st->blk + st->blk_len;
+    uint32_t l = (uint32_t)len;
+    memcpy(p, &l, 4);
+    memcpy(p + 4, key, DSQ_BLOCK_KEY_LEN);
+    memcpy(p + 4 + DSQ_BLOCK_KEY_LEN, skey, 8);
+    memcpy(p + BLK_HEAD, st->packed, len);
+    st->blk_len = need;
+    return 0;
+}
+
+static int put_held_blocks(dsq_store *st, dsq_error *err)
+{
+    for (size_t at = 0; at < st->blk_len;) {
+        unsigned char *p = st->blk + at;
+        uint32_t len;
+        memcpy(&len, p, 4);
+        MDB_val k = {DSQ_BLOCK_KEY_LEN, p + 4}, v = {len, p + BLK_HEAD};
+        MDB_val sk = {8, p + 4 + DSQ_BLOCK_KEY_LEN}, sv = {DSQ_BLOCK_KEY_LEN, p + 4};
+        note_put(st);
+        int rc = mdb_put(st->txn, st->events, &k, &v, 0);
+        if (!rc)
+            rc = mdb_put(st->txn, st->srcblocks, &sk, &sv, 0);
+        if (rc)
+            return put_failed(st, rc, err, "writing events");
+        at += BLK_HEAD + (((size_t)len + 7) & ~(size_t)7);
+    }
+    st->blk_len = 0;
+    return 0;
+}
+
 int dsq_store_block_put(dsq_store *st, const dsq_block_key *bk, const dsq_block *b, dsq_error *err)
 {
     unsigned char key[DSQ_BLOCK_KEY_LEN], skey[8];
@@ -1703,16 +1774,9 @@ int dsq_store_block_put(dsq_store *st, const dsq_block_key *bk, const dsq_block 
         return dsq_error_set(err, rc, rc == DSQ_ENOMEM ? "writing events: out of memory"
                                                        : "writing events: a damaged block");
     dsq_block_key_pack(bk, key);
-    MDB_val k = {sizeof key, key};
-    rc = put_packed(st, st->events, &k, data, n, &pack_blocks, err);
-    if (rc)
-        return rc;
     put_be32(skey, bk->source);
     put_be32(skey + 4, bk->seq);
-    MDB_val sk = {8, skey}, sv = {sizeof key, key};
-    if ((rc = mdb_put(st->txn, st->srcblocks, &sk, &sv, 0)))
-        return put_failed(st, rc, err, "writing events");
-    return 0;
+    return hold_block(st, key, skey, data, n, err);
 }
 
 int dsq_store_member_put(dsq_store *st, uint32_t source, uint32_t idx, const dsq_member_rec *rec,
@@ -1988,6 +2052,37 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     return srcroll_series(st, sk, err);
 }
 
+static int write_error(dsq_store *st, dsq_error *err, int rc, const char *what);
+
+/* Commits the open write as it is and opens the next (dsq_store_parts). Failing,
+ * the write is gone (st->txn NULL): the caller aborts, or redoes it after
+ * DSQ_ELIMIT (the map grown). */
+static int commit_part(dsq_store *st, dsq_error *err)
+{
+    st->puts_since_part = 0;
+    int rc = mdb_txn_commit(st->txn);
+    st->txn = NULL;
+    if (rc == MDB_MAP_FULL) {
+        MDB_envinfo info;
+        mdb_env_info(st->env, &info);
+        mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
+        return dsq_error_set(err, DSQ_ELIMIT, "index map grown; redo the write");
+    }
+    if (rc)
+        return write_error(st, err, rc, "committing");
+    st->parts_committed++;
+    rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
+    return rc ? lmdb_error(err, rc, "starting write") : 0;
+}
+
+void dsq_store_parts(dsq_store *st, int on)
+{
+    st->parts = on;
+    st->puts_since_part = 0;
+}
+
+uint64_t dsq_store_parts_committed(const dsq_store *st) { return st->parts_committed; }
+
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, const void *data,
                         size_t n, dsq_error *err)
 {
@@ -1995,7 +2090,10 @@ int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, c
     series_key_pack(sk, key);
     put_be32(key + DSQ_SERIES_KEY_LEN, seq);
     MDB_val k = {sizeof key, key};
-    return put_packed(st, st->chunks, &k, data, n, &pack_chunks, err);
+    int rc = put_packed(st, st->chunks, &k, data, n, &pack_chunks, err);
+    if (!rc && st->parts && ++st->puts_since_part >= st->part_puts)
+        rc = commit_part(st, err);
+    return rc;
 }
 
 int dsq_store_attr_put(dsq_store *st, uint32_t run, uint32_t name, uint32_t source,
@@ -2088,6 +2186,8 @@ static int grow_map(dsq_store *st, dsq_error *err)
     mdb_txn_abort(st->txn);
     st->txn = NULL;
     st->map_full = 0;
+    st->blk_len = 0;
+    st->parts = 0;
     st->ndue = 0;
     mdb_env_info(st->env, &info);
     int rc = mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
@@ -2123,7 +2223,10 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
      * series' sort may leave them in st->ser_tmp, which this sort uses) */
     ptrdiff_t ndue = sort_unique(st, st->due, st->ndue);
     st->nfresh = 0;
-    int status = put_series(st, 1, err);
+    st->parts = 0;
+    int status = put_held_blocks(st, err);
+    if (!status)
+        status = put_series(st, 1, err);
     if (ndue < 0 && !status)
         status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
     if (!status)
@@ -2192,6 +2295,8 @@ void dsq_store_abort(dsq_store *st)
     st->ser_len = st->ser_n = 0;
     st->sr_nf = st->sr_na = st->sr_nh = 0;
     st->map_full = 0;
+    st->blk_len = 0;
+    st->parts = 0;
 }
 
 /* --- reading: one cursor walk, a visitor per table ------------------------------ */
@@ -2373,13 +2478,16 @@ typedef struct chunk_scan {
     void *ctx;
     dsq_error *err;
     uint32_t field, source;
+    uint32_t nchunks; /* the chunks its record counts: a write's parts may have put
+                         more, for a record not yet committed (dsq_store_parts) */
     unsigned char pre[DSQ_SERIES_KEY_LEN];
 } chunk_scan;
 
 static int visit_chunk(dsq_store *st, void *ctx, const MDB_val *k, const MDB_val *v)
 {
     chunk_scan *cs = ctx;
-    if (k->mv_size != sizeof cs->pre + 4 || memcmp(k->mv_data, cs->pre, sizeof cs->pre) != 0)
+    if (k->mv_size != sizeof cs->pre + 4 || memcmp(k->mv_data, cs->pre, sizeof cs->pre) != 0 ||
+        get_be32((const unsigned char *)k->mv_data + sizeof cs->pre) >= cs->nchunks)
         return SCAN_STOP;
     const void *data;
     size_t n;
@@ -2414,6 +2522,7 @@ static int chunked_pairs(dsq_store *st, const dsq_series_key *sk, chunk_scan *cs
                          const dsq_series_rec *rec, const unsigned char *own, ptrdiff_t n_own,
                          dsq_error *err)
 {
+    cs->nchunks = rec->nchunks;
     int r = scan_table(st, st->chunks, cs->pre, sizeof cs->pre, visit_chunk, cs,
                        "reading rollups", err);
     if (r)
@@ -2432,7 +2541,7 @@ static int chunked_pairs(dsq_store *st, const dsq_series_key *sk, chunk_scan *cs
 int dsq_store_scan_chunks(dsq_store *st, const dsq_series_key *sk, const dsq_series_rec *rec,
                           dsq_store_chunk_fn fn, void *ctx, dsq_error *err)
 {
-    chunk_scan cs = {fn, ctx, err, sk->field, sk->source, {0}};
+    chunk_scan cs = {fn, ctx, err, sk->field, sk->source, 0, {0}};
     series_key_pack(sk, cs.pre);
     int visiting = rec && st->vis_n >= 0 && memcmp(st->vis_key, cs.pre, sizeof cs.pre) == 0;
     if (rec && rec->nchunks)

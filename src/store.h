@@ -227,6 +227,17 @@ uint64_t dsq_store_commits(const dsq_store *st);
  * gives back the pages LMDB keeps from it (DSQ_REOPEN_PUTS: the puts that make a
  * write big; tests). */
 uint64_t dsq_store_reopens(const dsq_store *st);
+/* Parts: while on, the open write is committed every few thousand chunk records
+ * (DSQ_PART_PUTS: how many; tests) and goes on in a new one, so that the pages it
+ * holds stay few; the commit turns them off. Readers between parts see the index of
+ * the last commit, with some chunk records more that no record counts yet (a
+ * series' pairs are in the nchunks chunks its record counts, which they read), and
+ * no event blocks: those wait for the commit. The caller turns them on only when
+ * the write holds nothing else a reader could see half done (the indexer: a big
+ * file's checkpoint, once the file's first is committed). */
+void dsq_store_parts(dsq_store *st, int on);
+/* Parts committed since open (tests). */
+uint64_t dsq_store_parts_committed(const dsq_store *st);
 /* Syncs committed writes to disk (a full disk or I/O error is reported here). */
 int dsq_store_sync(dsq_store *st, dsq_error *err);
 

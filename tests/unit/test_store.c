@@ -520,6 +520,109 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* A write in parts (dsq_store_parts) is committed every DSQ_PART_PUTS chunk
+ * records. A reader between two parts sees the index of the last commit: a
+ * series' pairs are its record's nchunks chunks and own pairs (not the chunk a
+ * part put after them), a series with no record is not there, and event blocks
+ * put in the write wait for its commit. After the commit all of it is there. */
+static void test_parts_readers_see_the_last_commit(void)
+{
+    char tmp[64];
+    dsq_error err;
+    setenv("DSQ_PART_PUTS", "2", 1);
+    dsq_store *st = new_store(tmp, &err), *rd = NULL;
+    unsetenv("DSQ_PART_PUTS");
+    dsq_chunk a = {0}, b = {0};
+    dsq_block blk = {0};
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss"), h = intern(st, "gpu009");
+    CHECK_INT(dsq_chunk_add(&a, 1000000, 2.5), 0);
+    CHECK_INT(dsq_chunk_add(&a, 2000000, 2.25), 0);
+    dsq_chunk_finish(&a);
+    CHECK_INT(dsq_chunk_add(&b, 3000000, 2.0), 0);
+    CHECK_INT(dsq_chunk_add(&b, 4000000, 1.75), 0);
+    dsq_chunk_finish(&b);
+    dsq_series_key k = {f, run, h, 0, 1}, k2 = {f, run, h, 1, 1};
+    dsq_series_rec r1 = {.count = 2, .sum = 4.75, .min = 2.25, .max = 2.5, .first_v = 2.5,
+                         .last_v = 2.25, .first_t = 1000000, .last_t = 2000000, .nchunks = 1};
+    dsq_series_rec r2 = {.count = 4, .sum = 8.5, .min = 1.75, .max = 2.5, .first_v = 2.5,
+                         .last_v = 1.75, .first_t = 1000000, .last_t = 4000000, .nchunks = 2};
+    dsq_series_rec r3 = {.count = 2, .sum = 3.75, .min = 1.75, .max = 2.0, .first_v = 2.0,
+                         .last_v = 1.75, .first_t = 3000000, .last_t = 4000000, .nchunks = 1};
+    /* the first write: k's first chunk and record, one block */
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    fill_block(&blk, 3, 1.0, 1000000, f);
+    dsq_block_key bk = {run, h, 0, 1000000, 1, 0};
+    CHECK_INT(dsq_store_block_put(st, &bk, &blk, &err), 0);
+    CHECK_INT(dsq_store_chunk_put(st, &k, 0, a.buf, a.len, &err), 0);
+    CHECK_INT(dsq_store_series_put(st, &k, &r1, NULL, 0, &err), 0);
+    CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_store_parts_committed(st), 0); /* parts were not on */
+    /* the second, in parts: a block, then two chunk records (a part) */
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    dsq_store_parts(st, 1);
+    fill_block(&blk, 3, 5.0, 3000000, f);
+    dsq_block_key bk2 = {run, h, 0, 3000000, 1, 1};
+    CHECK_INT(dsq_store_block_put(st, &bk2, &blk, &err), 0);
+    CHECK_INT(dsq_store_chunk_put(st, &k, 1, b.buf, b.len, &err), 0);
+    CHECK_INT(dsq_store_chunk_put(st, &k2, 0, b.buf, b.len, &err), 0);
+    CHECK_INT(dsq_store_parts_committed(st), 1);
+    CHECK_INT(table_entries(tmp, "chunks"), 3); /* committed */
+    if (!(rd = open_store(tmp, 1)))
+        goto done;
+    pairs_seen p1 = {.st = rd}, p2 = {.st = rd};
+    CHECK_INT(dsq_store_scan_chunks(rd, &k, NULL, on_chunk, &p1, &err), 0);
+    CHECK_INT(p1.chunks, 1); /* the chunk its record counts, not the part's */
+    CHECK_INT(p1.n, 2);
+    CHECK(p1.v[0] == 2.5 && p1.v[1] == 2.25);
+    CHECK_INT(dsq_store_scan_chunks(rd, &k2, NULL, on_chunk, &p2, &err), 0);
+    CHECK_INT(p2.n, 0); /* no record yet */
+    seen s = {0};
+    CHECK_INT(dsq_store_scan_blocks(rd, 0, on_block, &s, &err), 0);
+    CHECK_INT(s.n, 1); /* the write's block waits for its commit */
+    CHECK_INT(s.bad_blocks, 0);
+    dsq_store_close(rd);
+    rd = NULL;
+    CHECK_INT(dsq_store_series_put(st, &k, &r2, NULL, 0, &err), 0);
+    CHECK_INT(dsq_store_series_put(st, &k2, &r3, NULL, 0, &err), 0);
+    CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    CHECK_INT(dsq_store_parts_committed(st), 1);
+    /* the third: parts were turned off by the commit */
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    dsq_series_key k3 = {f, run, h, 2, 1};
+    CHECK_INT(dsq_store_chunk_put(st, &k3, 0, b.buf, b.len, &err), 0);
+    CHECK_INT(dsq_store_chunk_put(st, &k3, 1, b.buf, b.len, &err), 0);
+    CHECK_INT(dsq_store_parts_committed(st), 1);
+    dsq_store_abort(st);
+    if (!(rd = open_store(tmp, 1)))
+        goto done;
+    pairs_seen q1 = {.st = rd}, q2 = {.st = rd};
+    CHECK_INT(dsq_store_scan_chunks(rd, &k, NULL, on_chunk, &q1, &err), 0);
+    CHECK_INT(q1.chunks, 2);
+    CHECK_INT(q1.n, 4);
+    CHECK(q1.v[0] == 2.5 && q1.v[1] == 2.25 && q1.v[2] == 2.0 && q1.v[3] == 1.75);
+    CHECK_INT(dsq_store_scan_chunks(rd, &k2, NULL, on_chunk, &q2, &err), 0);
+    CHECK_INT(q2.n, 2);
+    seen s2 = {0};
+    CHECK_INT(dsq_store_scan_blocks(rd, 0, on_block, &s2, &err), 0);
+    CHECK_INT(s2.n, 2);
+    CHECK_INT(s2.bad_blocks, 0);
+    CHECK(s2.n == 2 && key_is(&s2.k[1], run, h, 0, 3000000, 1, 1) && s2.first_v[1] == 5.0);
+    CHECK_INT(table_entries(tmp, "srcblocks"), 2);
+done:
+    if (rd)
+        dsq_store_close(rd);
+    if (st)
+        dsq_store_close(st);
+    dsq_block_free_buf(&blk);
+    dsq_chunk_free(&a);
+    dsq_chunk_free(&b);
+    test_tmpdir_remove(tmp);
+}
+
 /* A field series keeps its pairs in its own record when it has no chunks: the
  * chunk bytes given (several values), or nothing for one value, whose pair is its
  * summary's first; a series with chunks reads them, then the few pairs after them
@@ -1797,7 +1900,7 @@ static void test_key_pack(void)
     CHECK(cur[8] == 0 && cur[11] == 0);                              /* rank -1 packs as 0 */
 }
 
-TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
+TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
