@@ -771,6 +771,24 @@ static int file_failed(dsq_indexer *ix, int status, dsq_error *err)
     return status;
 }
 
+/* At the end of a file whose events took much memory (a big job's log: its series'
+ * table and chunk buffers, thousands of open blocks' buffers, the window), it is let
+ * go of before the commit and the next files: peak RSS of a 1 GB log of 2,048 ranks
+ * was at its last commit. A file of few series and ranks keeps it for the next. */
+#define WINDOW_KEEP ((size_t)1 << 20)
+static void let_go_of_big(dsq_indexer *ix)
+{
+    dsq_rollup_trim(ix->roll);
+    if ((size_t)ix->ob_init * BLOCK_BYTES > ix->ob_budget)
+        for (int i = 0; i < ix->ob_init; i++)
+            dsq_block_free_buf(&ix->ob[i].b);
+    if (ix->win_cap > WINDOW_KEEP) {
+        free(ix->win_buf);
+        ix->win_buf = NULL;
+        ix->win_cap = 0;
+    }
+}
+
 /* The current file has been read: its last blocks, rollups and its source record
  * (complete), in the open write (the caller commits). */
 static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_error *err)
@@ -779,6 +797,7 @@ static int file_done(dsq_indexer *ix, const char *abs, dsq_source_rec *rec, dsq_
     if ((status = window_write(ix)) || (status = flush_blocks(ix)) ||
         (status = dsq_rollup_finish(ix->roll, err)))
         return file_failed(ix, status, err);
+    let_go_of_big(ix);
     rec->id = ix->cur_source;
     rec->nblocks = ix->cur_seq;
     if ((status = dsq_store_source_put(ix->p.store, abs, rec, err)))

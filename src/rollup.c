@@ -741,6 +741,41 @@ void dsq_rollup_begin(dsq_rollup *r, uint32_t run, uint32_t source)
 
 size_t dsq_rollup_series(const dsq_rollup *r) { return r->n; }
 
+/* A source of more series than this lets go of its table and their chunk buffers
+ * at its end (dsq_rollup_trim); a source of fewer keeps them for the next. */
+#define KEEP_SERIES 8192
+
+size_t dsq_rollup_held(const dsq_rollup *r)
+{
+    size_t n = r->tab_cap * sizeof *r->tab + r->cap * sizeof *r->ix;
+    for (size_t i = 0; i < r->tab_cap; i++)
+        n += r->tab[i].chunk.cap;
+    return n;
+}
+
+void dsq_rollup_trim(dsq_rollup *r)
+{
+    if (r->tab_cap <= KEEP_SERIES)
+        return;
+    open_series *tab = calloc(64, sizeof *tab);
+    series_slot *ix = calloc(128, sizeof *ix);
+    if (!tab || !ix) { /* kept as they are */
+        free(tab);
+        free(ix);
+        return;
+    }
+    for (size_t i = 0; i < r->tab_cap; i++)
+        dsq_chunk_free(&r->tab[i].chunk);
+    free(r->tab);
+    free(r->ix);
+    r->tab = tab;
+    r->tab_cap = 64;
+    r->ix = ix;
+    r->cap = 128;
+    r->n = 0;
+    memo_clear(r);
+}
+
 void dsq_rollup_let_go(dsq_rollup *r)
 {
     if (!r->gone)
