@@ -623,6 +623,63 @@ done:
     test_tmpdir_remove(tmp);
 }
 
+/* Chunk records are packed by size: under 512 bytes stored as they are, under 1 kB
+ * at zstd's fastest level (a big job's checkpoints write hundreds of thousands of
+ * them), bigger ones at level 1. Each reads back byte for byte. */
+static void test_chunks_packed_by_size(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    static const size_t sizes[] = {300, 700, 3000};
+    unsigned char data[3000];
+    for (size_t i = 0; i < sizeof data; i++) /* pairs-like: small varints, repeating */
+        data[i] = (unsigned char)(i % 7 == 0 ? 0x81 : (i * 13) % 5);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (int r = 0; r < 3; r++) {
+        dsq_series_key k = {f, run, 1, r, 1};
+        CHECK_INT(dsq_store_chunk_put(st, &k, 0, data, sizes[r], &err), 0);
+    }
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    for (int r = 0; r < 3; r++) {
+        dsq_series_key k = {f, run, 1, r, 1};
+        unsigned char *buf = NULL;
+        size_t n = 0, cap = 0;
+        CHECK_INT(dsq_store_chunk_get(st, &k, 0, &buf, &n, &cap, &err), 1);
+        CHECK(n == sizes[r] && buf && memcmp(buf, data, n) == 0);
+        free(buf);
+    }
+    dsq_store_close(st);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_cursor *c;
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, tmp, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        MDB_dbi dbi;
+        MDB_val k, v;
+        char tags[4] = {0};
+        size_t stored[3] = {0};
+        int i = 0;
+        CHECK_INT(mdb_dbi_open(txn, "chunks", 0, &dbi), 0);
+        CHECK_INT(mdb_cursor_open(txn, dbi, &c), 0);
+        while (i < 3 && mdb_cursor_get(c, &k, &v, MDB_NEXT) == 0) { /* in rank order */
+            tags[i] = *(const char *)v.mv_data;
+            stored[i++] = v.mv_size;
+        }
+        CHECK_STR(tags, "RZZ");
+        CHECK(stored[0] == 301 && stored[1] < 700 / 2 && stored[2] < 3000 / 2);
+        mdb_cursor_close(c);
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 /* A field series keeps its pairs in its own record when it has no chunks: the
  * chunk bytes given (several values), or nothing for one value, whose pair is its
  * summary's first; a series with chunks reads them, then the few pairs after them
@@ -1900,7 +1957,7 @@ static void test_key_pack(void)
     CHECK(cur[8] == 0 && cur[11] == 0);                              /* rank -1 packs as 0 */
 }
 
-TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
+TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_chunks_packed_by_size), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
