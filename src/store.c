@@ -2058,12 +2058,10 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
 
 static int write_error(dsq_store *st, dsq_error *err, int rc, const char *what);
 
-/* Commits the open write as it is and opens the next (dsq_store_parts). Failing,
- * the write is gone (st->txn NULL): the caller aborts, or redoes it after
- * DSQ_ELIMIT (the map grown). */
-static int commit_part(dsq_store *st, dsq_error *err)
+/* mdb_txn_commit of the open write, which is gone either way (st->txn NULL). When
+ * the map filled it is grown and DSQ_ELIMIT returned: the caller redoes the write. */
+static int commit_txn(dsq_store *st, dsq_error *err)
 {
-    st->puts_since_part = 0;
     int rc = mdb_txn_commit(st->txn);
     st->txn = NULL;
     if (rc == MDB_MAP_FULL) {
@@ -2072,8 +2070,17 @@ static int commit_part(dsq_store *st, dsq_error *err)
         mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
         return dsq_error_set(err, DSQ_ELIMIT, "index map grown; redo the write");
     }
+    return rc ? write_error(st, err, rc, "committing") : 0;
+}
+
+/* Commits the open write as it is and opens the next (dsq_store_parts). Failing,
+ * the write is gone: the caller aborts, or redoes it after DSQ_ELIMIT. */
+static int commit_part(dsq_store *st, dsq_error *err)
+{
+    st->puts_since_part = 0;
+    int rc = commit_txn(st, err);
     if (rc)
-        return write_error(st, err, rc, "committing");
+        return rc;
     st->parts_committed++;
     rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
     return rc ? lmdb_error(err, rc, "starting write") : 0;
@@ -2241,16 +2248,9 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         status = save_dict(st, err);
     if (status)
         return st->map_full ? grow_map(st, err) : (dsq_store_abort(st), status);
-    int rc = mdb_txn_commit(st->txn);
-    st->txn = NULL;
-    if (rc == MDB_MAP_FULL) {
-        MDB_envinfo info;
-        mdb_env_info(st->env, &info);
-        mdb_env_set_mapsize(st->env, info.me_mapsize * 2);
-        return dsq_error_set(err, DSQ_ELIMIT, "index map grown; redo the write");
-    }
+    int rc = commit_txn(st, err);
     if (rc)
-        return write_error(st, err, rc, "committing");
+        return rc;
     if (st->puts_in_write >= st->reopen_puts && (rc = reopen_env(st)) != 0)
         return lmdb_error(err, rc, "opening the index again after a write");
     uint64_t *t = st->pend; /* the stale run rollups as committed */

@@ -52,4 +52,37 @@ fail:
     return n;
 }
 
+/* Hands each entry of table `name` of the (closed) index in dir to fn, in key order,
+ * until fn returns non-zero. The entries handed, or (size_t)-1, a failure counted. */
+typedef int (*table_entry_fn)(void *ctx, const MDB_val *k, const MDB_val *v);
+static inline size_t table_each(const char *dir, const char *name, table_entry_fn fn, void *ctx)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *c;
+    MDB_val k, v;
+    size_t n = (size_t)-1;
+    if (mdb_env_create(&env) == 0) {
+        mdb_env_set_maxdbs(env, 16);
+        if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
+            mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+            if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
+                n = 0;
+                for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && !fn(ctx, &k, &v);
+                     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+                    n++;
+                mdb_cursor_close(c);
+            }
+            mdb_txn_abort(txn);
+        }
+        mdb_env_close(env);
+    }
+    if (n == (size_t)-1) {
+        fprintf(stderr, "table %s of %s: cannot be read\n", name, dir);
+        test_failures++;
+    }
+    return n;
+}
+
 #endif

@@ -538,82 +538,6 @@ done:
     test_tmpdir_remove(tmp);
 }
 
-typedef struct many_seen {
-    dsq_store *st;
-    int series[4]; /* field series per source */
-    int bad;       /* a count or sum not as written */
-} many_seen;
-
-static int on_many(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
-{
-    many_seen *s = ctx;
-    if (k->field >= DSQ_SERIES_KIND_BASE || k->source < 1 || k->source > 3)
-        return 0;
-    s->series[k->source]++;
-    int i = atoi(dsq_dict_str(dsq_store_dict(s->st), k->field, NULL) + 1);
-    s->bad += rec->count != 3 || rec->sum != 3.0 * i + 0.75 || rec->last_v != i + 0.5;
-    return 0;
-}
-
-/* A source of many series (past 8,192) lets go of the builder's table and chunk
- * buffers at its end (dsq_rollup_trim); one of few keeps them. The next source is
- * written as usual (under ASan, a pointer left into the table let go of fails). */
-static void test_builder_lets_go_after_many_series(void)
-{
-    char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
-    dsq_store_params p = {tmp, 0};
-    dsq_store *st = NULL;
-    dsq_rollup *r = NULL;
-    dsq_error err;
-    dsq_error_clear(&err);
-    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
-    if (!st)
-        goto done;
-    CHECK_INT(dsq_rollup_new(st, &r), 0);
-    CHECK_INT(dsq_store_begin(st, &err), 0);
-    dsq_dict *d = dsq_store_dict(st);
-    uint32_t run = dsq_dict_intern(d, "run", 3), host = dsq_dict_intern(d, "gpu1", 4);
-    static const int fields[] = {100, 9000, 3};
-    size_t held[3] = {0}, after[3] = {0};
-    for (int src = 1; src <= 3; src++) {
-        dsq_rollup_begin(r, run, (uint32_t)src);
-        for (int i = 0; i < fields[src - 1]; i++)
-            for (int v = 0; v < 3; v++) {
-                char name[16];
-                int n = snprintf(name, sizeof name, "g%d", i);
-                dsq_event ev = {.kind = DSQ_EV_METRIC_LOGGER, .t_us = T0 + (int64_t)v * 1000000,
-                                .host = host, .rank = 0, .nf = 1};
-                ev.f[0] = (dsq_field){dsq_dict_intern(d, name, (size_t)n), DSQ_U_NONE, i + v * 0.25};
-                CHECK_INT(dsq_rollup_add(r, &ev, &err), 0);
-            }
-        CHECK_INT(dsq_rollup_finish(r, &err), 0);
-        held[src - 1] = dsq_rollup_held(r);
-        dsq_rollup_trim(r);
-        after[src - 1] = dsq_rollup_held(r);
-    }
-    CHECK(after[0] == held[0]);                          /* few: kept */
-    CHECK(held[1] > 9000 * 200 && after[1] < 64 * 1024); /* many: let go of */
-    CHECK(after[2] == held[2]);
-    CHECK_INT(dsq_store_commit(st, &err), 0);
-    dsq_rollup_free(r);
-    dsq_store_close(st);
-    p.readonly = 1;
-    st = NULL;
-    CHECK_INT(dsq_store_open(&p, &st, &err), 0);
-    if (!st)
-        goto done;
-    many_seen s = {.st = st};
-    CHECK_INT(dsq_store_scan_series(st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_many, &s, &err), 0);
-    CHECK_INT(s.series[1], 100);
-    CHECK_INT(s.series[2], 9000);
-    CHECK_INT(s.series[3], 3);
-    CHECK_INT(s.bad, 0);
-    dsq_store_close(st);
-done:
-    test_tmpdir_remove(tmp);
-}
-
 /* A store in a fresh directory, a rollup builder on it and an open write. */
 typedef struct builder_fx {
     char tmp[64];
@@ -647,6 +571,65 @@ static void builder_close(builder_fx *fx)
     if (fx->st)
         dsq_store_close(fx->st);
     test_tmpdir_remove(fx->tmp);
+}
+
+typedef struct many_seen {
+    dsq_store *st;
+    int series[4]; /* field series per source */
+    int bad;       /* a count or sum not as written */
+} many_seen;
+
+static int on_many(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    many_seen *s = ctx;
+    if (k->field >= DSQ_SERIES_KIND_BASE || k->source < 1 || k->source > 3)
+        return 0;
+    s->series[k->source]++;
+    int i = atoi(dsq_dict_str(dsq_store_dict(s->st), k->field, NULL) + 1);
+    s->bad += rec->count != 3 || rec->sum != 3.0 * i + 0.75 || rec->last_v != i + 0.5;
+    return 0;
+}
+
+/* A source of many series (past 8,192) lets go of the builder's table and chunk
+ * buffers at its end (dsq_rollup_trim); one of few keeps them. The next source is
+ * written as usual (under ASan, a pointer left into the table let go of fails). */
+static void test_builder_lets_go_after_many_series(void)
+{
+    builder_fx fx;
+    if (builder_open(&fx) != 0) {
+        builder_close(&fx);
+        return;
+    }
+    uint32_t run = dsq_dict_intern(fx.d, "run", 3), host = dsq_dict_intern(fx.d, "gpu1", 4);
+    static const int fields[] = {100, 9000, 3};
+    size_t held[3] = {0}, after[3] = {0};
+    for (int src = 1; src <= 3; src++) {
+        dsq_rollup_begin(fx.r, run, (uint32_t)src);
+        for (int i = 0; i < fields[src - 1]; i++)
+            for (int v = 0; v < 3; v++) {
+                char name[16];
+                int n = snprintf(name, sizeof name, "g%d", i);
+                dsq_event ev = {.kind = DSQ_EV_METRIC_LOGGER, .t_us = T0 + (int64_t)v * 1000000,
+                                .host = host, .rank = 0, .nf = 1};
+                ev.f[0] = (dsq_field){dsq_dict_intern(fx.d, name, (size_t)n), DSQ_U_NONE, i + v * 0.25};
+                CHECK_INT(dsq_rollup_add(fx.r, &ev, &fx.err), 0);
+            }
+        CHECK_INT(dsq_rollup_finish(fx.r, &fx.err), 0);
+        held[src - 1] = dsq_rollup_held(fx.r);
+        dsq_rollup_trim(fx.r);
+        after[src - 1] = dsq_rollup_held(fx.r);
+    }
+    CHECK(after[0] == held[0]);                          /* few: kept */
+    CHECK(held[1] > 9000 * 200 && after[1] < 64 * 1024); /* many: let go of */
+    CHECK(after[2] == held[2]);
+    CHECK_INT(dsq_store_commit(fx.st, &fx.err), 0);
+    many_seen s = {.st = fx.st};
+    CHECK_INT(dsq_store_scan_series(fx.st, 1, DSQ_SERIES_KIND_BASE - 1, 0, on_many, &s, &fx.err), 0);
+    CHECK_INT(s.series[1], 100);
+    CHECK_INT(s.series[2], 9000);
+    CHECK_INT(s.series[3], 3);
+    CHECK_INT(s.bad, 0);
+    builder_close(&fx);
 }
 
 typedef struct field_sum {
