@@ -81,4 +81,47 @@ else
 fi
 rm -f "$FS/filler"
 
+# The disk fills while a big file's checkpoint is committed in parts (store.h,
+# dsq_store_parts; here a part after every chunk record, and a checkpoint every
+# 100 kB): the index left behind answers every event it shows without calling
+# anything damaged, and the same command once there is room ends with the clean index.
+LONG="$DSQ_TMP/long"
+mkdir -p "$LONG"
+python3 - "$LONG/gpu001.log" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(8000):
+        for r in range(2):
+            f.write("[2024-07-20 %02d:%02d:%02d,%03d] [INFO] [logging.py:96:log_dist] [Rank %d] "
+                    "time (ms) | fwd_microstep: %.2f | bwd_microstep: %.3f\n"
+                    % (10 + i // 3600, i // 60 % 60, i % 60, r * 7, r,
+                       100.0 + (i * 7919 + r * 11) % 10007 / 100.0, 0.5 * r + (i * 104729 % 8191) / 1000.0))
+PY
+export DSQ_COMMIT_BYTES=100000 DSQ_PART_PUTS=1
+index_ok "the long log, clean" "$DSQ_TMP/long-clean" --no-compact "$LONG"
+dump "$DSQ_TMP/long-clean" >"$DSQ_TMP/long-clean.txt"
+umount "$FS" 2>/dev/null
+mount -t tmpfs -o size=$(($(stat -c %s "$DSQ_TMP/long-clean/data.mdb") * 2 / 3 / 1024))k tmpfs "$FS" ||
+    fail "remount the small filesystem"
+DB="$FS/long"
+run_dsq --db "$DB" index --no-compact "$LONG"
+expect_code "parts: index onto a full disk" 3 "$RC"
+expect_contains "parts: it says the disk is full" "is full" "$ERR"
+run_dsq --db "$DB" --csv show --limit 0
+expect_code "parts: the index left behind shows its events" 0 "$RC"
+expect_eq "parts: and calls nothing damaged" "" "$ERR"
+check "parts: some events were committed ($(echo "$OUT" | wc -l) lines)" test "$(echo "$OUT" | wc -l)" -gt 100
+"$DSQ" --db "$DSQ_TMP/long-clean" --csv show --limit 0 | sort >"$DSQ_TMP/long-clean-show.txt"
+expect_eq "parts: each event shown, with its fields, as the clean index shows it" "" \
+    "$(echo "$OUT" | sort | comm -23 - "$DSQ_TMP/long-clean-show.txt" | head -3)"
+mount -o remount,size=64m "$FS"
+index_ok "parts: the same command once there is room" "$DB" --no-compact "$LONG"
+if dump "$DB" | cmp -s - "$DSQ_TMP/long-clean.txt"; then
+    pass "parts: it ends with the index an uninterrupted run gives"
+else
+    fail "parts: the index after the full disk differs from a clean one"
+    dump "$DB" | diff - "$DSQ_TMP/long-clean.txt" | head -5
+fi
+unset DSQ_COMMIT_BYTES DSQ_PART_PUTS
+
 e2e_finish
