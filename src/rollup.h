@@ -154,13 +154,6 @@ int dsq_rollup_add_forms(dsq_rollup *r, const dsq_event *ev, const dsq_num_form 
                          uint64_t *event, uint32_t *kept, dsq_error *err);
 /* Writes the remaining chunks, the summaries and the attributes. */
 int dsq_rollup_finish(dsq_rollup *r, dsq_error *err);
-/* After dsq_rollup_finish: a source of many series (a big job's log, 78,000 of them:
- * a table of 35 MB and 42 MB of chunk buffers for 1 GB) lets go of the table and
- * buffers, so that they are not held through the commit and the next sources; one
- * of fewer keeps them for the next. The source's series are forgotten. */
-void dsq_rollup_trim(dsq_rollup *r);
-/* The bytes the builder holds for series: its table and their chunk buffers. */
-size_t dsq_rollup_held(const dsq_rollup *r);
 /* The same in the middle of a source, before an intermediate commit (summaries
  * are rewritten by later checkpoints and finish). whole: everything so far is
  * written, as dsq_rollup_let_go needs. Else only what dropping the source needs:
@@ -174,5 +167,12 @@ size_t dsq_rollup_series(const dsq_rollup *r);
  * (its summary and chunk count) and goes on from there: a source of a big job
  * (thousands of ranks, each with its fields) is indexed in bounded memory. */
 void dsq_rollup_let_go(dsq_rollup *r);
+/* After dsq_rollup_finish: a source of many series (a big job's log, 78,000 of them:
+ * a table of 35 MB and 42 MB of chunk buffers for 1 GB) lets go of the table and
+ * buffers, so that they are not held through the commit and the next sources; one
+ * of fewer keeps them for the next. The source's series are forgotten. */
+void dsq_rollup_trim(dsq_rollup *r);
+/* The bytes the builder holds for series: its table and their chunk buffers. */
+size_t dsq_rollup_held(const dsq_rollup *r);
 
 #endif
