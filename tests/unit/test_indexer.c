@@ -827,8 +827,8 @@ static void test_checkpoints_write_what_one_commit_does(void)
 static void test_checkpoint_parts_write_what_one_commit_does(void)
 {
     static const char *const queries[] = {
-        "count, sum fwd_microstep, avg bwd_microstep, first fwd_microstep, last "
-        "bwd_microstep, p50 fwd_microstep by run, rank",
+        ("count, sum fwd_microstep, avg bwd_microstep, first fwd_microstep, last "
+         "bwd_microstep, p50 fwd_microstep by run, rank"),
         "count by run, rank, kind", "max fwd_microstep by rank"};
     size_t cap = 8000 * 2 * 200, len = 0; /* 2 MB: blocks written (past 4,096 events
                                              a rank), then whole checkpoints */
