@@ -199,6 +199,22 @@ dump_index() {
     for q in "$@"; do "$DSQ" --db "$db" --csv "$q"; done
 }
 
+# write_two_rank_log PATH: a 2 MB DeepSpeed log of two ranks, 8,000 steps each, whose
+# values vary enough that its series write chunk records at checkpoints (with
+# DSQ_COMMIT_BYTES of about 100 kB), so DSQ_PART_PUTS makes those commit in parts.
+write_two_rank_log() {
+    python3 - "$1" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(8000):
+        for r in range(2):
+            f.write("[2024-07-20 %02d:%02d:%02d,%03d] [INFO] [logging.py:96:log_dist] [Rank %d] "
+                    "time (ms) | fwd_microstep: %.2f | bwd_microstep: %.3f\n"
+                    % (10 + i // 3600, i // 60 % 60, i % 60, r * 7, r,
+                       100.0 + (i * 7919 + r * 11) % 10007 / 100.0, 0.5 * r + (i * 104729 % 8191) / 1000.0))
+PY
+}
+
 # index_quiet DB ARGS...: `dsq --db DB -q index ARGS...`; sets STATUS, SUMMARY (the
 # summary without its timing and index path) and PROBLEMS (stderr), to compare runs.
 index_quiet() {

@@ -87,16 +87,7 @@ rm -f "$FS/filler"
 # anything damaged, and the same command once there is room ends with the clean index.
 LONG="$DSQ_TMP/long"
 mkdir -p "$LONG"
-python3 - "$LONG/gpu001.log" <<'PY'
-import sys
-with open(sys.argv[1], "w") as f:
-    for i in range(8000):
-        for r in range(2):
-            f.write("[2024-07-20 %02d:%02d:%02d,%03d] [INFO] [logging.py:96:log_dist] [Rank %d] "
-                    "time (ms) | fwd_microstep: %.2f | bwd_microstep: %.3f\n"
-                    % (10 + i // 3600, i // 60 % 60, i % 60, r * 7, r,
-                       100.0 + (i * 7919 + r * 11) % 10007 / 100.0, 0.5 * r + (i * 104729 % 8191) / 1000.0))
-PY
+write_two_rank_log "$LONG/gpu001.log"
 export DSQ_COMMIT_BYTES=100000 DSQ_PART_PUTS=1
 index_ok "the long log, clean" "$DSQ_TMP/long-clean" --no-compact "$LONG"
 dump "$DSQ_TMP/long-clean" >"$DSQ_TMP/long-clean.txt"

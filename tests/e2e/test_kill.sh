@@ -20,16 +20,7 @@ mkdir -p "$ARCH/big-run" "$ARCH/small"
 python3 "$DSQ_SRC/tools/gen-log.py" 4 "$ARCH/big-run/gpu001.log" --hosts 4 2>/dev/null
 python3 "$DSQ_SRC/tools/gen-log.py" 1 "$DSQ_TMP/z.log" --hosts 2 --seed 3 2>/dev/null
 zstd -q "$DSQ_TMP/z.log" -o "$ARCH/big-run/gpu002.log.zst"
-python3 - "$ARCH/big-run/gpu003.log" <<'PY'
-import sys
-with open(sys.argv[1], "w") as f:
-    for i in range(8000):
-        for r in range(2):
-            f.write("[2024-07-20 %02d:%02d:%02d,%03d] [INFO] [logging.py:96:log_dist] [Rank %d] "
-                    "time (ms) | fwd_microstep: %.2f | bwd_microstep: %.3f\n"
-                    % (10 + i // 3600, i // 60 % 60, i % 60, r * 7, r,
-                       100.0 + (i * 7919 + r * 11) % 10007 / 100.0, 0.5 * r + (i * 104729 % 8191) / 1000.0))
-PY
+write_two_rank_log "$ARCH/big-run/gpu003.log"
 cp -r "$SAMPLE"/* "$ARCH/small/"
 for i in $(seq -w 1 100); do cp -r "$SAMPLE/gpt2-zero2" "$ARCH/many-$i"; done
 export DSQ_COMMIT_BYTES=131072 DSQ_PART_PUTS=1
