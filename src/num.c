@@ -326,6 +326,76 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
     return parse_plain(p, end, out, stop);
 }
 
+/* The layout of the n bytes at p, when dsq_num_parse would read them whole as an
+ * optional sign, digits and an optional '.' with digits (its plain path). */
+void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    size_t i = 0, k = 0, f = 0;
+    if (n && (p[0] == '-' || p[0] == '+'))
+        i = 1;
+    while (i + k < n && is_digit(p[i + k]))
+        k++;
+    if (i + k < n) {
+        if (p[i + k] != '.')
+            return;
+        while (i + k + 1 + f < n && is_digit(p[i + k + 1 + f]))
+            f++;
+        if (f == 0 || i + k + 1 + f != n)
+            return; /* "5." or more after the fraction */
+    }
+    if (k + f == 0 || k + f > 14)
+        return;
+    *pl = (dsq_num_plan){1, (uint8_t)i, (uint8_t)(i && p[0] == '-'), (uint8_t)(n - i),
+                         (uint8_t)k, (uint8_t)f};
+}
+
+#ifdef NUM_SSE
+/* The digits of the layout: one shuffle packs them right-aligned without the '.',
+ * three multiply-adds sum them (as parse_sse). The 16 bytes are read in place when
+ * they lie in p's page; else the number's bytes are copied (never bytes past it). */
+static NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p)
+{
+    __m128i v;
+    if (in_page(p)) {
+        v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    } else {
+        char b[16] = {0};
+        memcpy(b, p, pl->n);
+        v = _mm_loadu_si128((const __m128i *)(const void *)b);
+    }
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[pl->k][pl->f];
+    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128(shuf));
+    __m128i m1 = _mm_maddubs_epi16(d, _mm_set1_epi16(0x010A));
+    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
+    __m128i m3 = _mm_packus_epi32(m2, m2);
+    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
+    return (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
+           (uint32_t)_mm_extract_epi32(m4, 1);
+}
+#endif
+
+double dsq_num_planned(const dsq_num_plan *pl, const char *p)
+{
+    p += pl->skip;
+    uint64_t mant = 0;
+#ifdef NUM_SSE
+    if (have_sse41) {
+        mant = planned_sse(pl, p);
+    } else
+#endif
+    {
+        for (int i = 0; i < pl->k; i++)
+            mant = mant * 10 + (uint64_t)(p[i] - '0');
+        for (int i = 0; i < pl->f; i++)
+            mant = mant * 10 + (uint64_t)(p[pl->k + 1 + i] - '0');
+    }
+    /* plain_value's rounding: one multiply or division by an exact power of ten */
+    double v = pl->f ? (double)mant / pow10_tab[pl->f] : (double)mant * pow10_tab[0];
+    return pl->neg ? -v : v;
+}
+
 static const struct {
     const char *name;
     double factor;

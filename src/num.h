@@ -22,6 +22,22 @@ enum dsq_unit {
  * digits were found. Reads no further than end. */
 int dsq_num_parse(const char *p, const char *end, double *out, const char **stop);
 
+/* A number whose layout a line shape fixes (shapes.h): an optional sign, k integer
+ * digits, and when f > 0 a '.' and f fraction digits, the digits' values free.
+ * dsq_num_plan_of tells whether the n bytes at p are such a number that
+ * dsq_num_parse reads whole (k + f <= 14, no exponent or separator), and
+ * dsq_num_planned gives the value of a number of that layout at p, the same bits
+ * dsq_num_parse gives, without finding its digits again. The caller has checked
+ * that every digit of the layout is one. */
+typedef struct dsq_num_plan {
+    uint8_t ok;   /* 1: the layout is planned (0: use dsq_num_parse) */
+    uint8_t skip; /* bytes of sign */
+    uint8_t neg, n, k, f;
+} dsq_num_plan;
+
+void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);
+double dsq_num_planned(const dsq_num_plan *pl, const char *p);
+
 /* Unit from its printed name ("GB", "MiB", "%", "ms"...); DSQ_U_NONE if unknown. */
 enum dsq_unit dsq_unit_parse(const char *p, size_t n);
 

@@ -294,5 +294,72 @@ static void test_random_same_as_strtod(void)
     CHECK_INT(bad, 0);
 }
 
-TEST_MAIN(T(test_cut_anywhere), T(test_same_as_strtod), T(test_random_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
+/* A layout planned from one number reads every other number of that layout as
+ * dsq_num_parse does, bit for bit, also where the 16 bytes after it would cross
+ * into the next page (the number ends a page-aligned buffer). */
+static void test_planned_same_as_parse(void)
+{
+    char *page = aligned_alloc(4096, 4096);
+    CHECK(page != NULL);
+    if (!page)
+        return;
+    srand(7);
+    int bad = 0, planned = 0;
+    for (int round = 0; round < 20000; round++) {
+        int sign = rand() % 3, k = rand() % 15, f = rand() % (15 - k);
+        if (k + f == 0)
+            continue;
+        char a[32], b[32];
+        size_t n = 0;
+        for (char *t = a; t; t = t == a ? b : NULL) {
+            n = 0;
+            if (sign)
+                t[n++] = sign == 1 ? '-' : '+';
+            for (int i = 0; i < k; i++)
+                t[n++] = (char)('0' + rand() % 10);
+            if (f) {
+                t[n++] = '.';
+                for (int i = 0; i < f; i++)
+                    t[n++] = (char)('0' + rand() % 10);
+            }
+        }
+        dsq_num_plan pl;
+        dsq_num_plan_of(a, n, &pl);
+        if (!pl.ok) {
+            fprintf(stderr, "%.*s: not planned\n", (int)n, a);
+            bad++;
+            continue;
+        }
+        planned++;
+        /* b at the page's end, or at its start with digits after it */
+        char *at = round & 1 ? page + 4096 - n : page;
+        memset(page, '7', 4096);
+        memcpy(at, b, n);
+        double want = 0, got = dsq_num_planned(&pl, at);
+        const char *stop = NULL;
+        if (dsq_num_parse(at, at + n, &want, &stop) != 0 || stop != at + n ||
+            memcmp(&want, &got, sizeof got) != 0) {
+            fprintf(stderr, "%.*s planned from %.*s: %.17g, parsed %.17g\n", (int)n, b, (int)n,
+                    a, got, want);
+            bad++;
+        }
+    }
+    free(page);
+    CHECK_INT(bad, 0);
+    CHECK(planned > 15000);
+    /* what the plain path does not read whole is not planned */
+    static const char *const refused[] = {"5.", "1e3", "1.5e-05", "1,234", "123456789012345",
+                                          "1.23456789012345", "", "-", ".", "1.2.3", "12a",
+                                          "--1"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        dsq_num_plan pl;
+        dsq_num_plan_of(refused[i], strlen(refused[i]), &pl);
+        if (pl.ok) {
+            fprintf(stderr, "\"%s\" planned\n", refused[i]);
+            test_failures++;
+        }
+    }
+}
+
+TEST_MAIN(T(test_planned_same_as_parse), T(test_cut_anywhere), T(test_same_as_strtod), T(test_random_same_as_strtod), T(test_integers), T(test_decimals), T(test_thousands), T(test_exponents),
           T(test_negative), T(test_no_digits), T(test_stop_and_end), T(test_units))
