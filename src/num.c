@@ -354,7 +354,7 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
 /* The digits of the layout: one shuffle packs them right-aligned without the '.',
  * three multiply-adds sum them (as parse_sse). The 16 bytes are read in place when
  * they lie in p's page; else the number's bytes are copied (never bytes past it). */
-static NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p)
+static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p)
 {
     __m128i v;
     if (in_page(p)) {
@@ -376,24 +376,51 @@ static NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p)
 }
 #endif
 
-double dsq_num_planned(const dsq_num_plan *pl, const char *p)
+/* plain_value's rounding: one multiply or division by an exact power of ten */
+static inline double planned_value(const dsq_num_plan *pl, uint64_t mant)
 {
-    p += pl->skip;
-    uint64_t mant = 0;
-#ifdef NUM_SSE
-    if (have_sse41) {
-        mant = planned_sse(pl, p);
-    } else
-#endif
-    {
-        for (int i = 0; i < pl->k; i++)
-            mant = mant * 10 + (uint64_t)(p[i] - '0');
-        for (int i = 0; i < pl->f; i++)
-            mant = mant * 10 + (uint64_t)(p[pl->k + 1 + i] - '0');
-    }
-    /* plain_value's rounding: one multiply or division by an exact power of ten */
     double v = pl->f ? (double)mant / pow10_tab[pl->f] : (double)mant * pow10_tab[0];
     return pl->neg ? -v : v;
+}
+
+static double planned_plain(const dsq_num_plan *pl, const char *p)
+{
+    uint64_t mant = 0;
+    for (int i = 0; i < pl->k; i++)
+        mant = mant * 10 + (uint64_t)(p[i] - '0');
+    for (int i = 0; i < pl->f; i++)
+        mant = mant * 10 + (uint64_t)(p[pl->k + 1 + i] - '0');
+    return planned_value(pl, mant);
+}
+
+#ifdef NUM_SSE
+static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, int n,
+                                   const char *base, double *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = planned_value(&pl[i], planned_sse(&pl[i], base + off[i] + pl[i].skip));
+}
+#endif
+
+void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
+                        double *out)
+{
+#ifdef NUM_SSE
+    if (have_sse41) {
+        planned_at_sse(pl, off, n, base, out);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        out[i] = planned_plain(&pl[i], base + off[i] + pl[i].skip);
+}
+
+double dsq_num_planned(const dsq_num_plan *pl, const char *p)
+{
+    double v;
+    uint16_t off = 0;
+    dsq_num_planned_at(pl, &off, 1, p, &v);
+    return v;
 }
 
 static const struct {

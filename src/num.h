@@ -37,6 +37,9 @@ typedef struct dsq_num_plan {
 
 void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);
 double dsq_num_planned(const dsq_num_plan *pl, const char *p);
+/* out[i] = dsq_num_planned(&pl[i], base + off[i]) for i < n: one call a line. */
+void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
+                        double *out);
 
 /* Unit from its printed name ("GB", "MiB", "%", "ms"...); DSQ_U_NONE if unknown. */
 enum dsq_unit dsq_unit_parse(const char *p, size_t n);

@@ -33,7 +33,7 @@ typedef struct ref {
 typedef struct source {
     uint16_t off, n;
     uint8_t kind, slot;
-    dsq_num_plan plan; /* a value's layout (num.h), when planned */
+    uint8_t planned; /* a value read by its layout (num.h) with the shape's others */
 } source;
 
 typedef struct shape {
@@ -50,6 +50,12 @@ typedef struct shape {
     uint8_t funit[DSQ_MATCH_MAXF];
     uint8_t vunit[DSQ_MATCH_MAXV];
     source src[DSQ_MATCH_MAXSRC];
+    /* the values whose layout is planned, read in one call: plan[j] at plan_off[j],
+       for source plan_src[j] */
+    uint8_t nplan;
+    uint8_t plan_src[DSQ_MATCH_MAXSRC];
+    uint16_t plan_off[DSQ_MATCH_MAXSRC];
+    dsq_num_plan plan[DSQ_MATCH_MAXSRC];
     dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
     unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel (what follows:
                                                   an earlier shape's, never compared) */
@@ -226,15 +232,21 @@ static int read_sources(const shape *sh, const char *line, size_t len, double *v
                         int *rank, int64_t *t_us, dsq_civil *civil)
 {
     const char *end = line + len;
+    if (sh->nplan) { /* their digits are digits (same_bytes): no search for them */
+        double pv[DSQ_MATCH_MAXSRC];
+        dsq_num_planned_at(sh->plan, sh->plan_off, sh->nplan, line, pv);
+        for (int j = 0; j < sh->nplan; j++)
+            vals[sh->plan_src[j]] = pv[j];
+    }
     for (int i = 0; i < sh->nsrc; i++) {
         const source *sr = &sh->src[i];
         const char *p = line + sr->off, *stop = NULL;
+        if (sr->planned)
+            continue;
         switch (sr->kind) {
         case DSQ_SRC_FIELD:
         case DSQ_SRC_V:
-            if (sr->plan.ok) /* its digits are digits (same_bytes): no search for them */
-                vals[i] = dsq_num_planned(&sr->plan, p);
-            else if (dsq_num_parse(p, end, &vals[i], &stop) != 0 || stop != p + sr->n)
+            if (dsq_num_parse(p, end, &vals[i], &stop) != 0 || stop != p + sr->n)
                 return 0;
             break;
         case DSQ_SRC_RANK:
@@ -420,10 +432,17 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
     for (size_t i = off; i < off + sr->n; i++)
         if ((unsigned)(line[i] - '0') <= 9)
             sh->wild[i] = 0xFF;
-    source *to = &sh->src[sh->nsrc++];
-    *to = (source){(uint16_t)off, sr->n, sr->kind, sr->slot, {0}};
-    if (sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V)
-        dsq_num_plan_of(p, sr->n, &to->plan);
+    source *to = &sh->src[sh->nsrc];
+    *to = (source){(uint16_t)off, sr->n, sr->kind, sr->slot, 0};
+    if (sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V) {
+        dsq_num_plan_of(p, sr->n, &sh->plan[sh->nplan]);
+        if (sh->plan[sh->nplan].ok) {
+            to->planned = 1;
+            sh->plan_src[sh->nplan] = sh->nsrc;
+            sh->plan_off[sh->nplan++] = (uint16_t)off;
+        }
+    }
+    sh->nsrc++;
     return 1;
 }
 
@@ -450,7 +469,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
-    sh->nsrc = 0;
+    sh->nsrc = sh->nplan = 0;
     sh->state = nt->state;
     sh->next = -1;
     for (int i = 0; i < m->nf; i++)
