@@ -170,10 +170,49 @@ static unsigned same16(const shape *sh, size_t i, const unsigned char *b)
 #define SHAPE_PAGE_READS 1
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SHAPE_AVX2 __attribute__((target("avx2")))
+static int have_avx2;
+
+__attribute__((constructor)) static void shapes_init(void)
+{
+    __builtin_cpu_init();
+    have_avx2 = __builtin_cpu_supports("avx2") != 0;
+}
+
+/* same16 on 32 bytes. */
+static SHAPE_AVX2 inline uint32_t same32(const shape *sh, size_t i, const unsigned char *b)
+{
+    __m256i vb = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    __m256i va = _mm256_loadu_si256((const __m256i *)(const void *)(sh->bytes + i));
+    __m256i vw = _mm256_loadu_si256((const __m256i *)(const void *)(sh->wild + i));
+    __m256i t = _mm256_sub_epi8(vb, _mm256_set1_epi8('0'));
+    __m256i dig = _mm256_cmpeq_epi8(_mm256_min_epu8(t, _mm256_set1_epi8(9)), t);
+    __m256i ok = _mm256_or_si256(_mm256_cmpeq_epi8(va, vb), _mm256_and_si256(dig, vw));
+    return (uint32_t)_mm256_movemask_epi8(ok);
+}
+
+/* same_bytes of n >= 32 bytes (the sentinel counted), 32 at a time, the last 32
+ * overlapping the ones before: nothing is read past the sentinel. */
+static SHAPE_AVX2 int same_bytes_avx2(const shape *sh, const unsigned char *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        if (same32(sh, i, b + i) != 0xFFFFFFFFu)
+            return 0;
+    return i == n || same32(sh, n - 32, b + n - 32) == 0xFFFFFFFFu;
+}
+#endif
+
 static int same_bytes(const shape *sh, const char *line, size_t len)
 {
     const unsigned char *b = (const unsigned char *)line;
     size_t n = len + 1, i = 0;
+#ifdef SHAPE_AVX2
+    if (have_avx2 && n >= 32)
+        return same_bytes_avx2(sh, b, n);
+#endif
 #if defined(__SSE2__)
     for (; i + 16 <= n; i += 16)
         if (same16(sh, i, b + i) != 0xFFFF)

@@ -381,7 +381,54 @@ static void test_corpus_digits_changed(void)
     dsq_shapes_free(s);
 }
 
-TEST_MAIN({"test_same_shape_other_digits_replayed", test_same_shape_other_digits_replayed},
+/* Every byte of a learned line is compared, whatever the line's length (the
+ * compare goes 32 or 16 bytes at a time, the last ones overlapping): a line of
+ * 20 to 140 bytes with a value's digit changed for another digit is answered, and
+ * with any other byte changed is not. */
+static void test_every_byte_compared(void)
+{
+    for (size_t len = 20; len <= 140; len++) {
+        dsq_shapes *s = NULL;
+        CHECK_INT(dsq_shapes_new(&s), 0);
+        char line[160], other[160];
+        /* an HF loss dict (its values are sources) padded out with a quoted string,
+           or when shorter, with the loss's fraction digits */
+        const char *head = "{'loss': 3.1647, 'epoch': 0.02, 'k': '";
+        size_t hn = strlen(head);
+        if (len >= hn + 2) {
+            memcpy(line, head, hn);
+            for (size_t i = hn; i < len - 2; i++)
+                line[i] = (char)('a' + i % 26);
+            memcpy(line + len - 2, "'}", 2);
+        } else {
+            memcpy(line, "{'loss': 3.", 11);
+            memset(line + 11, '1', len - 12);
+            line[len - 1] = '}';
+        }
+        line[len] = 0;
+        EXPECT(s, line, 0);
+        EXPECT(s, line, 0);
+        EXPECT(s, line, 1);
+        memcpy(other, line, len + 1);
+        other[11] = other[11] == '9' ? '1' : '9'; /* a digit of 3.1647 */
+        EXPECT(s, other, 1);
+        for (size_t i = 0; i < len; i++) {
+            memcpy(other, line, len + 1);
+            unsigned char c = (unsigned char)line[i];
+            other[i] = c >= '0' && c <= '9' ? 'x' : c == '#' ? '@' : '#';
+            int same;
+            if (answer(s, other, &same) != 0) {
+                fprintf(stderr, "length %zu, byte %zu changed: answered\n", len, i);
+                test_failures++;
+            }
+            CHECK(same);
+        }
+        dsq_shapes_free(s);
+    }
+}
+
+TEST_MAIN({"test_every_byte_compared", test_every_byte_compared},
+          {"test_same_shape_other_digits_replayed", test_same_shape_other_digits_replayed},
           {"test_other_bytes_not_replayed", test_other_bytes_not_replayed},
           {"test_shapes_refused", test_shapes_refused},
           {"test_prefix_spans_kept", test_prefix_spans_kept},
