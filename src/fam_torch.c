@@ -258,7 +258,8 @@ static int entry_emit(dsq_torchrun_state *s, const dsq_line_ctx *lc, dsq_span tb
         a.text = (dsq_span){text, k > 0 ? (size_t)k : 0};
     }
     for (int i = 0; i < s->nf; i++)
-        if (s->f[i].name.n == 4 && memcmp(s->f[i].name.p, "rank", 4) == 0)
+        if (s->f[i].name.n == 4 && memcmp(s->f[i].name.p, "rank", 4) == 0 &&
+            s->f[i].v >= 0 && s->f[i].v < 1e9) /* a rank (no int cast of a wild value) */
             at.rank = (int)s->f[i].v;
     if (s->t_us != DSQ_TIME_NONE)
         a.t_us = s->t_us;
