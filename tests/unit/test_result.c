@@ -243,7 +243,8 @@ static void test_sort_many_text_keys(void)
     char buf[64];
     for (int i = 0; i < 3000; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        snprintf(buf, sizeof buf, "%s%.*s", stems[x % 7], (int)((x >> 8) % 4), "xyz\xff" + (x >> 16) % 2);
+        snprintf(buf, sizeof buf, "%s%.*s", stems[x % 7], (int)((x >> 8) % 4),
+                 &"xyz\xff"[(x >> 16) % 2]);
         dsq_cell c[2] = {txt(buf), num((double)((x >> 24) % 5), 0)};
         dsq_result_add_row(r, c);
     }
