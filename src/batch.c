@@ -85,6 +85,18 @@ int dsq_batch_get_event(const void *data, size_t n, dsq_event *ev)
     return 0;
 }
 
+int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev)
+{
+    if (n < EV_HEAD || (n - EV_HEAD) % sizeof (*ev)->f[0] != 0)
+        return DSQ_EFORMAT;
+    /* payloads are 8-byte aligned in a buffer the batch allocated (never const) */
+    dsq_event *e = (dsq_event *)(uintptr_t)data;
+    if (e->nf != (n - EV_HEAD) / sizeof e->f[0])
+        return DSQ_EFORMAT;
+    *ev = e;
+    return 0;
+}
+
 void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b)
 {
     it->p = b->buf;

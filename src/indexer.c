@@ -1735,12 +1735,12 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
         if (status)
             return status; /* fatal: the store is aborted by the caller's stop */
         if (type == MSG_EVENT) {
-            dsq_event ev;
-            if (dsq_batch_get_event(data, n, &ev) || dsq_remap_event(&w->remap, &ev)) {
+            dsq_event *ev; /* in the batch: no copy of it (the writer owns the batch) */
+            if (dsq_batch_take_event(data, n, &ev) || dsq_remap_event(&w->remap, ev)) {
                 dsq_error_set(err, DSQ_EFORMAT, "internal: a damaged batch from a worker");
                 return file_failed(ix, DSQ_EFORMAT, err);
             }
-            if ((status = write_event(ix, &ev)))
+            if ((status = write_event(ix, ev)))
                 return file_failed(ix, status, err);
         } else if (type == MSG_BYTES) {
             uint64_t len[2]; /* decoded bytes fed, bytes of the file read so far */

@@ -94,6 +94,19 @@ static void test_events(void)
             CHECK_DBL(back.f[i].v, 1.5 * i);
         }
         CHECK_INT(dsq_batch_get_event(data, n - 1, &back), DSQ_EFORMAT);
+        /* taken where it lies: the same event, the batch's own bytes */
+        dsq_event *in = NULL;
+        CHECK_INT(dsq_batch_take_event(data, n, &in), 0);
+        CHECK(in && (const void *)in == data);
+        if (in) {
+            CHECK_INT(in->nf, nf);
+            CHECK_INT(in->t_us, ev.t_us);
+            CHECK(memcmp(in->f, ev.f, nf * sizeof ev.f[0]) == 0);
+        }
+        CHECK_INT(dsq_batch_take_event(data, n - 1, &in), DSQ_EFORMAT);
+        if (nf) { /* a payload a field short of its count */
+            CHECK_INT(dsq_batch_take_event(data, n - sizeof ev.f[0], &in), DSQ_EFORMAT);
+        }
     }
     dsq_batch_free(&b);
 }
