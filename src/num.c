@@ -415,14 +415,6 @@ void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, cons
         out[i] = planned_plain(&pl[i], base + off[i] + pl[i].skip);
 }
 
-double dsq_num_planned(const dsq_num_plan *pl, const char *p)
-{
-    double v;
-    uint16_t off = 0;
-    dsq_num_planned_at(pl, &off, 1, p, &v);
-    return v;
-}
-
 static const struct {
     const char *name;
     double factor;

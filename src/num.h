@@ -26,9 +26,9 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
  * digits, and when f > 0 a '.' and f fraction digits, the digits' values free.
  * dsq_num_plan_of tells whether the n bytes at p are such a number that
  * dsq_num_parse reads whole (k + f <= 14, no exponent or separator), and
- * dsq_num_planned gives the value of a number of that layout at p, the same bits
- * dsq_num_parse gives, without finding its digits again. The caller has checked
- * that every digit of the layout is one. */
+ * dsq_num_planned_at gives the values of numbers of known layouts, the same bits
+ * dsq_num_parse gives, without finding their digits again. The caller has checked
+ * that every digit of each layout is one. */
 typedef struct dsq_num_plan {
     uint8_t ok;   /* 1: the layout is planned (0: use dsq_num_parse) */
     uint8_t skip; /* bytes of sign */
@@ -36,8 +36,8 @@ typedef struct dsq_num_plan {
 } dsq_num_plan;
 
 void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);
-double dsq_num_planned(const dsq_num_plan *pl, const char *p);
-/* out[i] = dsq_num_planned(&pl[i], base + off[i]) for i < n: one call a line. */
+/* out[i]: the number of layout pl[i] at base + off[i], for i < n (a line's values in
+ * one call). */
 void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
                         double *out);
 

@@ -335,7 +335,9 @@ static void test_planned_same_as_parse(void)
         char *at = round & 1 ? page + 4096 - n : page;
         memset(page, '7', 4096);
         memcpy(at, b, n);
-        double want = 0, got = dsq_num_planned(&pl, at);
+        double want = 0, got = 0;
+        uint16_t off = 0;
+        dsq_num_planned_at(&pl, &off, 1, at, &got);
         const char *stop = NULL;
         if (dsq_num_parse(at, at + n, &want, &stop) != 0 || stop != at + n ||
             memcmp(&want, &got, sizeof got) != 0) {
