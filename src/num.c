@@ -395,24 +395,28 @@ static double planned_plain(const dsq_num_plan *pl, const char *p)
 
 #ifdef NUM_SSE
 static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, int n,
-                                   const char *base, double *out)
+                                   const char *base, unsigned char *out, const uint16_t *out_off)
 {
-    for (int i = 0; i < n; i++)
-        out[i] = planned_value(&pl[i], planned_sse(&pl[i], base + off[i] + pl[i].skip));
+    for (int i = 0; i < n; i++) {
+        double v = planned_value(&pl[i], planned_sse(&pl[i], base + off[i] + pl[i].skip));
+        memcpy(out + out_off[i], &v, sizeof v);
+    }
 }
 #endif
 
 void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
-                        double *out)
+                        void *out, const uint16_t *out_off)
 {
 #ifdef NUM_SSE
     if (have_sse41) {
-        planned_at_sse(pl, off, n, base, out);
+        planned_at_sse(pl, off, n, base, out, out_off);
         return;
     }
 #endif
-    for (int i = 0; i < n; i++)
-        out[i] = planned_plain(&pl[i], base + off[i] + pl[i].skip);
+    for (int i = 0; i < n; i++) {
+        double v = planned_plain(&pl[i], base + off[i] + pl[i].skip);
+        memcpy((unsigned char *)out + out_off[i], &v, sizeof v);
+    }
 }
 
 static const struct {

@@ -36,10 +36,10 @@ typedef struct dsq_num_plan {
 } dsq_num_plan;
 
 void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);
-/* out[i]: the number of layout pl[i] at base + off[i], for i < n (a line's values in
- * one call). */
+/* The number of layout pl[i] at base + off[i] stored as a double at (char *)out +
+ * out_off[i], for i < n: a line's values in one call, each where its match keeps it. */
 void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
-                        double *out);
+                        void *out, const uint16_t *out_off);
 
 /* Unit from its printed name ("GB", "MiB", "%", "ms"...); DSQ_U_NONE if unknown. */
 enum dsq_unit dsq_unit_parse(const char *p, size_t n);

@@ -33,7 +33,6 @@ typedef struct ref {
 typedef struct source {
     uint16_t off, n;
     uint8_t kind, slot;
-    uint8_t planned; /* a value read by its layout (num.h) with the shape's others */
 } source;
 
 typedef struct shape {
@@ -50,11 +49,12 @@ typedef struct shape {
     uint8_t funit[DSQ_MATCH_MAXF];
     uint8_t vunit[DSQ_MATCH_MAXV];
     source src[DSQ_MATCH_MAXSRC];
-    /* the values whose layout is planned, read in one call: plan[j] at plan_off[j],
-       for source plan_src[j] */
-    uint8_t nplan;
-    uint8_t plan_src[DSQ_MATCH_MAXSRC];
-    uint16_t plan_off[DSQ_MATCH_MAXSRC];
+    /* the values whose layout is planned (num.h), read in one call straight into
+       the match: plan[j] at plan_off[j] in the line, to plan_dst[j] in the match;
+       the other sources are src[rest[0..nrest)] */
+    uint8_t nplan, nrest;
+    uint8_t rest[DSQ_MATCH_MAXSRC];
+    uint16_t plan_off[DSQ_MATCH_MAXSRC], plan_dst[DSQ_MATCH_MAXSRC];
     dsq_num_plan plan[DSQ_MATCH_MAXSRC];
     dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
     unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel (what follows:
@@ -271,17 +271,10 @@ static int read_sources(const shape *sh, const char *line, size_t len, double *v
                         int *rank, int64_t *t_us, dsq_civil *civil)
 {
     const char *end = line + len;
-    if (sh->nplan) { /* their digits are digits (same_bytes): no search for them */
-        double pv[DSQ_MATCH_MAXSRC];
-        dsq_num_planned_at(sh->plan, sh->plan_off, sh->nplan, line, pv);
-        for (int j = 0; j < sh->nplan; j++)
-            vals[sh->plan_src[j]] = pv[j];
-    }
-    for (int i = 0; i < sh->nsrc; i++) {
+    for (int j = 0; j < sh->nrest; j++) { /* the planned values: in replay */
+        int i = sh->rest[j];
         const source *sr = &sh->src[i];
         const char *p = line + sr->off, *stop = NULL;
-        if (sr->planned)
-            continue;
         switch (sr->kind) {
         case DSQ_SRC_FIELD:
         case DSQ_SRC_V:
@@ -334,11 +327,14 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
     }
     for (int i = 0; i < sh->nv; i++)
         m->unit[i] = sh->vunit[i];
-    for (int i = 0; i < sh->nsrc; i++) {
-        if (sh->src[i].kind == DSQ_SRC_FIELD)
-            m->f[sh->src[i].slot].v = vals[i];
-        else if (sh->src[i].kind == DSQ_SRC_V)
-            m->v[sh->src[i].slot] = vals[i];
+    /* their digits are digits (same_bytes): no search for them */
+    dsq_num_planned_at(sh->plan, sh->plan_off, sh->nplan, line, m, sh->plan_dst);
+    for (int j = 0; j < sh->nrest; j++) {
+        const source *sr = &sh->src[sh->rest[j]];
+        if (sr->kind == DSQ_SRC_FIELD)
+            m->f[sr->slot].v = vals[sh->rest[j]];
+        else if (sr->kind == DSQ_SRC_V)
+            m->v[sr->slot] = vals[sh->rest[j]];
     }
     m->nsrc = 0;
     return 1;
@@ -471,15 +467,17 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
     for (size_t i = off; i < off + sr->n; i++)
         if ((unsigned)(line[i] - '0') <= 9)
             sh->wild[i] = 0xFF;
-    source *to = &sh->src[sh->nsrc];
-    *to = (source){(uint16_t)off, sr->n, sr->kind, sr->slot, 0};
-    if (sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V) {
-        dsq_num_plan_of(p, sr->n, &sh->plan[sh->nplan]);
-        if (sh->plan[sh->nplan].ok) {
-            to->planned = 1;
-            sh->plan_src[sh->nplan] = sh->nsrc;
-            sh->plan_off[sh->nplan++] = (uint16_t)off;
-        }
+    sh->src[sh->nsrc] = (source){(uint16_t)off, sr->n, sr->kind, sr->slot};
+    dsq_num_plan *pl = &sh->plan[sh->nplan];
+    if (sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V)
+        dsq_num_plan_of(p, sr->n, pl);
+    if ((sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V) && pl->ok) {
+        size_t field_v = offsetof(dsq_match, f) + sr->slot * sizeof m->f[0] + offsetof(dsq_mfield, v);
+        size_t v = offsetof(dsq_match, v) + sr->slot * sizeof m->v[0];
+        sh->plan_off[sh->nplan] = (uint16_t)off;
+        sh->plan_dst[sh->nplan++] = (uint16_t)(sr->kind == DSQ_SRC_FIELD ? field_v : v);
+    } else {
+        sh->rest[sh->nrest++] = sh->nsrc;
     }
     sh->nsrc++;
     return 1;
@@ -508,7 +506,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
-    sh->nsrc = sh->nplan = 0;
+    sh->nsrc = sh->nplan = sh->nrest = 0;
     sh->state = nt->state;
     sh->next = -1;
     for (int i = 0; i < m->nf; i++)

@@ -337,7 +337,7 @@ static void test_planned_same_as_parse(void)
         memcpy(at, b, n);
         double want = 0, got = 0;
         uint16_t off = 0;
-        dsq_num_planned_at(&pl, &off, 1, at, &got);
+        dsq_num_planned_at(&pl, &off, 1, at, &got, &off);
         const char *stop = NULL;
         if (dsq_num_parse(at, at + n, &want, &stop) != 0 || stop != at + n ||
             memcmp(&want, &got, sizeof got) != 0) {
