@@ -31,29 +31,33 @@ static inline int dsq_time_digits(const char *p, int n)
     return bad ? -1 : v;
 }
 
+/* Two digits at p, not checked (the stamps below: their callers matched them, a
+ * line shape checked them; anything else gives some number, never -1). */
+static inline int dsq_time_d2(const char *p) { return (p[0] - '0') * 10 + (p[1] - '0'); }
+
 /* "YYYY-MM-DD HH:MM:SS" at p (any separators): the stamp DeepSpeed's, Megatron's
  * and others' headers print. Digits are not checked (callers matched them). */
 static inline int64_t dsq_time_stamp_s(const char *p)
 {
-    return dsq_time_from_civil(dsq_time_digits(p, 4), dsq_time_digits(p + 5, 2),
-                               dsq_time_digits(p + 8, 2), dsq_time_digits(p + 11, 2),
-                               dsq_time_digits(p + 14, 2), dsq_time_digits(p + 17, 2), 0);
+    return dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2), dsq_time_d2(p + 5),
+                               dsq_time_d2(p + 8), dsq_time_d2(p + 11), dsq_time_d2(p + 14),
+                               dsq_time_d2(p + 17), 0);
 }
 
 /* The same with milliseconds after a separator: "YYYY-MM-DD HH:MM:SS,mmm". */
 static inline int64_t dsq_time_stamp_ms(const char *p)
 {
-    return dsq_time_from_civil(dsq_time_digits(p, 4), dsq_time_digits(p + 5, 2),
-                               dsq_time_digits(p + 8, 2), dsq_time_digits(p + 11, 2),
-                               dsq_time_digits(p + 14, 2), dsq_time_digits(p + 17, 2),
-                               dsq_time_digits(p + 20, 3) * 1000);
+    return dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2), dsq_time_d2(p + 5),
+                               dsq_time_d2(p + 8), dsq_time_d2(p + 11), dsq_time_d2(p + 14),
+                               dsq_time_d2(p + 17),
+                               (dsq_time_d2(p + 20) * 10 + (p[22] - '0')) * 1000);
 }
 
 /* "MM/DD HH:MM:SS" at p as a year-less stamp (mmengine's logger): y = 0. The
  * caller's type (grammar.h's dsq_civil) is filled through its members. */
 #define DSQ_TIME_CIVIL_MD(c, p)                                                          \
-    ((c)->y = 0, (c)->mo = dsq_time_digits((p), 2), (c)->d = dsq_time_digits((p) + 3, 2),  \
-     (c)->h = dsq_time_digits((p) + 6, 2), (c)->mi = dsq_time_digits((p) + 9, 2),          \
-     (c)->s = dsq_time_digits((p) + 12, 2), (c)->us = 0)
+    ((c)->y = 0, (c)->mo = dsq_time_d2(p), (c)->d = dsq_time_d2((p) + 3),                \
+     (c)->h = dsq_time_d2((p) + 6), (c)->mi = dsq_time_d2((p) + 9),                      \
+     (c)->s = dsq_time_d2((p) + 12), (c)->us = 0)
 
 #endif

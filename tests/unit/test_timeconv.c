@@ -127,5 +127,38 @@ static void test_extreme_times(void)
     CHECK_INT(dsq_time_year(-1), 1969);
 }
 
-TEST_MAIN(T(test_extreme_times), T(test_known_values), T(test_leap_years), T(test_format), T(test_round_trip),
+/* The stamps lines print, read at once: every field as dsq_time_digits reads it,
+ * for random stamps (separators of any kind). */
+static void test_stamps(void)
+{
+    unsigned x = 12345;
+    int bad = 0;
+    for (int i = 0; i < 5000; i++) {
+        char t[32];
+        int f[7];
+        for (int k = 0; k < 7; k++) {
+            x = x * 1103515245u + 12345u;
+            f[k] = (int)(x >> 8);
+        }
+        snprintf(t, sizeof t, "%04d-%02d-%02d %02d:%02d:%02d,%03d", 1900 + f[0] % 200,
+                 1 + f[1] % 12, 1 + f[2] % 28, f[3] % 24, f[4] % 60, f[5] % 60, f[6] % 1000);
+        int64_t want_ms = dsq_time_from_civil(
+            dsq_time_digits(t, 4), dsq_time_digits(t + 5, 2), dsq_time_digits(t + 8, 2),
+            dsq_time_digits(t + 11, 2), dsq_time_digits(t + 14, 2), dsq_time_digits(t + 17, 2),
+            dsq_time_digits(t + 20, 3) * 1000);
+        int64_t want_s = want_ms - dsq_time_digits(t + 20, 3) * 1000;
+        struct { int y, mo, d, h, mi, s, us; } c; /* the members dsq_civil has */
+        DSQ_TIME_CIVIL_MD(&c, t + 5); /* "MM-DD HH:MM:SS" */
+        if (dsq_time_stamp_ms(t) != want_ms || dsq_time_stamp_s(t) != want_s ||
+            c.y != 0 || c.mo != dsq_time_digits(t + 5, 2) || c.d != dsq_time_digits(t + 8, 2) ||
+            c.h != dsq_time_digits(t + 11, 2) || c.mi != dsq_time_digits(t + 14, 2) ||
+            c.s != dsq_time_digits(t + 17, 2) || c.us != 0) {
+            fprintf(stderr, "%s: read otherwise\n", t);
+            bad++;
+        }
+    }
+    CHECK_INT(bad, 0);
+}
+
+TEST_MAIN(T(test_stamps), T(test_extreme_times), T(test_known_values), T(test_leap_years), T(test_format), T(test_round_trip),
           T(test_digits))
