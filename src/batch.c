@@ -75,16 +75,6 @@ int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
     return dsq_batch_put(b, type, ev, EV_HEAD, ev->f, nf * sizeof ev->f[0]);
 }
 
-int dsq_batch_get_event(const void *data, size_t n, dsq_event *ev)
-{
-    if (n < EV_HEAD || (n - EV_HEAD) % sizeof ev->f[0] != 0)
-        return DSQ_EFORMAT;
-    memcpy(ev, data, n);
-    if (ev->nf != (n - EV_HEAD) / sizeof ev->f[0])
-        return DSQ_EFORMAT;
-    return 0;
-}
-
 int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev)
 {
     if (n < EV_HEAD || (n - EV_HEAD) % sizeof (*ev)->f[0] != 0)

@@ -43,8 +43,6 @@ int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent);
 
 /* An event: its header and only the nf fields it uses. Same returns as put. */
 int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev);
-/* Decodes an event payload into *ev. 0 or DSQ_EFORMAT. */
-int dsq_batch_get_event(const void *data, size_t n, dsq_event *ev);
 /* The event of a payload where it lies, for its reader to change (the remap) and
  * read until the batch is cleared or reused: its header and its nf fields, none
  * after them. 0 with *ev, or DSQ_EFORMAT. */

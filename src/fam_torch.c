@@ -257,10 +257,11 @@ static int entry_emit(dsq_torchrun_state *s, const dsq_line_ctx *lc, dsq_span tb
         int k = snprintf(text, sizeof text, "exitcode: %s", s->exitcode);
         a.text = (dsq_span){text, k > 0 ? (size_t)k : 0};
     }
-    for (int i = 0; i < s->nf; i++)
-        if (s->f[i].name.n == 4 && memcmp(s->f[i].name.p, "rank", 4) == 0 &&
-            s->f[i].v >= 0 && s->f[i].v < 1e9) /* a rank (no int cast of a wild value) */
-            at.rank = (int)s->f[i].v;
+    for (int i = 0; i < s->nf; i++) {
+        int r = dsq_num_small_int(s->f[i].v);
+        if (r >= 0 && s->f[i].name.n == 4 && memcmp(s->f[i].name.p, "rank", 4) == 0)
+            at.rank = r;
+    }
     if (s->t_us != DSQ_TIME_NONE)
         a.t_us = s->t_us;
     a.host = (dsq_span){s->host, s->host_n}; /* the table names the failing host */

@@ -159,6 +159,14 @@ static __attribute__((noinline)) int parse_general(const char *s, const char *p,
     return 0;
 }
 
+/* mant * 10^scale (|scale| <= 22), rounded once, with its sign: a plain number's
+ * value, read or planned. */
+static inline double scaled(uint64_t mant, int scale, int neg)
+{
+    double v = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
+    return neg ? -v : v;
+}
+
 /* The end of a plain number whose digits gave mant, f of them after a '.', the
  * number's text running to q (s: its start, with the sign): an optional exponent
  * of up to 3 digits, then the value, rounded once, and the results. The general
@@ -185,8 +193,7 @@ static int plain_value(const char *s, const char *p, uint64_t mant, int f, const
     }
     if (stop)
         *stop = q;
-    double v = scale < 0 ? (double)mant / pow10_tab[-scale] : (double)mant * pow10_tab[scale];
-    *out = neg ? -v : v;
+    *out = scaled(mant, scale, neg);
     return 0;
 }
 
@@ -260,6 +267,21 @@ __attribute__((constructor)) static void num_init(void)
         }
 }
 
+/* The value of the k + f digits of t (bytes minus '0'; a '.' after the first k when
+ * f > 0): one shuffle packs them right-aligned without the '.', three multiply-adds
+ * sum them (k + f <= 15). */
+static inline NUM_SSE uint64_t sum_digits(__m128i t, int k, int f)
+{
+    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[k][f];
+    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128(shuf));
+    __m128i m1 = _mm_maddubs_epi16(d, _mm_set1_epi16(0x010A)); /* bytes 10, 1, 10, 1, ... */
+    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
+    __m128i m3 = _mm_packus_epi32(m2, m2);
+    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
+    return (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
+           (uint32_t)_mm_extract_epi32(m4, 1);
+}
+
 NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const char **stop)
 {
     const char *s = p;
@@ -289,15 +311,7 @@ NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const 
     } else if (k < avail && *q == ',' && is_thousands(q, end, p)) {
         return parse_general(s, p, end, neg, out, stop);
     }
-    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[k][f];
-    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128(shuf));
-    __m128i m1 = _mm_maddubs_epi16(d, _mm_set1_epi16(0x010A)); /* bytes 10, 1, 10, 1, ... */
-    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
-    __m128i m3 = _mm_packus_epi32(m2, m2);
-    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
-    uint64_t mant = (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
-                    (uint32_t)_mm_extract_epi32(m4, 1);
-    return plain_value(s, p, mant, f, q, end, neg, out, stop);
+    return plain_value(s, p, sum_digits(t, k, f), f, q, end, neg, out, stop);
 }
 #endif
 
@@ -351,9 +365,9 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
 }
 
 #ifdef NUM_SSE
-/* The digits of the layout: one shuffle packs them right-aligned without the '.',
- * three multiply-adds sum them (as parse_sse). The 16 bytes are read in place when
- * they lie in p's page; else the number's bytes are copied (never bytes past it). */
+/* The digits of the layout, summed as parse_sse sums them. The 16 bytes are read in
+ * place when they lie in p's page; else the number's bytes are copied (never bytes
+ * past it). */
 static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p)
 {
     __m128i v;
@@ -364,23 +378,14 @@ static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p
         memcpy(b, p, pl->n);
         v = _mm_loadu_si128((const __m128i *)(const void *)b);
     }
-    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[pl->k][pl->f];
-    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128(shuf));
-    __m128i m1 = _mm_maddubs_epi16(d, _mm_set1_epi16(0x010A));
-    __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
-    __m128i m3 = _mm_packus_epi32(m2, m2);
-    __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
-    return (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
-           (uint32_t)_mm_extract_epi32(m4, 1);
+    return sum_digits(_mm_sub_epi8(v, _mm_set1_epi8('0')), pl->k, pl->f);
 }
 #endif
 
-/* plain_value's rounding: one multiply or division by an exact power of ten */
+/* plain_value's rounding */
 static inline double planned_value(const dsq_num_plan *pl, uint64_t mant)
 {
-    double v = pl->f ? (double)mant / pow10_tab[pl->f] : (double)mant * pow10_tab[0];
-    return pl->neg ? -v : v;
+    return scaled(mant, -(int)pl->f, pl->neg);
 }
 
 static double planned_plain(const dsq_num_plan *pl, const char *p)
@@ -404,6 +409,18 @@ static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, 
 }
 #endif
 
+/* Out of line: dsq_num_planned_at stays a jump to the path this CPU takes. */
+static __attribute__((noinline)) void planned_at_plain(const dsq_num_plan *pl,
+                                                       const uint16_t *off, int n,
+                                                       const char *base, unsigned char *out,
+                                                       const uint16_t *out_off)
+{
+    for (int i = 0; i < n; i++) {
+        double v = planned_plain(&pl[i], base + off[i] + pl[i].skip);
+        memcpy(out + out_off[i], &v, sizeof v);
+    }
+}
+
 void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
                         void *out, const uint16_t *out_off)
 {
@@ -413,10 +430,7 @@ void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, cons
         return;
     }
 #endif
-    for (int i = 0; i < n; i++) {
-        double v = planned_plain(&pl[i], base + off[i] + pl[i].skip);
-        memcpy((unsigned char *)out + out_off[i], &v, sizeof v);
-    }
+    planned_at_plain(pl, off, n, base, out, out_off);
 }
 
 static const struct {

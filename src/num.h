@@ -41,6 +41,10 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);
 void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
                         void *out, const uint16_t *out_off);
 
+/* v as an int when it is one of 0 .. 10^9 - 1 (a rank, a count; its fraction cut),
+ * else -1: never a cast of a value out of int's range (inf, 1e300). */
+static inline int dsq_num_small_int(double v) { return v >= 0 && v < 1e9 ? (int)v : -1; }
+
 /* Unit from its printed name ("GB", "MiB", "%", "ms"...); DSQ_U_NONE if unknown. */
 enum dsq_unit dsq_unit_parse(const char *p, size_t n);
 

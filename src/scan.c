@@ -765,7 +765,7 @@ static int comm_size(const dsq_match *m)
 {
     for (int i = 0; i < m->nf; i++)
         if (m->f[i].name.n == 6 && memcmp(m->f[i].name.p, "nranks", 6) == 0)
-            return m->f[i].v >= 0 && m->f[i].v < 1e9 ? (int)m->f[i].v : -1;
+            return dsq_num_small_int(m->f[i].v);
     return -1;
 }
 

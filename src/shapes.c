@@ -271,7 +271,7 @@ static int read_sources(const shape *sh, const char *line, size_t len, double *v
                         int *rank, int64_t *t_us, dsq_civil *civil)
 {
     const char *end = line + len;
-    for (int j = 0; j < sh->nrest; j++) { /* the planned values: in replay */
+    for (int j = 0; j < sh->nrest; j++) { /* the planned values are read in replay */
         int i = sh->rest[j];
         const source *sr = &sh->src[i];
         const char *p = line + sr->off, *stop = NULL;
@@ -469,9 +469,10 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
             sh->wild[i] = 0xFF;
     sh->src[sh->nsrc] = (source){(uint16_t)off, sr->n, sr->kind, sr->slot};
     dsq_num_plan *pl = &sh->plan[sh->nplan];
-    if (sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V)
+    int value = sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V;
+    if (value)
         dsq_num_plan_of(p, sr->n, pl);
-    if ((sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V) && pl->ok) {
+    if (value && pl->ok) {
         size_t field_v = offsetof(dsq_match, f) + sr->slot * sizeof m->f[0] + offsetof(dsq_mfield, v);
         size_t v = offsetof(dsq_match, v) + sr->slot * sizeof m->v[0];
         sh->plan_off[sh->nplan] = (uint16_t)off;
