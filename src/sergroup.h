@@ -9,7 +9,7 @@
  * sum, 2-3 for min, 4-5 for max: 1 the same as first_v, 2 as last_v, 0 stored;
  * bit 6: last_v the same as first_v. `base` is 0 for a run rollup.
  *
- * A group is series of one (field, run, host) in one value (store.c keeps up to
+ * A group is series of one (run, field, host) in one value (store.c keeps up to
  * 64 in one, keyed by the first), in (rank, source) order: per series varint
  * rank + 1, varint source, varint length, then that many bytes: its summary packed
  * with base = the previous series' first_t (0 for the first), then the series' own

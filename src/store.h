@@ -7,12 +7,12 @@
  *   sources   absolute path -> dsq_source_rec (packed: store.c)   one per input file
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
- *   series    field, run, host, rank + 1, source (BE) of its first series -> a
- *             group of up to 64 series of that (field, run, host), in (rank,
+ *   series    run, field, host, rank + 1, source (BE) of its first series -> a
+ *             group of up to 64 series of that (run, field, host), in (rank,
  *             source) order: per series, its dsq_series_rec and a small series'
  *             pairs (a chunk, rollup.h), or a chunked one's few pairs after its
  *             last chunk, packed (sergroup.h)
- *   chunks    series key (field, run, host, rank + 1, source), chunk seq (BE) ->
+ *   chunks    series key (run, field, host, rank + 1, source), chunk seq (BE) ->
  *             the values of that series with their events (or times), or a
  *             kind's times (rollup.c)
  *   runroll   field, run (BE) -> dsq_series_rec (packed)   the merge of the run's series of
@@ -51,8 +51,9 @@
  * 6: run rollups marked stale (empty) until their run goes quiet; 7: event blocks stored
  * in columns (event.h); 8: a field's values name their event, whose time its kind's count
  * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c); 11: a chunked series' few pairs
- * after its last chunk kept in its record (dsq_store_series_put) */
-#define DSQ_STORE_SCHEMA 11
+ * after its last chunk kept in its record (dsq_store_series_put); 12: series and chunk
+ * keys run first (a new run's are appended: store.c, series_key_pack) */
+#define DSQ_STORE_SCHEMA 12
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -79,7 +80,7 @@ typedef struct dsq_block_key {
  * rollup. Apart from the kinds' count series, which counting queries read. */
 #define DSQ_SERIES_TIMES_BASE 0xFF800000u
 #define DSQ_SERIES_KEY_LEN 20
-#define DSQ_GROUP_PREFIX_LEN 12 /* field, run, host: what a series group record shares */
+#define DSQ_GROUP_PREFIX_LEN 12 /* run, field, host: what a series group record shares */
 
 typedef struct dsq_series_key {
     uint32_t field, run, host;
@@ -248,8 +249,8 @@ typedef int (*dsq_store_block_fn)(void *ctx, const dsq_block_key *k, const void 
 int dsq_store_scan_blocks(dsq_store *st, uint32_t run, dsq_store_block_fn fn, void *ctx,
                           dsq_error *err);
 
-/* Series with field in [field_lo, field_hi] (and of one run when run != 0, which
- * needs field_lo == field_hi), in key order. */
+/* Series with field in [field_lo, field_hi] (and of one run when run != 0), in key
+ * order: run, field, host, rank, source. */
 typedef int (*dsq_store_series_fn)(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec);
 int dsq_store_scan_series(dsq_store *st, uint32_t field_lo, uint32_t field_hi, uint32_t run,
                           dsq_store_series_fn fn, void *ctx, dsq_error *err);

@@ -1196,11 +1196,11 @@ typedef struct series_count {
     dsq_series_key prev;
 } series_count;
 
-/* Series keys in key order: field, run, host, rank, source. */
+/* Series keys in key order: run, field, host, rank, source. */
 static int key_before(const dsq_series_key *x, const dsq_series_key *y)
 {
-    const uint32_t a[5] = {x->field, x->run, x->host, (uint32_t)(x->rank + 1), x->source};
-    const uint32_t b[5] = {y->field, y->run, y->host, (uint32_t)(y->rank + 1), y->source};
+    const uint32_t a[5] = {x->run, x->field, x->host, (uint32_t)(x->rank + 1), x->source};
+    const uint32_t b[5] = {y->run, y->field, y->host, (uint32_t)(y->rank + 1), y->source};
     for (int i = 0; i < 5; i++)
         if (a[i] != b[i])
             return a[i] < b[i];
