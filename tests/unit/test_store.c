@@ -1318,6 +1318,84 @@ static void test_series_table_filled_in_key_order(void)
     test_tmpdir_remove(tmp);
 }
 
+typedef struct range_seen {
+    int n, bad;
+    uint32_t lo, hi, run; /* what the scan asked for (run 0: every run) */
+    dsq_series_key prev;
+} range_seen;
+
+static int on_series_in_range(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    range_seen *c = ctx;
+    c->bad += k->field < c->lo || k->field > c->hi || (c->run && k->run != c->run) ||
+              rec->count != k->host + 1u;
+    if (c->n && !key_before(&c->prev, k))
+        c->bad++; /* not in key order (run first), or a key twice */
+    c->prev = *k;
+    c->n++;
+    return 0;
+}
+
+/* A run's series are one range of keys, run first: a later write's new run is
+ * appended after the runs before it, and the pages stay at least 90 % full (keys
+ * field first put each new run's series in the middle of every field's range,
+ * splitting pages in the middle: this check fails). A scan of a field range over
+ * every run goes from run to run, past a run with none of those fields and the
+ * fields outside the range. */
+static void test_new_runs_appended_and_scanned_by_field(void)
+{
+    char tmp[64];
+    CHECK_INT(test_tmpdir_new(tmp), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    dsq_store *st = open_store(tmp, 0);
+    if (!st) {
+        test_tmpdir_remove(tmp);
+        return;
+    }
+    /* runs in id order: a, c (fields 10 and 14 only), b; one write each */
+    uint32_t runs[3] = {intern(st, "run-a"), intern(st, "run-c"), intern(st, "run-b")};
+    for (int w = 0; w < 3 && st; w++) {
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (uint32_t host = 0; host < 400; host++)
+            for (uint32_t field = 10; field <= 14; field++) {
+                if (w == 1 && field != 10 && field != 14)
+                    continue;
+                dsq_series_key k = {field, runs[w], host, 0, 1};
+                dsq_series_rec rec = {.count = host + 1, .sum = 1, .min = 1, .max = 1,
+                                      .first_v = 1, .last_v = 1, .first_t = 1000, .last_t = 2000};
+                unsigned char pairs[300];
+                for (size_t b = 0; b < sizeof pairs; b++)
+                    pairs[b] = (unsigned char)(1 + (host * 7 + field + (uint32_t)b * 13) % 251);
+                CHECK_INT(dsq_store_series_put(st, &k, &rec, pairs, sizeof pairs, &err), 0);
+            }
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        dsq_store_close(st);
+        st = open_store(tmp, 0);
+    }
+    size_t bytes = table_count(tmp, "series", TABLE_BYTES), n = table_entries(tmp, "series"),
+           pages = table_count(tmp, "series", TABLE_LEAF_PAGES);
+    CHECK(n == 4800 && pages > 0 && (bytes + n * 30) * 10 >= pages * 4096 * 9);
+    range_seen c = {.lo = 11, .hi = 13};
+    if (st)
+        CHECK_INT(dsq_store_scan_series(st, 11, 13, 0, on_series_in_range, &c, &err), 0);
+    CHECK_INT(c.n, 2 * 3 * 400);
+    CHECK_INT(c.bad, 0);
+    range_seen one = {.lo = 11, .hi = 13, .run = runs[2]}, none = {.lo = 11, .hi = 13, .run = runs[1]};
+    range_seen edge = {.lo = 14, .hi = UINT32_MAX}; /* the last run's last field, then none */
+    if (st) {
+        CHECK_INT(dsq_store_scan_series(st, 11, 13, runs[2], on_series_in_range, &one, &err), 0);
+        CHECK_INT(dsq_store_scan_series(st, 11, 13, runs[1], on_series_in_range, &none, &err), 0);
+        CHECK_INT(dsq_store_scan_series(st, 14, UINT32_MAX, 0, on_series_in_range, &edge, &err), 0);
+        dsq_store_close(st);
+    }
+    CHECK_INT(one.n, 3 * 400);
+    CHECK_INT(none.n, 0);
+    CHECK_INT(edge.n, 3 * 400);
+    CHECK_INT(one.bad + none.bad + edge.bad, 0);
+    test_tmpdir_remove(tmp);
+}
+
 typedef struct runroll_ref {
     dsq_series_rec acc[8]; /* by field - 4: the series merged in key order */
     dsq_series_rec got[8]; /* by field - 4: the stored run rollups */
@@ -1955,7 +2033,7 @@ static void test_key_pack(void)
     CHECK(cur[8] == 0 && cur[11] == 0);                              /* rank -1 packs as 0 */
 }
 
-TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_chunks_packed_by_size), T(test_series_table_filled_in_key_order), T(test_scan_stops), T(test_source_drop),
+TEST_MAIN(T(test_write_reopen_scan), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_chunks_packed_by_size), T(test_series_table_filled_in_key_order), T(test_new_runs_appended_and_scanned_by_field), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
