@@ -2801,18 +2801,72 @@ static int meta_put_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t v)
     return mdb_put(txn, meta, &k, &d, 0);
 }
 
+/* The bytes a compacted copy of the index would take, about, read off every
+ * entry of its tables in txn: per table its leaf nodes (LMDB's: an 8-byte header,
+ * the key, the value or, past the node limit, the number of its overflow pages,
+ * 2 bytes of index), packed into pages as the copy's appends pack them, and a
+ * branch page per 64 leaves; overflow pages as they are; the meta pages. 0 or
+ * LMDB's code. */
+static int compacted_bytes(dsq_store *st, MDB_txn *txn, uint64_t *out)
+{
+    MDB_dbi t[] = {st->meta,   st->dict_db, st->events, st->sources, st->members, st->srcblocks,
+                   st->series, st->chunks,  st->attrs,  st->srcroll, st->dictrev, st->runroll};
+    MDB_stat es;
+    int rc = mdb_env_stat(st->env, &es);
+    const uint64_t psize = es.ms_psize, room = psize - 16; /* 16: a page's header */
+    const uint64_t nodemax = ((room / 2) & ~(uint64_t)1) - 2;
+    uint64_t pages = 3; /* two meta pages, the main table's */
+    for (size_t i = 0; !rc && i < sizeof t / sizeof t[0]; i++) {
+        MDB_cursor *c = NULL;
+        MDB_val k, v;
+        uint64_t leaf = 0, nodes = 0;
+        if ((rc = mdb_cursor_open(txn, t[i], &c)))
+            break;
+        for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            uint64_t node = 8 + k.mv_size + v.mv_size;
+            if (node > nodemax) { /* the value on overflow pages, their number in the node */
+                pages += (15 + v.mv_size) / psize + 1;
+                node = 8 + k.mv_size + 8;
+            }
+            leaf += ((node + 1) & ~(uint64_t)1) + 2;
+            nodes++;
+        }
+        mdb_cursor_close(c);
+        if (rc != MDB_NOTFOUND)
+            break;
+        rc = 0;
+        /* a page ends with room for half a node, on average */
+        uint64_t per_page = nodes ? room - leaf / nodes / 2 : room;
+        uint64_t leaves = (leaf + per_page - 1) / per_page;
+        pages += leaves + (leaves > 1 ? leaves / 64 + 1 : 0);
+    }
+    *out = pages * psize;
+    return rc;
+}
+
 int dsq_store_note_growth(dsq_store *st, int *due, dsq_error *err)
 {
     *due = 0;
     if (st->readonly || st->txn || !st->env)
         return 0;
-    uint64_t now = file_size(st->dir, "data.mdb"), grown = 0;
+    uint64_t now = file_size(st->dir, "data.mdb"), grown = 0, packed = 0;
     if (now <= st->size_at_open)
         return 0;
+    const char *env = getenv("DSQ_COMPACT_MIN_BYTES"); /* tests set a small one */
+    uint64_t min = env && *env ? strtoull(env, NULL, 10) : DSQ_COMPACT_MIN_BYTES;
     MDB_txn *txn = NULL;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (!rc && !(rc = meta_u64(txn, st->meta, GROWN_KEY, &grown)))
         grown += now - st->size_at_open;
+    int grew = now >= min && grown * 100 >= now * DSQ_COMPACT_GROWTH_PCT;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!rc && grew && !(rc = compacted_bytes(st, txn, &packed))) {
+        *due = packed * 100 <= now * (100 - DSQ_COMPACT_GAIN_PCT);
+        if (!*due)
+            grown = 0; /* packed nearly as a copy would be: growth counts from here */
+    }
     if (!rc)
         rc = meta_put_u64(txn, st->meta, GROWN_KEY, grown);
     if (!rc) {
@@ -2821,12 +2875,16 @@ int dsq_store_note_growth(dsq_store *st, int *due, dsq_error *err)
     }
     if (txn)
         mdb_txn_abort(txn);
-    if (rc)
+    if (rc) {
+        *due = 0;
         return lmdb_error(err, rc, "noting the index's growth");
+    }
     st->size_at_open = now;
-    const char *env = getenv("DSQ_COMPACT_MIN_BYTES"); /* tests set a small one */
-    uint64_t min = env && *env ? strtoull(env, NULL, 10) : DSQ_COMPACT_MIN_BYTES;
-    *due = now >= min && grown * 100 >= now * DSQ_COMPACT_GROWTH_PCT;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (getenv("DSQ_COMPACT_TRACE"))
+        fprintf(stderr, "dsq: index %llu bytes, grown %llu, a compacted copy about %llu (%.3f s)\n",
+                (unsigned long long)now, (unsigned long long)grown, (unsigned long long)packed,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     return 0;
 }
 

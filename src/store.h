@@ -153,14 +153,19 @@ void dsq_store_close(dsq_store *st);
  * lays every table out in key order.
  *
  * note_growth (writers, outside a transaction) adds what data.mdb grew since open
- * to the growth recorded since the last compaction; *due is set when that growth
- * reaches DSQ_COMPACT_GROWTH_PCT of the file and the file is at least
- * DSQ_COMPACT_MIN_BYTES (env DSQ_COMPACT_MIN_BYTES overrides; small indexes gain
- * nothing). compact copies the index compactly
+ * to the growth recorded since the last compaction. When that growth reaches
+ * DSQ_COMPACT_GROWTH_PCT of the file and the file is at least DSQ_COMPACT_MIN_BYTES
+ * (env DSQ_COMPACT_MIN_BYTES overrides; small indexes gain nothing), it reads every
+ * entry to size a compacted copy: *due is set when the copy would be at least
+ * DSQ_COMPACT_GAIN_PCT smaller, else the growth counts from zero again (a fresh
+ * index of new runs, appended, is packed nearly as a copy: on the bench's 1000-run
+ * archive 79.2 MB, a copy 72.6 MB, sized at 72.4 MB in 24 ms). DSQ_COMPACT_TRACE
+ * prints the sizes. compact copies the index compactly
  * beside itself (needs free disk space for the copy), then swaps it in under the
  * writer lock; queries running meanwhile keep reading the old file. Killed at any
  * moment, it leaves the old index or the new one. */
 #define DSQ_COMPACT_GROWTH_PCT 20
+#define DSQ_COMPACT_GAIN_PCT 15
 #define DSQ_COMPACT_MIN_BYTES (64ull << 20)
 int dsq_store_note_growth(dsq_store *st, int *due, dsq_error *err);
 int dsq_store_compact(const char *dir, uint64_t *before, uint64_t *after, dsq_error *err);
