@@ -2805,10 +2805,15 @@ static int meta_put_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t v)
  * entry of its tables in txn: per table its leaf nodes (LMDB's: an 8-byte header,
  * the key, the value or, past the node limit, the number of its overflow pages,
  * 2 bytes of index), packed into pages as the copy's appends pack them, and a
- * branch page per 64 leaves; overflow pages as they are; the meta pages. 0 or
- * LMDB's code. */
+ * branch page per 64 leaves; overflow pages as they are; the meta pages. Each
+ * page read maps READ_AROUND of the file (the kernel's fault-around), and the
+ * map's pages are let go of every WALK_RELEASE of that: resident memory stays
+ * flat whatever the index's size. 0 or LMDB's code. */
+#define WALK_RELEASE ((uint64_t)32 << 20)
 static int compacted_bytes(dsq_store *st, MDB_txn *txn, uint64_t *out)
 {
+    uint64_t mapped = 0;
+    uintptr_t page = 0;
     MDB_dbi t[] = {st->meta,   st->dict_db, st->events, st->sources, st->members, st->srcblocks,
                    st->series, st->chunks,  st->attrs,  st->srcroll, st->dictrev, st->runroll};
     MDB_stat es;
@@ -2831,6 +2836,15 @@ static int compacted_bytes(dsq_store *st, MDB_txn *txn, uint64_t *out)
             }
             leaf += ((node + 1) & ~(uint64_t)1) + 2;
             nodes++;
+            uintptr_t at = (uintptr_t)k.mv_data / psize;
+            if (at != page) {
+                page = at;
+                mapped += READ_AROUND + (node > nodemax ? v.mv_size : 0);
+            }
+            if (mapped >= WALK_RELEASE) {
+                mapped = 0;
+                release_map(st->dir, "data.mdb");
+            }
         }
         mdb_cursor_close(c);
         if (rc != MDB_NOTFOUND)
