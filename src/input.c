@@ -104,6 +104,11 @@ struct dsq_input {
     unsigned char *zout;
     size_t zout_cap;
     unsigned char *to;       /* dsq_input_read_into: where zstd decodes this read, else NULL */
+    /* a .zst file of a log: what open decoded to look at it (zstd_holds), read first,
+       the decoder going on from there (zkept: its state is the file's, not reset) */
+    unsigned char zpeek[1024];
+    size_t zpeek_n;
+    int zkept;
     int zinner;              /* K_ZSTD: what zstd decodes is compressed again (open saw it) */
     int zsrc;                /* the member's (K_ZSTD file's) further decoder reads what zstd
                                 decodes, not the member's bytes: zstd is the outer layer */
@@ -483,18 +488,31 @@ static const char *compression_magic(const unsigned char *p, size_t n)
  * the log itself (Z_LOG). */
 enum zstd_holds { Z_LOG, Z_TAR, Z_AGAIN };
 
+/* What a .zst file holds, from its first decoded bytes. A log's are kept, with the
+ * decoder's state, for the first read (zpeek, zkept): zstd decodes a whole block to
+ * hand out any of it, and a small file is one block, which was decoded twice. */
 static enum zstd_holds zstd_holds(dsq_input *in)
 {
-    unsigned char peek[1024];
     ZSTD_inBuffer zi = {in->map, in->size, 0};
-    ZSTD_outBuffer zo = {peek, sizeof peek, 0};
-    while (zo.pos < sizeof peek && zi.pos < zi.size) {
-        size_t r = ZSTD_decompressStream(in->dctx, &zo, &zi);
+    ZSTD_outBuffer zo = {in->zpeek, sizeof in->zpeek, 0};
+    size_t r = 1;
+    while (zo.pos < sizeof in->zpeek && zi.pos < zi.size) {
+        r = ZSTD_decompressStream(in->dctx, &zo, &zi);
         if (ZSTD_isError(r) || r == 0)
             break;
     }
-    ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
-    return is_tar(peek, zo.pos) ? Z_TAR : compression_magic(peek, zo.pos) ? Z_AGAIN : Z_LOG;
+    enum zstd_holds h = is_tar(in->zpeek, zo.pos)             ? Z_TAR
+                        : compression_magic(in->zpeek, zo.pos) ? Z_AGAIN
+                                                               : Z_LOG;
+    if (h == Z_LOG && !ZSTD_isError(r)) { /* damage: decoded again, and told then */
+        in->zin = zi;
+        in->zlast = r;
+        in->zpeek_n = zo.pos;
+        in->zkept = 1;
+    } else {
+        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
+    }
+    return h;
 }
 
 /* A .zst file holding another compression: 1 when libarchive finds a tar or zip
@@ -632,8 +650,10 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
             return open_archive(in, err);
         in->zinner = h == Z_AGAIN;
         in->kind = K_ZSTD;
-        in->zin = (ZSTD_inBuffer){in->map, in->size, 0};
-        in->zlast = 0;
+        if (!in->zkept) {
+            in->zin = (ZSTD_inBuffer){in->map, in->size, 0};
+            in->zlast = 0;
+        }
         return 0;
     }
     if (am) {
@@ -691,13 +711,19 @@ static void start_member(dsq_input *in)
     in->member_size = -1;
     in->all_nul = 1;
     in->pending[0] = 0;
+    if (in->zkept) { /* a .zst log's one member: the decoder goes on from open's look */
+        in->zkept = 0;
+        return;
+    }
     if (in->dctx)
         ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
     in->zlast = 0;
+    in->zpeek_n = 0;
 }
 
 void dsq_input_close(dsq_input *in)
 {
+    in->zkept = 0;
     start_member(in);
     if (in->ar)
         archive_read_free(in->ar);
@@ -1068,34 +1094,44 @@ static int member_trailing(dsq_input *in, uint64_t at, const char *what, dsq_err
                          in->zsrc ? " of the decoded zstd data" : "");
 }
 
-/* Decompresses from in->zin into out[0..zout_cap); refills zin from the archive
- * member when the zstd stream is nested. One call yields at least one byte or the
- * end. */
-static int zstd_decode(dsq_input *in, unsigned char *out, const char **data, size_t *len,
-                       dsq_error *err)
+/* Decompresses from in->zin into out[start..zout_cap) (out[0..start) holds bytes
+ * decoded before); refills zin from the archive member when the zstd stream is
+ * nested. One call yields at least one byte or the end. With the input all read,
+ * the decoder is asked once more while its frame is not done: it may hold decoded
+ * bytes it had no room for (open's look at a .zst file took 1 kB of a block). */
+static int zstd_decode(dsq_input *in, unsigned char *out, size_t start, const char **data,
+                       size_t *len, dsq_error *err)
 {
-    ZSTD_outBuffer zo = {out, in->zout_cap, 0};
-    while (zo.pos == 0) {
-        if (in->zin.pos == in->zin.size) {
-            if (in->kind != K_ARCHIVE)
-                break;
+    ZSTD_outBuffer zo = {out, in->zout_cap, start};
+    while (zo.pos == start) {
+        int drained = in->zin.pos == in->zin.size;
+        if (drained && in->kind == K_ARCHIVE) {
             const void *buf;
             size_t sz;
             int r = member_block(in, &buf, &sz, err);
-            if (r == 0)
-                break;
             if (r < 0)
                 return r;
-            in->zin = (ZSTD_inBuffer){buf, sz, 0};
-            continue;
+            if (r > 0) {
+                in->zin = (ZSTD_inBuffer){buf, sz, 0};
+                continue;
+            }
         }
+        if (drained && in->zlast == 0)
+            break;
         size_t r = ZSTD_decompressStream(in->dctx, &zo, &in->zin);
+        if (ZSTD_isError(r) && zo.pos) { /* bytes before the damage (open's look): */
+            snprintf(in->pending, sizeof in->pending, "zstd: %s (compressed offset %zu)",
+                     ZSTD_getErrorName(r), in->zin.pos); /* handed out, the error next */
+            break;
+        }
         if (ZSTD_isError(r))
             return dsq_error_set(err, DSQ_EFORMAT, "zstd: %s (compressed offset %zu)",
                                  ZSTD_getErrorName(r), in->zin.pos);
         in->zlast = r;
+        if (drained && zo.pos == start)
+            break; /* nothing held: the input ends mid-frame */
     }
-    if (zo.pos == 0 && in->zlast != 0)
+    if (zo.pos == 0 && in->zlast != 0) /* (bytes before: handed out, and this next time) */
         return dsq_error_set(err, DSQ_EFORMAT, "zstd: truncated input (stream ends mid-frame)");
     *data = (const char *)zo.dst;
     *len = zo.pos;
@@ -1105,7 +1141,13 @@ static int zstd_decode(dsq_input *in, unsigned char *out, const char **data, siz
 /* zstd decoded into zout, or where dsq_input_read_into said. */
 static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
-    return zstd_decode(in, in->to ? in->to : in->zout, data, len, err);
+    unsigned char *out = in->to ? in->to : in->zout;
+    size_t start = in->zpeek_n; /* open decoded these to look at them: first */
+    if (start) {
+        memcpy(out, in->zpeek, start);
+        in->zpeek_n = 0;
+    }
+    return zstd_decode(in, out, start, data, len, err);
 }
 
 /* Next block of what the current member's further decoder reads: 1 and the block,
@@ -1117,7 +1159,7 @@ static int src_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *err
     if (!in->zsrc)
         return member_block(in, buf, sz, err);
     const char *d;
-    int r = zstd_decode(in, in->zsrc_buf, &d, sz, err);
+    int r = zstd_decode(in, in->zsrc_buf, 0, &d, sz, err);
     if (r < 0)
         return r;
     *buf = d;

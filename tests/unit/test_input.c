@@ -222,6 +222,47 @@ static void test_zstd(void)
     free(t1);
 }
 
+/* A small .zst log is one zstd block, which open decodes to see what the file
+ * holds: the first read hands out all of it in one chunk (the 1 kB open looked at
+ * and the rest the decoder held), into the caller's buffer with read_into, then
+ * the end. */
+static void test_zstd_small_file_one_chunk(void)
+{
+    size_t n = 5000;
+    char *t = test_log_text(n, 3);
+    buf z = {0};
+    zstd_frame(&z, t, n, 3);
+    CHECK_INT(test_write_file(tmp, "small.log.zst", z.p, z.n), 0);
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    size_t cap = dsq_input_chunk_max(in);
+    char *dst = malloc(cap);
+    for (int into = 0; into < 2 && dst; into++) {
+        CHECK_INT(dsq_input_open(in, path_of("small.log.zst"), &err), 0);
+        CHECK_STR(dsq_input_format(in), "zstd");
+        dsq_member_info mi;
+        CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+        const char *data = NULL;
+        size_t len = 0;
+        CHECK_INT(into ? dsq_input_read_into(in, dst, cap, &data, &len, &err)
+                       : dsq_input_read(in, &data, &len, &err),
+                  0);
+        CHECK_INT(len, n);
+        CHECK(data && len == n && memcmp(data, t, n) == 0);
+        if (into)
+            CHECK(data == dst);
+        CHECK_INT(dsq_input_read(in, &data, &len, &err), 0);
+        CHECK_INT(len, 0);
+        dsq_input_close(in);
+    }
+    free(dst);
+    dsq_input_free(in);
+    free(z.p);
+    free(t);
+}
+
 static void test_truncated_zstd(void)
 {
     size_t n = 1u << 20;
@@ -1470,7 +1511,7 @@ static void test_big_compressed_map_let_go(void)
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
-TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_truncated_zstd),
+TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_zstd_small_file_one_chunk), T(test_truncated_zstd),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
           T(test_member_trailing_garbage), T(test_twice_compressed_members),
