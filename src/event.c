@@ -180,6 +180,13 @@ static unsigned char *put_num(unsigned char *p, double v, const dsq_num_form *f)
     return p;
 }
 
+unsigned char *dsq_ev_num_put(unsigned char *p, double v)
+{
+    dsq_num_form f;
+    f.e = dsq_ev_decimal(v, &f.m);
+    return put_num(p, v, &f);
+}
+
 static int reserve(dsq_block *b, size_t more)
 {
     if (b->len + more <= b->cap)

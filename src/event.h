@@ -89,6 +89,10 @@ typedef struct dsq_event {
  * store. */
 int dsq_ev_decimal(double v, int64_t *m);
 
+/* dsq_num_put's bytes of v (varint.h), its form found by dsq_ev_decimal: one
+ * product and one division where dsq_num_put's loop tries each e in turn. */
+unsigned char *dsq_ev_num_put(unsigned char *p, double v);
+
 /* A field value's decimal form: dsq_ev_decimal's e (-1: none) and m. The writer
  * finds each value's form once and hands it to the block and to the rollups. */
 typedef struct dsq_num_form {

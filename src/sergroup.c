@@ -15,14 +15,14 @@ size_t dsq_summary_put(unsigned char *out, const dsq_series_rec *r, int64_t base
     const double v[3] = {r->sum, r->min, r->max};
     unsigned char *flags = p++;
     *flags = same_bits(r->last_v, r->first_v) ? 0x40 : 0;
-    p = dsq_num_put(p, r->first_v);
+    p = dsq_ev_num_put(p, r->first_v);
     if (!*flags)
-        p = dsq_num_put(p, r->last_v);
+        p = dsq_ev_num_put(p, r->last_v);
     for (int i = 0; i < 3; i++) {
         unsigned code = same_bits(v[i], r->first_v) ? 1 : same_bits(v[i], r->last_v) ? 2 : 0;
         *flags |= (unsigned char)(code << (2 * i));
         if (!code)
-            p = dsq_num_put(p, v[i]);
+            p = dsq_ev_num_put(p, v[i]);
     }
     return (size_t)(p - out);
 }

@@ -514,7 +514,8 @@ static void test_kind_names(void)
 }
 
 /* dsq_ev_decimal finds the e of dsq_num_put's loop (the block bytes stay the same),
- * over decimals of every exponent, their neighbours one ulp away, and the rest. */
+ * and dsq_ev_num_put writes dsq_num_put's bytes, over decimals of every exponent,
+ * their neighbours one ulp away, and the rest. */
 static void test_decimal_matches_num_put(void)
 {
     int wrong = 0;
@@ -536,6 +537,8 @@ static void test_decimal_matches_num_put(void)
         if (e < 0)
             memcpy(b, a, 9); /* the raw form: only the decision is compared */
         wrong += (e < 0) != (a[0] == 7 && na == 9) || na != nb || memcmp(a, b, na) != 0;
+        unsigned char c[16];
+        wrong += (size_t)(dsq_ev_num_put(c, v) - c) != na || memcmp(a, c, na) != 0;
     }
     static const double odd[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 9007199254740992.0,
                                  9007199254740991.0, 1e-7, 0.1, 0.3, 1e300};
@@ -543,6 +546,9 @@ static void test_decimal_matches_num_put(void)
         unsigned char a[16];
         int64_t m;
         wrong += (dsq_ev_decimal(odd[i], &m) < 0) != (dsq_num_put(a, odd[i]) - a == 9);
+        unsigned char c[16];
+        size_t na = (size_t)(dsq_num_put(a, odd[i]) - a);
+        wrong += (size_t)(dsq_ev_num_put(c, odd[i]) - c) != na || memcmp(a, c, na) != 0;
     }
     CHECK_INT(wrong, 0);
 }
