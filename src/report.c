@@ -163,8 +163,9 @@ static int read_timeline(report *rp)
         sc.run = dsq_dict_find(sc.dict, rp->p->run, strlen(rp->p->run));
         if (!sc.run)
             continue;
+        /* the run's keys only (series keys are run first) */
         int status = dsq_store_scan_series(rp->stores[i], DSQ_SERIES_KIND_BASE,
-                                           DSQ_SERIES_KIND_BASE + DSQ_EV_KIND_COUNT, 0,
+                                           DSQ_SERIES_KIND_BASE + DSQ_EV_KIND_COUNT, sc.run,
                                            on_kind_series, &sc, rp->err);
         if (status)
             return status;
