@@ -512,11 +512,11 @@ static int cmd_index(cli *c)
     print_summary(dsq_indexer_stats(ix), c->db);
     code = c->problems ? EXIT_SKIPPED : 0;
     int due = 0;
+    dsq_indexer_free(ix); /* its buffers gone before note_growth reads the whole index */
+    ix = NULL;
     if (dsq_store_note_growth(st, &due, &err) != 0)
         goto index_failed;
-    dsq_indexer_free(ix);
     dsq_store_close(st);
-    ix = NULL;
     st = NULL;
     if (due && !c->no_compact)
         compact(c, 1); /* a failure is reported; the index itself is fine as it is */
