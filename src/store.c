@@ -1767,6 +1767,13 @@ static int hold_block(dsq_store *st, const unsigned char *key, const unsigned ch
     return 0;
 }
 
+/* A held block's length, and the bytes its entry takes (to the next one). */
+static size_t held_entry(const unsigned char *p, uint32_t *len)
+{
+    memcpy(len, p, 4);
+    return BLK_HEAD + (((size_t)*len + 7) & ~(size_t)7);
+}
+
 /* Key order; a key held twice in the order held (the last put is the one kept). */
 static int held_before(const void *x, const void *y)
 {
@@ -1775,67 +1782,53 @@ static int held_before(const void *x, const void *y)
     return d ? d : (a > b) - (a < b);
 }
 
-/* Puts the held blocks in key order, appended after the table's last key where
- * they go there (a new run's: its pages filled; in the order held, the blocks of
- * a run's hosts and ranks, which files finish in any order, split pages in the
- * middle), and their srcblocks entries in the order held (by source). */
+/* Puts the held blocks: those before the table's last key as held, the others (a
+ * new run's, whose hosts' and ranks' files finish in any order) in key order,
+ * appended, which fills their pages (put as held they split pages in the middle);
+ * then their srcblocks entries, in the order held (by source). */
 static int put_held_blocks(dsq_store *st, dsq_error *err)
 {
-    size_t n = 0;
-    for (size_t at = 0; at < st->blk_len; n++) {
-        uint32_t len;
-        memcpy(&len, st->blk + at, 4);
-        if (grow_arr((void **)&st->blk_by_key, &st->blk_by_key_cap, n, sizeof *st->blk_by_key))
-            return dsq_error_set(err, DSQ_ENOMEM, "writing events: out of memory");
-        st->blk_by_key[n] = st->blk + at;
-        at += BLK_HEAD + (((size_t)len + 7) & ~(size_t)7);
-    }
-    if (!n)
-        return 0;
-    qsort(st->blk_by_key, n, sizeof *st->blk_by_key, held_before);
     MDB_cursor *c = NULL;
     MDB_val tail = {0, NULL}, tv;
+    unsigned char last[DSQ_BLOCK_KEY_LEN];
     int rc = mdb_cursor_open(st->txn, st->events, &c);
     if (!rc && (rc = mdb_cursor_get(c, &tail, &tv, MDB_LAST)) == MDB_NOTFOUND)
         rc = 0, tail.mv_size = 0;
-    unsigned char last[DSQ_BLOCK_KEY_LEN];
     int appends = !rc && (tail.mv_size == 0 || tail.mv_size == DSQ_BLOCK_KEY_LEN);
     if (appends && tail.mv_size)
         memcpy(last, tail.mv_data, DSQ_BLOCK_KEY_LEN);
-    /* those before the table's end as held; then the rest, in key order, appended */
-    size_t first = 0; /* the first block in key order after the end */
-    int have_tail = tail.mv_size != 0;
-    while (have_tail && first < n && memcmp(st->blk_by_key[first] + 4, last, DSQ_BLOCK_KEY_LEN) <= 0)
-        first++;
-    for (size_t at = 0; at < st->blk_len && !rc && first;) {
+    size_t n = 0; /* blocks after the end, in st->blk_by_key */
+    uint32_t len;
+    for (size_t at = 0, step; at < st->blk_len && !rc; at += step) {
         const unsigned char *p = st->blk + at;
-        uint32_t len;
-        memcpy(&len, p, 4);
-        at += BLK_HEAD + (((size_t)len + 7) & ~(size_t)7);
-        if (memcmp(p + 4, last, DSQ_BLOCK_KEY_LEN) > 0)
-            continue;
-        MDB_val k = {DSQ_BLOCK_KEY_LEN, (void *)(p + 4)}, v = {len, (void *)(p + BLK_HEAD)};
-        note_put(st);
-        rc = mdb_cursor_put(c, &k, &v, 0);
+        step = held_entry(p, &len);
+        if (!appends || (tail.mv_size && memcmp(p + 4, last, DSQ_BLOCK_KEY_LEN) <= 0)) {
+            MDB_val k = {DSQ_BLOCK_KEY_LEN, (void *)(p + 4)}, v = {len, (void *)(p + BLK_HEAD)};
+            note_put(st);
+            rc = mdb_cursor_put(c, &k, &v, 0);
+        } else if (grow_arr((void **)&st->blk_by_key, &st->blk_by_key_cap, n, sizeof *st->blk_by_key)) {
+            mdb_cursor_close(c);
+            return dsq_error_set(err, DSQ_ENOMEM, "writing events: out of memory");
+        } else {
+            st->blk_by_key[n++] = p;
+        }
     }
-    for (size_t i = first; i < n && !rc; i++) {
+    if (!rc && n > 1)
+        qsort(st->blk_by_key, n, sizeof *st->blk_by_key, held_before);
+    for (size_t i = 0; i < n && !rc; i++) {
         const unsigned char *p = st->blk_by_key[i];
-        uint32_t len;
-        memcpy(&len, p, 4);
+        held_entry(p, &len);
         MDB_val k = {DSQ_BLOCK_KEY_LEN, (void *)(p + 4)}, v = {len, (void *)(p + BLK_HEAD)};
-        int append = appends && (i == first || memcmp(p + 4, st->blk_by_key[i - 1] + 4, DSQ_BLOCK_KEY_LEN));
+        int again = i && memcmp(p + 4, st->blk_by_key[i - 1] + 4, DSQ_BLOCK_KEY_LEN) == 0;
         note_put(st);
-        rc = mdb_cursor_put(c, &k, &v, append ? MDB_APPEND : 0);
+        rc = mdb_cursor_put(c, &k, &v, again ? 0 : MDB_APPEND);
     }
     if (c)
         mdb_cursor_close(c);
-    for (size_t at = 0; at < st->blk_len && !rc;) {
+    for (size_t at = 0; at < st->blk_len && !rc; at += held_entry(st->blk + at, &len)) {
         unsigned char *p = st->blk + at;
-        uint32_t len;
-        memcpy(&len, p, 4);
         MDB_val sk = {8, p + 4 + DSQ_BLOCK_KEY_LEN}, sv = {DSQ_BLOCK_KEY_LEN, p + 4};
         rc = mdb_put(st->txn, st->srcblocks, &sk, &sv, 0);
-        at += BLK_HEAD + (((size_t)len + 7) & ~(size_t)7);
     }
     if (rc)
         return put_failed(st, rc, err, "writing events");

@@ -47,6 +47,16 @@ static size_t table_entries(const char *dir, const char *name)
     return table_count(dir, name, TABLE_ENTRIES);
 }
 
+/* Whether table (of keys of key_len bytes) holds n entries in leaf pages at least
+ * 90 % full: each entry its value, its key, an 8-byte node header, a 2-byte index. */
+static int table_filled(const char *dir, const char *table, size_t n, size_t key_len)
+{
+    size_t bytes = table_count(dir, table, TABLE_BYTES),
+           pages = table_count(dir, table, TABLE_LEAF_PAGES);
+    return table_entries(dir, table) == n && pages > 0 &&
+           (bytes + n * (key_len + 10)) * 10 >= pages * 4096 * 9;
+}
+
 /* A block of n events whose fields carry `tag`, starting at time t. */
 
 static void fill_block(dsq_block *b, int n, double tag, int64_t t, uint32_t field)
@@ -324,10 +334,7 @@ static void test_blocks_put_in_key_order_after_the_end(void)
     CHECK_INT(dsq_store_commit(st, &err), 0);
     dsq_block_free_buf(&b);
     dsq_store_close(st);
-    size_t bytes = table_count(tmp, "events", TABLE_BYTES), n = table_entries(tmp, "events"),
-           pages = table_count(tmp, "events", TABLE_LEAF_PAGES);
-    /* each entry: its value, its 28-byte key, an 8-byte node header, a 2-byte index */
-    CHECK(n == 3501 && pages > 0 && (bytes + n * 38) * 10 >= pages * 4096 * 9);
+    CHECK(table_filled(tmp, "events", 3501, DSQ_BLOCK_KEY_LEN));
     blocks_seen s = {.twice = twice};
     st = open_store(tmp, 1);
     if (st) {
@@ -1390,10 +1397,7 @@ static void test_series_table_filled_in_key_order(void)
         CHECK_INT(dsq_store_commit(st, &err), 0);
         if (write == 0) {
             dsq_store_close(st);
-            size_t bytes = table_count(tmp, "series", TABLE_BYTES),
-                   n = table_entries(tmp, "series"), pages = table_count(tmp, "series", TABLE_LEAF_PAGES);
-            /* each entry: its value, its 20-byte key, an 8-byte node header, a 2-byte index */
-            CHECK(n == 3000 && pages > 0 && (bytes + n * 30) * 10 >= pages * 4096 * 9);
+            CHECK(table_filled(tmp, "series", 3000, DSQ_SERIES_KEY_LEN));
             st = open_store(tmp, 0);
             if (!st)
                 break;
@@ -1463,9 +1467,7 @@ static void test_new_runs_appended_and_scanned_by_field(void)
         dsq_store_close(st);
         st = open_store(tmp, 0);
     }
-    size_t bytes = table_count(tmp, "series", TABLE_BYTES), n = table_entries(tmp, "series"),
-           pages = table_count(tmp, "series", TABLE_LEAF_PAGES);
-    CHECK(n == 4800 && pages > 0 && (bytes + n * 30) * 10 >= pages * 4096 * 9);
+    CHECK(table_filled(tmp, "series", 4800, DSQ_SERIES_KEY_LEN));
     range_seen c = {.lo = 11, .hi = 13};
     if (st)
         CHECK_INT(dsq_store_scan_series(st, 11, 13, 0, on_series_in_range, &c, &err), 0);
