@@ -281,7 +281,8 @@ static int on_block_in_order(void *ctx, const dsq_block_key *k, const void *data
         s->bad++; /* not in key order, or a key twice */
     s->prev = *k;
     s->n++;
-    if (memcmp(k, &s->twice, sizeof *k) == 0) {
+    const dsq_block_key *t = &s->twice; /* field by field: the struct has padding */
+    if (key_is(k, t->run, t->host, t->rank, t->t_us, t->source, t->seq)) {
         dsq_block_iter it;
         dsq_event ev;
         if (dsq_block_iter_init(&it, data, n, k->t_us) == 0 && dsq_block_iter_next(&it, &ev) == 1)
