@@ -1489,9 +1489,66 @@ static size_t pop16(unsigned x)
 }
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SNIFF_AVX2 1
+static int sniff_avx2_cpu, sniff_avx2_ok;
+
+__attribute__((constructor)) static void sniff_init(void)
+{
+    __builtin_cpu_init();
+    sniff_avx2_cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    sniff_avx2_ok = sniff_avx2_cpu;
+}
+
+/* The SSE2 loop of dsq_input_sniff 32 bytes at a time: where the bytes under 0x20
+ * are newlines every line or so, the test of a block that has none is the cost
+ * (a first chunk of up to 64 KiB of nearly every member, 3 % of indexing an archive
+ * of small files). Counts into *bad and *seen; returns where it stopped. */
+__attribute__((target("avx2,popcnt"))) static size_t sniff32(const unsigned char *p, size_t n,
+                                                            size_t *bad, size_t *seen)
+{
+    const __m256i top = _mm256_set1_epi8(0x1F), del = _mm256_set1_epi8(0x7F),
+                  zero = _mm256_setzero_si256(), eight = _mm256_set1_epi8(8),
+                  five = _mm256_set1_epi8(5), esc = _mm256_set1_epi8(0x1B);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+        __m256i low = _mm256_cmpeq_epi8(_mm256_min_epu8(x, top), x), d = _mm256_cmpeq_epi8(x, del);
+        if (!_mm256_movemask_epi8(_mm256_or_si256(low, d))) {
+            *seen += 32;
+            continue;
+        }
+        __m256i y = _mm256_sub_epi8(x, eight);
+        __m256i ok = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_min_epu8(y, five), y),
+                                     _mm256_cmpeq_epi8(x, esc));
+        __m256i nul = _mm256_cmpeq_epi8(x, zero);
+        __m256i ctl = _mm256_or_si256(_mm256_andnot_si256(_mm256_or_si256(nul, ok), low), d);
+        *seen += 32 - (size_t)__builtin_popcount((unsigned)_mm256_movemask_epi8(nul));
+        *bad += (size_t)__builtin_popcount((unsigned)_mm256_movemask_epi8(ctl));
+    }
+    return i;
+}
+#endif
+
+int dsq_input_sniff_wide(int on)
+{
+#ifdef SNIFF_AVX2
+    sniff_avx2_ok = on && sniff_avx2_cpu;
+    return sniff_avx2_ok;
+#else
+    (void)on;
+    return 0;
+#endif
+}
+
 int dsq_input_sniff(const unsigned char *p, size_t n, size_t *bad_out, size_t *seen_out)
 {
     size_t bad = 0, seen = 0, i = 0;
+#ifdef SNIFF_AVX2
+    if (sniff_avx2_ok)
+        i = sniff32(p, n, &bad, &seen);
+#endif
 #ifdef __SSE2__
     /* 16 bytes at a time, counted exactly: NULs are not seen; 0x00-0x1F but NUL,
      * 0x08-0x0D and ESC, and 0x7F are bad (is_control). The test was ~3

@@ -142,4 +142,8 @@ void dsq_input_close(dsq_input *in);
  * binary data (enough bytes seen and 5 % or more of them bad). */
 int dsq_input_sniff(const unsigned char *p, size_t n, size_t *bad, size_t *seen);
 
+/* Tests: the sniff's 32-byte (AVX2) loop off (0) or on where the CPU has it (1);
+ * returns whether it is on. The 16-byte (SSE2) and byte loops are always built. */
+int dsq_input_sniff_wide(int on);
+
 #endif
