@@ -159,7 +159,7 @@ void dsq_store_close(dsq_store *st);
  * entry to size a compacted copy: *due is set when the copy would be at least
  * DSQ_COMPACT_GAIN_PCT smaller, else the growth counts from zero again (a fresh
  * index of new runs, appended, is packed nearly as a copy: on the bench's 1000-run
- * archive 79.2 MB, a copy 72.6 MB, sized at 72.4 MB in 24 ms). DSQ_COMPACT_TRACE
+ * archive 79.2 MB, a copy 72.6 MB, sized at 72.4 MB in 25 ms). DSQ_COMPACT_TRACE
  * prints the sizes. compact copies the index compactly
  * beside itself (needs free disk space for the copy), then swaps it in under the
  * writer lock; queries running meanwhile keep reading the old file. Killed at any
