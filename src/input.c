@@ -50,6 +50,10 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SNIFF_AVX2 1 /* dsq_input_sniff's 32-byte loop, where the CPU runs it */
+#endif
 
 #include "dict.h"
 #include "error.h"
@@ -504,7 +508,7 @@ static enum zstd_holds zstd_holds(dsq_input *in)
     enum zstd_holds h = is_tar(in->zpeek, zo.pos)             ? Z_TAR
                         : compression_magic(in->zpeek, zo.pos) ? Z_AGAIN
                                                                : Z_LOG;
-    if (h == Z_LOG && !ZSTD_isError(r)) { /* damage: decoded again, and told then */
+    if (h == Z_LOG && !ZSTD_isError(r)) { /* (a damaged start: decoded again, and told) */
         in->zin = zi;
         in->zlast = r;
         in->zpeek_n = zo.pos;
@@ -1131,7 +1135,7 @@ static int zstd_decode(dsq_input *in, unsigned char *out, size_t start, const ch
         if (drained && zo.pos == start)
             break; /* nothing held: the input ends mid-frame */
     }
-    if (zo.pos == 0 && in->zlast != 0) /* (bytes before: handed out, and this next time) */
+    if (zo.pos == 0 && in->zlast != 0) /* (after bytes from before: at the next read) */
         return dsq_error_set(err, DSQ_EFORMAT, "zstd: truncated input (stream ends mid-frame)");
     *data = (const char *)zo.dst;
     *len = zo.pos;
@@ -1489,9 +1493,7 @@ static size_t pop16(unsigned x)
 }
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define SNIFF_AVX2 1
+#ifdef SNIFF_AVX2
 static int sniff_avx2_cpu, sniff_avx2_ok;
 
 __attribute__((constructor)) static void sniff_init(void)
