@@ -58,6 +58,7 @@
 #include "dict.h"
 #include "error.h"
 #include "gunzip.h"
+#include "linescan.h"
 #include "unxz.h"
 
 /* The fingerprint reads this much at each end of a file: enough to tell a file
@@ -1498,8 +1499,10 @@ static int sniff_avx2_cpu, sniff_avx2_ok;
 
 __attribute__((constructor)) static void sniff_init(void)
 {
-    __builtin_cpu_init();
-    sniff_avx2_cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    __builtin_cpu_init(); /* (a constructor may run before libgcc's) */
+    /* the line splitter's AVX2 test, and popcnt (bit tricks instead: +1.5 % of an
+     * archive's instructions) */
+    sniff_avx2_cpu = dsq_linescan_usable(DSQ_LINESCAN_AVX2) && __builtin_cpu_supports("popcnt");
     sniff_avx2_ok = sniff_avx2_cpu;
 }
 

@@ -299,10 +299,8 @@ static int on_block_in_order(void *ctx, const dsq_block_key *k, const void *data
 static void test_blocks_put_in_key_order_after_the_end(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st) {
         test_tmpdir_remove(tmp);
         return;
@@ -1324,10 +1322,8 @@ static void test_series_many_in_one_write_last_wins(void)
     static const int sizes[] = {1, 15, 16, 17, 33, 1000, 4099};
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         char tmp[64];
-        CHECK_INT(test_tmpdir_new(tmp), 0);
         dsq_error err;
-        dsq_error_clear(&err);
-        dsq_store *st = open_store(tmp, 0);
+        dsq_store *st = new_store(tmp, &err);
         if (!st) {
             test_tmpdir_remove(tmp);
             continue;
@@ -1373,10 +1369,8 @@ static int count_series(void *ctx, const dsq_series_key *k, const dsq_series_rec
 static void test_series_table_filled_in_key_order(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st) {
         test_tmpdir_remove(tmp);
         return;
@@ -1440,10 +1434,8 @@ static int on_series_in_range(void *ctx, const dsq_series_key *k, const dsq_seri
 static void test_new_runs_appended_and_scanned_by_field(void)
 {
     char tmp[64];
-    CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_error err;
-    dsq_error_clear(&err);
-    dsq_store *st = open_store(tmp, 0);
+    dsq_store *st = new_store(tmp, &err);
     if (!st) {
         test_tmpdir_remove(tmp);
         return;
