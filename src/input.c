@@ -33,6 +33,12 @@
  * (member_trailing). A .zst file with a tar or zip under the inner compression is
  * read by libarchive from the map, every layer (zstd_again_holds_container). A plain
  * .zst goes on being decoded straight into zout, or the caller's buffer.
+ *
+ * A big .zst log (zdirect) is decoded block by block (ZSTD_decompressContinue)
+ * into a ring of the input's own, where the frame's window stays: a read hands out
+ * the blocks it decoded there, with no copy out of a decoder's window (a fifth of
+ * the decoding thread's time). The ring keeps the last DSQ_INPUT_KEPT reads'
+ * chunks as they were (the read-ahead's buffers each hold one).
  */
 #include "input.h"
 
@@ -46,6 +52,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* block by block decoding (ZSTD_decompressContinue) */
 #include <zstd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -109,6 +116,10 @@ struct dsq_input {
     unsigned char *zout;
     size_t zout_cap;
     unsigned char *to;       /* dsq_input_read_into: where zstd decodes this read, else NULL */
+    /* zdirect: a big .zst log decoded block by block into zring (see the top) */
+    int zdirect, zdirect_begun;
+    unsigned char *zring;
+    size_t zring_cap, zring_at, zblock_max, zring_need;
     /* a .zst file of a log: what open decoded to look at it (zstd_holds), read first,
        the decoder going on from there (zkept: its state is the file's, not reset) */
     unsigned char zpeek[1024];
@@ -222,6 +233,7 @@ void dsq_input_free(dsq_input *in)
     dsq_input_close(in);
     ZSTD_freeDCtx(in->dctx);
     free(in->zout);
+    free(in->zring);
     free(in->zsrc_buf);
     dsq_gunzip_free(in->gz);
     dsq_gunzip_free(in->gz_member);
@@ -488,6 +500,127 @@ static const char *compression_magic(const unsigned char *p, size_t n)
     return NULL;
 }
 
+static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *err);
+
+/* A .zst log this big (compressed) is decoded block by block (zdirect), when its
+ * first frame's window is at most ZDIRECT_WINDOW_MAX; a read hands out about
+ * ZDIRECT_CHUNK. Smaller ones are decoded as a stream, their first block once
+ * (zstd_holds). */
+#define ZDIRECT_MIN ((size_t)256 << 10)
+#define ZDIRECT_WINDOW_MAX ((size_t)16 << 20)
+#define ZDIRECT_CHUNK ((size_t)256 << 10)
+static size_t zdirect_min = ZDIRECT_MIN; /* dsq_input_set_zdirect_min */
+
+/* The ring a frame with this window needs: the window behind the block being
+ * decoded, room for that block and the literals zstd may put after it, and the
+ * chunks a caller may still hold (each at most ZDIRECT_CHUNK and a block). The
+ * same whoever reads: a read-ahead's chunks are a direct reader's. */
+static size_t zdirect_ring(size_t window, size_t block)
+{
+    return window + 3 * block + (DSQ_INPUT_KEPT + 1) * (ZDIRECT_CHUNK + block) + 4096;
+}
+
+/* Chooses block by block decoding for a .zst log open found (its first frame's
+ * window and the ring for it); the decoder begins at the first read. */
+static int zdirect_open(dsq_input *in, dsq_error *err)
+{
+    ZSTD_frameHeader fh;
+    if (in->size < zdirect_min || ZSTD_getFrameHeader(&fh, in->map, in->size) != 0 ||
+        fh.frameType != ZSTD_frame || fh.windowSize > ZDIRECT_WINDOW_MAX)
+        return 0;
+    size_t block = fh.blockSizeMax, need = zdirect_ring((size_t)fh.windowSize, block);
+    if (need > in->zring_cap) {
+        free(in->zring);
+        in->zring_cap = 0;
+        if (!(in->zring = malloc(need)))
+            return dsq_error_set(err, DSQ_ENOMEM, "zstd ring (%zu bytes)", need);
+        in->zring_cap = need;
+    }
+    in->zring_need = need;
+    in->zblock_max = block;
+    in->zdirect = 1;
+    in->zkept = 0; /* decoded again from the start, block by block */
+    in->zpeek_n = 0;
+    return 0;
+}
+
+/* Begins the next frame of a zdirect file, at in->zin.pos: 0, 1 when its window
+ * needs more than the ring (the rest of the file is then decoded as a stream,
+ * into zout: the chunks handed out stay as they were), or an error. */
+static int zdirect_frame(dsq_input *in, dsq_error *err)
+{
+    ZSTD_frameHeader fh;
+    size_t r = ZSTD_getFrameHeader(&fh, in->map + in->zin.pos, in->size - in->zin.pos);
+    if (r == 0 && fh.frameType == ZSTD_frame &&
+        (fh.blockSizeMax > in->zblock_max ||
+         zdirect_ring((size_t)fh.windowSize, in->zblock_max) > in->zring_need)) {
+        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
+        in->zdirect = in->zdirect_begun = 0;
+        in->zlast = 0;
+        return 1;
+    }
+    r = ZSTD_decompressBegin(in->dctx);
+    if (ZSTD_isError(r))
+        return dsq_error_set(err, DSQ_EFORMAT, "zstd: %s", ZSTD_getErrorName(r));
+    return 0;
+}
+
+/* A read of a zdirect file: blocks decoded into the ring after the last read's
+ * (from its start when a block may not fit before its end) until ZDIRECT_CHUNK or
+ * the end. An error after some bytes is told at the next read. */
+static int zdirect_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
+{
+    dsq_error e;
+    dsq_error_clear(&e);
+    int rc = 0;
+    if (!in->zdirect_begun) {
+        in->zin.pos = 0;
+        in->zring_at = 0;
+        in->zdirect_begun = 1;
+        if ((rc = zdirect_frame(in, err)) != 0)
+            return rc < 0 ? rc : zstd_read(in, data, len, err);
+    }
+    if (in->zring_need - in->zring_at < in->zblock_max)
+        in->zring_at = 0;
+    size_t start = in->zring_at, at = start;
+    while (at - start < ZDIRECT_CHUNK) {
+        size_t need = ZSTD_nextSrcSizeToDecompress(in->dctx);
+        if (need == 0) { /* a frame ended */
+            if (in->zin.pos == in->size || (rc = zdirect_frame(in, &e)) != 0)
+                break;
+            continue;
+        }
+        if (need > in->size - in->zin.pos) {
+            rc = dsq_error_set(&e, DSQ_EFORMAT, "zstd: truncated input (stream ends mid-frame)");
+            break;
+        }
+        if (in->zring_need - at < in->zblock_max)
+            break; /* the next read starts over */
+        size_t r = ZSTD_decompressContinue(in->dctx, in->zring + at, in->zblock_max,
+                                           in->map + in->zin.pos, need);
+        if (ZSTD_isError(r)) {
+            rc = dsq_error_set(&e, DSQ_EFORMAT, "zstd: %s (compressed offset %zu)",
+                               ZSTD_getErrorName(r), in->zin.pos);
+            break;
+        }
+        in->zin.pos += need;
+        at += r;
+    }
+    in->zring_at = at;
+    if (rc > 0 && at == start) /* the next frame goes as a stream: from this read */
+        return zstd_read(in, data, len, err);
+    if (rc < 0 && at == start) {
+        if (err)
+            *err = e;
+        return rc;
+    }
+    if (rc < 0)
+        snprintf(in->pending, sizeof in->pending, "%s", e.msg);
+    *data = (const char *)in->zring + start;
+    *len = at - start;
+    return 0;
+}
+
 /* What a .zst file's first decoded bytes hold: a tar (Z_TAR), another compression
  * (Z_AGAIN: a log compressed twice, or a tar or zip under that compression), or
  * the log itself (Z_LOG). */
@@ -659,7 +792,7 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
             in->zin = (ZSTD_inBuffer){in->map, in->size, 0};
             in->zlast = 0;
         }
-        return 0;
+        return in->zinner ? 0 : zdirect_open(in, err);
     }
     if (am) {
         in->format = am;
@@ -729,6 +862,9 @@ static void start_member(dsq_input *in)
 void dsq_input_close(dsq_input *in)
 {
     in->zkept = 0;
+    if (in->zdirect_begun) /* (a frame decoded block by block: its state dropped) */
+        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
+    in->zdirect = in->zdirect_begun = 0;
     start_member(in);
     if (in->ar)
         archive_read_free(in->ar);
@@ -1146,6 +1282,8 @@ static int zstd_decode(dsq_input *in, unsigned char *out, size_t start, const ch
 /* zstd decoded into zout, or where dsq_input_read_into said. */
 static int zstd_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
+    if (in->zdirect)
+        return zdirect_read(in, data, len, err);
     unsigned char *out = in->to ? in->to : in->zout;
     size_t start = in->zpeek_n; /* open decoded these to look at them: first */
     if (start) {
@@ -1668,8 +1806,13 @@ size_t dsq_input_chunk_max(const dsq_input *in) { return in->zout_cap; }
 
 int dsq_input_decodes_zstd(const dsq_input *in)
 {
-    return (in->kind == K_ZSTD && !in->zinner) || (in->kind == K_ARCHIVE && in->nested == N_ZSTD);
+    return (in->kind == K_ZSTD && !in->zinner && !in->zdirect) ||
+           (in->kind == K_ARCHIVE && in->nested == N_ZSTD);
 }
+
+int dsq_input_keeps_chunks(const dsq_input *in) { return in->kind == K_ZSTD && in->zdirect; }
+
+void dsq_input_set_zdirect_min(size_t bytes) { zdirect_min = bytes; }
 
 /* A compressed file's map is let go of behind what its decoder has read, in steps
  * of MAP_LET_GO, MAP_LET_GO short of that place: a big file does not stay resident

@@ -130,6 +130,17 @@ size_t dsq_input_chunk_max(const dsq_input *in);
 /* 1 when the next read decodes zstd (what dsq_input_read_into can put in place). */
 int dsq_input_decodes_zstd(const dsq_input *in);
 
+/* 1 when the open file's chunks are decoded in place in the input's own ring (a big
+ * .zst log, decoded block by block): a chunk stays as it was through the next
+ * DSQ_INPUT_KEPT reads, so a caller may keep that many without a copy. */
+#define DSQ_INPUT_KEPT 8
+int dsq_input_keeps_chunks(const dsq_input *in);
+
+/* Tests and fuzzing: .zst logs of at least this many bytes are decoded block by
+ * block (default 256 kB; SIZE_MAX: none). For the whole process: set it before
+ * any file is opened. */
+void dsq_input_set_zdirect_min(size_t bytes);
+
 /* Bytes consumed from the file so far (compressed side). */
 uint64_t dsq_input_bytes_in(const dsq_input *in);
 

@@ -26,7 +26,7 @@
 #include "bq.h"
 #include "error.h"
 
-enum rec_kind { R_MEMBER = 1, R_DATA, R_ERROR, R_END };
+enum rec_kind { R_MEMBER = 1, R_DATA, R_ERROR, R_END, R_REF };
 
 typedef struct rec_hdr {
     uint32_t kind;
@@ -34,6 +34,14 @@ typedef struct rec_hdr {
     uint64_t len; /* payload bytes */
     uint64_t in;  /* dsq_input_bytes_in when the record was made (progress only) */
 } rec_hdr;
+
+/* R_REF: a chunk where the input keeps it (dsq_input_keeps_chunks), one per buffer:
+ * a buffer comes back once its chunk is read, so a ring of at most DSQ_INPUT_KEPT
+ * buffers holds no more chunks than the input keeps. */
+typedef struct rec_ref {
+    const char *p;
+    uint64_t n;
+} rec_ref;
 
 typedef struct rec_err {
     int code;
@@ -268,6 +276,12 @@ static int decode_member(dsq_readahead *ra)
                 return -1;
             continue;
         }
+        if (ra->nbufs <= DSQ_INPUT_KEPT && dsq_input_keeps_chunks(ra->in)) { /* no copy */
+            rec_ref r = {data, len};
+            if (put(ra, R_REF, &r, sizeof r, NULL, 0) != 0 || hand_over(ra) != 0)
+                return -1;
+            continue;
+        }
         do { /* a chunk longer than a buffer is handed out in pieces */
             size_t n = len < ra->buf_bytes ? len : ra->buf_bytes;
             if (put(ra, R_DATA, data, n, NULL, 0) != 0)
@@ -469,8 +483,16 @@ static int ahead_read(dsq_readahead *ra, const char **data, size_t *len, dsq_err
         return 0;
     const unsigned char *p;
     rec_hdr h = peek(ra, &p);
-    if (h.kind == R_DATA || h.kind == R_ERROR)
+    if (h.kind == R_DATA || h.kind == R_ERROR || h.kind == R_REF)
         advance(ra, &h);
+    if (h.kind == R_REF) {
+        rec_ref r;
+        memcpy(&r, p, sizeof r);
+        *data = r.p;
+        *len = (size_t)r.n;
+        ra->read_in = h.in;
+        return 0;
+    }
     if (h.kind == R_DATA && h.len > 0) {
         *data = (const char *)p;
         *len = (size_t)h.len;

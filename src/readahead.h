@@ -13,7 +13,9 @@
  * runs open's dsq_input — the rest of the current member, then next_member,
  * take_damage and read in the loop of input.h — and copies what it gets into a
  * fixed ring of buffers (params.bufs of params.buf_bytes each) that are handed to
- * the caller full and in order, and come back once read. start may be called at
+ * the caller full and in order, and come back once read (zstd decodes in place
+ * there; a chunk the input keeps in its own ring, a big .zst log's, is handed out
+ * from that ring, one per buffer: dsq_input_keeps_chunks). start may be called at
  * any moment between reads, so a caller can decide late (when a core turns idle).
  * The thread and the ring are made at the first start and reused for every later
  * file; a handle that never starts costs one dsq_input. Nothing is allocated per

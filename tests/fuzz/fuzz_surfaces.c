@@ -184,6 +184,8 @@ static void fuzz_input(const uint8_t *data, size_t size)
     fclose(f);
     dsq_error err;
     dsq_error_clear(&err);
+    /* zstd both ways: as a stream, and block by block into the ring */
+    dsq_input_set_zdirect_min(size % 2 ? 0 : (size_t)256 << 10);
     if (dsq_input_open(in, path, &err) == 0) {
         dsq_member_info mi;
         uint64_t total = 0;

@@ -46,6 +46,21 @@ static void zstd_frame(buf *out, const void *data, size_t n, int level)
     free(z);
 }
 
+/* A zstd frame of data at level 1 with a window of 2^wlog bytes, appended to out. */
+static void zstd_frame_window(buf *out, const void *data, size_t n, int wlog)
+{
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    size_t cap = ZSTD_compressBound(n);
+    void *z = malloc(cap);
+    CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1)));
+    CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, wlog)));
+    size_t zn = ZSTD_compress2(c, z, cap, data, n);
+    CHECK(!ZSTD_isError(zn));
+    test_buf_add(out, z, zn);
+    free(z);
+    ZSTD_freeCCtx(c);
+}
+
 /* Reads the current member to its end into out; returns the last status. */
 static int read_member(dsq_input *in, buf *out, dsq_error *err)
 {
@@ -261,6 +276,80 @@ static void test_zstd_small_file_one_chunk(void)
     dsq_input_free(in);
     free(z.p);
     free(t);
+}
+
+/* A big .zst log is decoded block by block into the input's ring: its chunks are
+ * kept there (dsq_input_keeps_chunks) and are the text's bytes, over frames (one
+ * with a window bigger than the first's ring: from there on decoded as a stream)
+ * and when the file is cut (the bytes before the cut, then an error naming zstd). */
+static void test_zstd_block_by_block(void)
+{
+    size_t n = 6u << 20;
+    char *t = test_log_text(n, 11);
+    const char *tail = "the third frame\n";
+    buf z = {0}, both = {0};
+    zstd_frame_window(&z, t, n / 2, 20);
+    zstd_frame_window(&z, t + n / 2, n - n / 2, 23); /* 8 MB: more than the ring */
+    zstd_frame(&z, tail, strlen(tail), 3);
+    test_buf_add(&both, t, n);
+    test_buf_add(&both, tail, strlen(tail));
+    CHECK_INT(test_write_file(tmp, "frames.log.zst", z.p, z.n), 0);
+    dsq_input *in = NULL;
+    CHECK_INT(dsq_input_new(&in), 0);
+    dsq_error err;
+    dsq_error_clear(&err);
+    CHECK_INT(dsq_input_open(in, path_of("frames.log.zst"), &err), 0);
+    CHECK(dsq_input_keeps_chunks(in));
+    CHECK_INT(dsq_input_decodes_zstd(in), 0);
+    dsq_member_info mi;
+    CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+    buf got = {0};
+    size_t kept = 0, chunks = 0;
+    for (;;) {
+        const char *data;
+        size_t len;
+        int kept_now = dsq_input_keeps_chunks(in);
+        CHECK_INT(dsq_input_read(in, &data, &len, &err), 0);
+        if (len == 0)
+            break;
+        chunks++;
+        kept += kept_now;
+        test_buf_add(&got, data, len);
+    }
+    CHECK(got.n == both.n && memcmp(got.p, both.p, both.n) == 0);
+    CHECK(kept >= 8 && kept < chunks); /* the first frame's chunks, not the second's */
+    CHECK_INT(dsq_input_keeps_chunks(in), 0);
+    CHECK_INT(dsq_input_bytes_in(in), z.n);
+    dsq_input_close(in);
+    /* cut inside the first frame */
+    buf one = {0};
+    zstd_frame_window(&one, t, n, 20);
+    CHECK_INT(test_write_file(tmp, "cut.log.zst", one.p, one.n / 2), 0);
+    CHECK_INT(dsq_input_open(in, path_of("cut.log.zst"), &err), 0);
+    CHECK(dsq_input_keeps_chunks(in));
+    CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+    CHECK_INT(read_member(in, &got, &err), DSQ_EFORMAT);
+    CHECK(strstr(err.msg, "zstd: truncated input") != NULL);
+    CHECK(got.n > n / 4 && got.n < n && memcmp(got.p, t, got.n) == 0);
+    dsq_input_close(in);
+    free(got.p);
+    free(one.p);
+    free(both.p);
+    free(z.p);
+    free(t);
+    dsq_input_free(in);
+}
+
+static void test_truncated_zstd(void);
+
+/* Every .zst case (frames, a skippable frame, cuts, garbage) decoded block by
+ * block, however small the file. */
+static void test_zstd_cases_block_by_block(void)
+{
+    dsq_input_set_zdirect_min(0);
+    test_zstd();
+    test_truncated_zstd();
+    dsq_input_set_zdirect_min((size_t)256 << 10);
 }
 
 static void test_truncated_zstd(void)
@@ -1523,7 +1612,8 @@ static void test_big_compressed_map_let_go(void)
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
-TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_zstd_small_file_one_chunk), T(test_truncated_zstd),
+TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_zstd_small_file_one_chunk), T(test_zstd_block_by_block), T(test_truncated_zstd),
+          T(test_zstd_cases_block_by_block),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
           T(test_member_trailing_garbage), T(test_twice_compressed_members),

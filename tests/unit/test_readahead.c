@@ -316,6 +316,43 @@ static void test_free_running(void)
     dsq_readahead_free(NULL);
 }
 
+/* A big .zst log's chunks are handed out from the input's ring (no copy): each is
+ * still the text's bytes after the decoder has run as far ahead as the buffers
+ * let it (DSQ_INPUT_KEPT of them, each holding one chunk), while it is read. */
+static void test_kept_chunks_unchanged_while_read(void)
+{
+    size_t n = 6u << 20;
+    char *t = test_log_text(n, 5);
+    zstd_file("kept.log.zst", t, n);
+    dsq_readahead_params p = {64 << 10, DSQ_INPUT_KEPT};
+    dsq_readahead *ra = NULL;
+    dsq_error e;
+    dsq_error_clear(&e);
+    CHECK_INT(dsq_readahead_new(&p, &ra), 0);
+    CHECK_INT(dsq_readahead_open(ra, path_of("kept.log.zst"), &e), 0);
+    CHECK_INT(dsq_readahead_start(ra), 0);
+    dsq_member_info mi;
+    CHECK_INT(dsq_readahead_next_member(ra, &mi, &e), 1);
+    size_t at = 0;
+    int reads = 0, bad = 0;
+    for (;;) {
+        const char *data;
+        size_t len;
+        CHECK_INT(dsq_readahead_read(ra, &data, &len, &e), 0);
+        if (len == 0)
+            break;
+        sleep_ms(2); /* the decoder fills every buffer it has */
+        bad += at + len > n || memcmp(data, t + at, len) != 0;
+        at += len;
+        reads++;
+    }
+    CHECK_INT(at, n);
+    CHECK_INT(bad, 0);
+    CHECK(reads > 2 * DSQ_INPUT_KEPT);
+    dsq_readahead_free(ra);
+    free(t);
+}
+
 /* start before open, after the file's end, and twice: nothing happens. */
 static void test_start_when_nothing_to_do(void)
 {
@@ -352,4 +389,5 @@ static void test_setup(void)
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_same_as_direct), T(test_close_early), T(test_free_running),
-          T(test_start_when_nothing_to_do), T(test_teardown))
+          T(test_kept_chunks_unchanged_while_read), T(test_start_when_nothing_to_do),
+          T(test_teardown))
