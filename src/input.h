@@ -119,7 +119,8 @@ int dsq_input_read(dsq_input *in, const char **data, size_t *len, dsq_error *err
 /* dsq_input_read, but zstd (a .zst file, or the .zst member being read) is decoded
  * into dst[0..cap) rather than the input's own buffer when cap is at least
  * dsq_input_chunk_max: *data is dst then, and the chunk the same as dsq_input_read's.
- * Other formats hand out their own bytes. Saves a caller that keeps chunks (the
+ * Other formats hand out their own bytes, and so does a big .zst log decoded in the
+ * input's ring (dsq_input_keeps_chunks). Saves a caller that keeps chunks (the
  * read-ahead ring) a copy of every decoded byte. */
 int dsq_input_read_into(dsq_input *in, char *dst, size_t cap, const char **data, size_t *len,
                         dsq_error *err);
