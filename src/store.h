@@ -287,6 +287,13 @@ int dsq_store_scan_attrs(dsq_store *st, dsq_store_attr_fn fn, void *ctx, dsq_err
 typedef int (*dsq_store_source_fn)(void *ctx, const char *path, const dsq_source_rec *rec);
 int dsq_store_scan_sources(dsq_store *st, dsq_store_source_fn fn, void *ctx, dsq_error *err);
 
+/* Tests: n random keys of waiting series (part j of (run, field, host, rank + 1,
+ * source) among span[j] values, one when 0; fields and the kinds' pseudo-fields
+ * mixed) sorted by the commit's radix sort and by
+ * its merge sort: 1 when both give the same order, 0 when the keys are too wide
+ * for the radix sort (it declines), -1 when they differ or memory ran out. */
+int dsq_store_sort_check(size_t n, uint64_t seed, const uint32_t span[5]);
+
 void dsq_block_key_pack(const dsq_block_key *k, unsigned char out[DSQ_BLOCK_KEY_LEN]);
 void dsq_block_key_unpack(const unsigned char *in, dsq_block_key *k);
 

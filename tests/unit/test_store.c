@@ -1431,6 +1431,24 @@ static int on_series_in_range(void *ctx, const dsq_series_key *k, const dsq_seri
  * splitting pages in the middle: this check fails). A scan of a field range over
  * every run goes from run to run, past a run with none of those fields and the
  * fields outside the range. */
+/* The commit's radix sort of waiting series gives the merge sort's order, entries of
+ * one key in the order put: on keys of a commit's shape (a few runs, a hundred
+ * fields, hosts, ranks, sources), on many repeated keys, on one key, and it declines
+ * keys too wide to pack with their index in 64 bits. */
+static void test_series_sort_radix_as_merge(void)
+{
+    const uint32_t commit[5] = {14, 600, 56, 9, 250}, dup[5] = {2, 3, 2, 2, 2},
+                   one[5] = {0, 0, 0, 0, 0}, wide[5] = {4000000000u, 4000000000u, 4000000000u,
+                                                        4000000000u, 4000000000u};
+    const size_t sizes[] = {1, 2, 17, 513, 2048, 18000, 70001};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        CHECK_INT(dsq_store_sort_check(sizes[i], 0x9E3779B97F4A7C15ull + i, commit), 1);
+        CHECK_INT(dsq_store_sort_check(sizes[i], 77 + i, dup), 1);
+        CHECK_INT(dsq_store_sort_check(sizes[i], 5 + i, one), 1);
+    }
+    CHECK_INT(dsq_store_sort_check(1000, 3, wide), 0);
+}
+
 static void test_new_runs_appended_and_scanned_by_field(void)
 {
     char tmp[64];
@@ -2118,7 +2136,7 @@ static void test_key_pack(void)
     CHECK(cur[8] == 0 && cur[11] == 0);                              /* rank -1 packs as 0 */
 }
 
-TEST_MAIN(T(test_write_reopen_scan), T(test_blocks_put_in_key_order_after_the_end), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_chunks_packed_by_size), T(test_series_table_filled_in_key_order), T(test_new_runs_appended_and_scanned_by_field), T(test_scan_stops), T(test_source_drop),
+TEST_MAIN(T(test_write_reopen_scan), T(test_blocks_put_in_key_order_after_the_end), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_chunks_packed_by_size), T(test_series_table_filled_in_key_order), T(test_series_sort_radix_as_merge), T(test_new_runs_appended_and_scanned_by_field), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
