@@ -1109,8 +1109,10 @@ static const ser_ref *sort_ser(ser_ref *r, ser_ref *tmp, size_t n)
 /* Bits of x (0 for 0). */
 static unsigned bit_width(uint64_t x) { return x ? 64 - (unsigned)__builtin_clzll(x) : 0; }
 
-#define RADIX_BITS 11
-#define RADIX_MIN 512 /* fewer entries: sort_ser (the counts would cost more) */
+#define RADIX_BITS 11  /* bits sorted a pass; 8 under RADIX_BIG entries, whose counts
+                          would cost more than they save */
+#define RADIX_BIG 4096
+#define RADIX_MIN 24   /* fewer entries: sort_ser's insertion sorts */
 
 /* sort_ser of entries in put order (at ascending), by radix: when the spans of the
  * key's parts in r (key_parts, each from its least)
@@ -1166,10 +1168,11 @@ static const ser_ref *radix_ser(uint64_t *keys, const ser_ref *r, ser_ref *tmp, 
             key |= (v[j] - lo[j]) << pos[j];
         k[i] = key;
     }
-    for (unsigned shift = ibits; shift < ibits + kbits; shift += RADIX_BITS) {
+    const unsigned bits = n >= RADIX_BIG ? RADIX_BITS : 8;
+    for (unsigned shift = ibits; shift < ibits + kbits; shift += bits) {
         uint32_t count[1u << RADIX_BITS];
-        memset(count, 0, sizeof count);
-        const uint64_t mask = (1u << RADIX_BITS) - 1;
+        const uint64_t mask = (1u << bits) - 1;
+        memset(count, 0, (mask + 1) * sizeof *count);
         for (size_t i = 0; i < n; i++)
             count[k[i] >> shift & mask]++;
         uint32_t at = 0;
@@ -2080,7 +2083,7 @@ static ptrdiff_t sort_unique(dsq_store *st, ser_ref *a, size_t n)
     while (st->ser_tmp_cap < n)
         if (grow_arr((void **)&st->ser_tmp, &st->ser_tmp_cap, st->ser_tmp_cap, sizeof *st->ser_tmp))
             return -1;
-    const ser_ref *r = sort_ser(a, st->ser_tmp, n);
+    const ser_ref *r = sort_series(st, a, n);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (!k || a[k - 1].a != r[i].a || a[k - 1].b != r[i].b)
