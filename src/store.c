@@ -1114,14 +1114,6 @@ static unsigned bit_width(uint64_t x) { return x ? 64 - (unsigned)__builtin_clzl
 #define RADIX_BIG 4096
 #define RADIX_MIN 24   /* fewer entries: sort_ser's insertion sorts */
 
-/* sort_ser of entries in put order (at ascending), by radix: when the spans of the
- * key's parts in r (key_parts, each from its least)
- * and the index of an entry fit in 64 bits, the entries' packed keys are sorted
- * RADIX_BITS at a time from the least significant, which keeps entries of one key
- * in the order put, then the entries are gathered into tmp in that order. About
- * 60 instructions an entry where the merge sort took ~300 (a commit holds some
- * 18,000 series of the 1000-run archive). NULL when the key does not fit or keys
- * (two arrays of n) cannot be had: use sort_ser. */
 /* The parts of an entry's key, in order: run, field class (a field, a kind's count,
  * a kind's times: the pseudo-fields' ids are far above every field's), field within
  * its class, host, rank + 1, source. */
@@ -1138,6 +1130,14 @@ static void key_parts(const ser_ref *e, uint64_t v[KEY_PARTS])
     v[5] = e->source;
 }
 
+/* sort_ser of entries in put order (at ascending), by radix: when the spans of the
+ * key's parts in r (key_parts, each from its least) and the index of an entry fit
+ * in 64 bits, the entries' packed keys are sorted RADIX_BITS (or 8) at a time from
+ * the least significant, which keeps entries of one key in the order put, then the
+ * entries are gathered into tmp in that order. About 180 instructions an entry
+ * where the merge sort took ~310 (a commit holds some 18,000 series of the
+ * 1000-run archive). NULL when the key does not fit: use sort_ser. keys: room for
+ * two arrays of n. */
 static const ser_ref *radix_ser(uint64_t *keys, const ser_ref *r, ser_ref *tmp, size_t n)
 {
     uint64_t lo[KEY_PARTS], hi[KEY_PARTS], v[KEY_PARTS];
