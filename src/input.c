@@ -862,9 +862,7 @@ static void start_member(dsq_input *in)
 void dsq_input_close(dsq_input *in)
 {
     in->zkept = 0;
-    if (in->zdirect_begun) /* (a frame decoded block by block: its state dropped) */
-        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
-    in->zdirect = in->zdirect_begun = 0;
+    in->zdirect = in->zdirect_begun = 0; /* (start_member resets the decoder's state) */
     start_member(in);
     if (in->ar)
         archive_read_free(in->ar);
