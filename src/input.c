@@ -65,6 +65,7 @@
 #include "dict.h"
 #include "error.h"
 #include "gunzip.h"
+#include "unzip.h"
 #include "linescan.h"
 #include "unxz.h"
 
@@ -171,6 +172,11 @@ struct dsq_input {
     int member_started;
     int member_eof;
     int archive_eof;         /* next_header said EOF: libarchive must not be asked again */
+    /* a .zip file's members decoded by ISA-L (unzip.h), libarchive reading its headers */
+    int unzip_by;            /* DSQ_INPUT_GZIP_*: who decodes zip members from the next open */
+    dsq_unzip *uz;           /* allocated at the first zip */
+    int uz_open;             /* the file's directory was read: members may be paired */
+    int uz_member;           /* the current member's data is decoded by uz */
     /* libarchive */
     struct archive *ar;
     const char *name;
@@ -214,6 +220,7 @@ int dsq_input_new(dsq_input **out)
     if (!in)
         return DSQ_ENOMEM;
     in->gzip_by = dsq_gunzip_available() ? DSQ_INPUT_GZIP_ISAL : DSQ_INPUT_GZIP_LIBARCHIVE;
+    in->unzip_by = dsq_unzip_available() ? DSQ_INPUT_GZIP_ISAL : DSQ_INPUT_GZIP_LIBARCHIVE;
     in->dctx = ZSTD_createDCtx();
     in->zout_cap = ZSTD_DStreamOutSize() * 8;
     in->zout = malloc(in->zout_cap);
@@ -239,6 +246,7 @@ void dsq_input_free(dsq_input *in)
     dsq_gunzip_free(in->gz_member);
     dsq_unxz_free(in->xz);
     dsq_unxz_free(in->xz_member);
+    dsq_unzip_free(in->uz);
     free(in->gz_out);
     free(in->rbuf);
     free(in);
@@ -800,7 +808,15 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
             return open_own(in, 0, err);
         if (strcmp(am, "xz") == 0)
             return open_own(in, 1, err);
-        return open_archive(in, err);
+        rc = open_archive(in, err);
+        if (!rc && strcmp(am, "zip") == 0 && in->unzip_by == DSQ_INPUT_GZIP_ISAL &&
+            (in->uz || dsq_unzip_new(&in->uz) == 0)) {
+            int got = dsq_unzip_open(in->uz, in->map, in->size);
+            if (got < 0)
+                return dsq_error_set(err, got, "reading the zip directory");
+            in->uz_open = got;
+        }
+        return rc;
     }
     in->kind = K_PLAIN;
     in->format = "plain";
@@ -815,6 +831,16 @@ int dsq_input_set_gzip(dsq_input *in, dsq_input_gzip by)
     return 0;
 }
 
+int dsq_input_set_unzip(dsq_input *in, dsq_input_gzip by)
+{
+    if (by == DSQ_INPUT_GZIP_ISAL && !dsq_unzip_available())
+        return DSQ_EUSAGE;
+    in->unzip_by = by;
+    return 0;
+}
+
+int dsq_input_unzipped(const dsq_input *in) { return in->uz_member; }
+
 const char *dsq_input_format(const dsq_input *in) { return in->format ? in->format : "?"; }
 
 uint64_t dsq_input_bytes_in(const dsq_input *in)
@@ -823,8 +849,11 @@ uint64_t dsq_input_bytes_in(const dsq_input *in)
         return in->zin.pos;
     if (in->kind == K_OWN || in->layer)
         return in->own_xz ? dsq_unxz_bytes_in(in->xz) : dsq_gunzip_bytes_in(in->gz);
-    if (in->kind == K_ARCHIVE && in->ar)
-        return (uint64_t)archive_filter_bytes(in->ar, -1);
+    if (in->kind == K_ARCHIVE && in->ar) {
+        uint64_t la = (uint64_t)archive_filter_bytes(in->ar, -1);
+        uint64_t own = in->uz_open ? dsq_unzip_bytes_in(in->uz) : 0;
+        return la > own ? la : own;
+    }
     return in->size;
 }
 
@@ -877,6 +906,7 @@ void dsq_input_close(dsq_input *in)
     in->member_done = in->data_done = 0;
     in->plain_off = in->map_let_go = 0;
     in->archive_eof = in->stopped = 0;
+    in->uz_open = in->uz_member = 0;
     in->layer = in->gz_fed = in->own_xz = 0;
     in->zinner = 0;
     in->peeked = 0;
@@ -1087,6 +1117,8 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             return dsq_error_set(err, DSQ_EFORMAT, "%s", archive_error_string(in->ar));
         }
         if (r == ARCHIVE_RETRY) { /* a damaged header: libarchive skips ahead; say so once */
+            if (in->uz_open)
+                dsq_unzip_decline(in->uz);
             if (!in->damage[0]) {
                 const char *why = archive_error_string(in->ar);
                 snprintf(in->damage, sizeof in->damage,
@@ -1101,6 +1133,11 @@ static int archive_next(dsq_input *in, dsq_member_info *mi, dsq_error *err)
             return DSQ_EFORMAT;
         }
         /* ARCHIVE_OK or ARCHIVE_WARN: the header is usable */
+        if (in->uz_open) { /* every header, to keep the pairing */
+            const char *n = archive_entry_pathname(e);
+            in->uz_member = dsq_unzip_next(in->uz, n ? n : "",
+                                           archive_entry_size_is_set(e) ? archive_entry_size(e) : -1);
+        }
         if (archive_format(in->ar) != ARCHIVE_FORMAT_RAW && archive_entry_filetype(e) != AE_IFREG) {
             if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
                 in->skip_pending += (uint64_t)archive_entry_size(e);
@@ -1171,7 +1208,14 @@ static int member_block(dsq_input *in, const void **buf, size_t *sz, dsq_error *
         la_int64_t off;
         if (in->member_eof)
             return 0;
-        int r = archive_read_data_block(in->ar, buf, sz, &off);
+        if (in->uz_member) { /* decoded by ISA-L (unzip.h) */
+            int u = dsq_unzip_block(in->uz, buf, sz, err);
+            if (u <= 0) {
+                in->member_eof = 1;
+                return u;
+            }
+        }
+        int r = in->uz_member ? ARCHIVE_OK : archive_read_data_block(in->ar, buf, sz, &off);
         if (r == ARCHIVE_EOF) {
             in->member_eof = 1;
             return 0;

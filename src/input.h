@@ -97,6 +97,14 @@ typedef enum dsq_input_gzip { DSQ_INPUT_GZIP_LIBARCHIVE, DSQ_INPUT_GZIP_ISAL } d
  * for and this build has none. */
 int dsq_input_set_gzip(dsq_input *in, dsq_input_gzip by);
 
+/* Who decodes the members of a .zip file: ISA-L, the default when the build has it
+ * (unzip.h: libarchive still reads the headers), or libarchive. Takes effect at
+ * the next open; DSQ_EUSAGE (nothing changed) when ISA-L is asked for and this
+ * build has none. */
+int dsq_input_set_unzip(dsq_input *in, dsq_input_gzip by);
+/* 1 when the current member's data is decoded by ISA-L (unzip.h), else 0. */
+int dsq_input_unzipped(const dsq_input *in);
+
 /* Opens path and detects its format. */
 int dsq_input_open(dsq_input *in, const char *path, dsq_error *err);
 
