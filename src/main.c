@@ -26,6 +26,7 @@
 #include "error.h"
 #include "explain.h"
 #include "gunzip.h"
+#include "unzip.h"
 #include "indexer.h"
 #include "linescan.h"
 #include "prune.h"
@@ -883,9 +884,10 @@ int main(int argc, char **argv)
         }
         if (version) {
             const char *shapes = getenv("DSQ_LINE_SHAPES");
-            printf("dsq %s (line splitting: %s%s)\ngzip: %s\nline shapes: %s\n", DSQ_VERSION,
-                   dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)), DSQ_BUILD_NOTE,
-                   dsq_gunzip_backend(),
+            printf("dsq %s (line splitting: %s%s)\ngzip: %s\nzip members: %s\nline shapes: %s\n",
+                   DSQ_VERSION, dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)),
+                   DSQ_BUILD_NOTE, dsq_gunzip_backend(),
+                   dsq_unzip_available() ? "ISA-L (libarchive reads the headers)" : "zlib (libarchive)",
                    !shapes ? "on"
                    : strcmp(shapes, "0") == 0 ? "off (DSQ_LINE_SHAPES=0)"
                    : strcmp(shapes, "check") == 0 ? "on, every answer checked (DSQ_LINE_SHAPES=check)"

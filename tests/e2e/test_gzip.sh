@@ -17,6 +17,7 @@ mkdir -p "$C" "$DSQ_TMP/src"
 
 run_dsq --version
 expect_contains "dsq --version names the gzip decoder" "gzip: " "$OUT"
+expect_contains "dsq --version names the zip members' decoder" "zip members: " "$OUT"
 isal=0
 case $OUT in *"gzip: ISA-L"*) isal=1 ;; esac
 
