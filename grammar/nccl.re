@@ -17,6 +17,9 @@
  * lines only fill the slices: src/fam_nccl.c summarizes them per communicator.
  */
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "event.h"
 #include "fam_nccl.h"
@@ -217,9 +220,9 @@ static void channel_rest(dsq_nccl_line *o, const char *p, const char *end, long 
 {
     const char *via = find_via(p, end);
     if (via) {
-        const char *t = via + 5, *te = t;
-        while (te < end && *te != ' ')
-            te++;
+        const char *t = via + 5, *te = t < end ? memchr(t, ' ', (size_t)(end - t)) : NULL;
+        if (!te)
+            te = end;
         o->kind = DSQ_NCCL_CONNECT;
         o->a = span(t, te);
         return;
@@ -488,8 +491,30 @@ static const unsigned char *info_header(const unsigned char *p, const unsigned c
     const unsigned char *q = p;
     if (q >= end || host_end[*q] || *q == '<')
         return NULL;
+#ifdef __SSE2__
+    while (end - q >= 16) { /* 16 bytes at a time: a host is "gpu0931", "node-17.cluster" */
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)q);
+        __m128i m = _mm_or_si128(
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(':')),
+                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(' '))),
+                         _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('[')),
+                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(']')))),
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('\t')),
+                                      _mm_cmpeq_epi8(c, _mm_set1_epi8('\n'))),
+                         _mm_cmpeq_epi8(c, _mm_set1_epi8('\r'))));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits) {
+            q += __builtin_ctz(bits);
+            goto host_found;
+        }
+        q += 16;
+    }
+#endif
     while (q < end && !host_end[*q])
         q++;
+#ifdef __SSE2__
+host_found:
+#endif
     if (q >= end || *q != ':')
         return NULL;
     *h1 = q++;
