@@ -461,6 +461,40 @@ static const unsigned char host_end[256] = {
     [' '] = 1, ['\t'] = 1, [':'] = 1, ['['] = 1, [']'] = 1, ['\n'] = 1, ['\r'] = 1,
 };
 
+/* Where the host that starts at q ends (the first byte host_end holds, or end).
+ * With SSE2, 16 bytes at a time: a host is "gpu0931", "node-17.cluster". */
+static const unsigned char *host_stop_bytes(const unsigned char *q, const unsigned char *end)
+{
+    while (q < end && !host_end[*q])
+        q++;
+    return q;
+}
+#ifdef __SSE2__
+static const unsigned char *host_stop(const unsigned char *q, const unsigned char *end)
+{
+    for (; end - q >= 16; q += 16) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)q);
+        __m128i m = _mm_or_si128(
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(':')),
+                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(' '))),
+                         _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('[')),
+                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(']')))),
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('\t')),
+                                      _mm_cmpeq_epi8(c, _mm_set1_epi8('\n'))),
+                         _mm_cmpeq_epi8(c, _mm_set1_epi8('\r'))));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits)
+            return q + __builtin_ctz(bits);
+    }
+    return host_stop_bytes(q, end);
+}
+#else
+static const unsigned char *host_stop(const unsigned char *q, const unsigned char *end)
+{
+    return host_stop_bytes(q, end);
+}
+#endif
+
 /* 1..max digits at *p, then the byte want: 1 with *p moved past both and *v their
  * value, 0 when they are not there. */
 static int digits_then(const unsigned char **p, const unsigned char *end, int max,
@@ -491,30 +525,7 @@ static const unsigned char *info_header(const unsigned char *p, const unsigned c
     const unsigned char *q = p;
     if (q >= end || host_end[*q] || *q == '<')
         return NULL;
-#ifdef __SSE2__
-    while (end - q >= 16) { /* 16 bytes at a time: a host is "gpu0931", "node-17.cluster" */
-        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)q);
-        __m128i m = _mm_or_si128(
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(':')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(' '))),
-                         _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('[')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(']')))),
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('\t')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8('\n'))),
-                         _mm_cmpeq_epi8(c, _mm_set1_epi8('\r'))));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
-        if (bits) {
-            q += __builtin_ctz(bits);
-            goto host_found;
-        }
-        q += 16;
-    }
-#endif
-    while (q < end && !host_end[*q])
-        q++;
-#ifdef __SSE2__
-host_found:
-#endif
+    q = host_stop(q, end);
     if (q >= end || *q != ':')
         return NULL;
     *h1 = q++;

@@ -65,9 +65,9 @@
 #include "dict.h"
 #include "error.h"
 #include "gunzip.h"
-#include "unzip.h"
 #include "linescan.h"
 #include "unxz.h"
+#include "unzip.h"
 
 /* The fingerprint reads this much at each end of a file: enough to tell a file
  * rewritten with the same size and mtime, small enough that checking thousands of
