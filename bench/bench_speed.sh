@@ -24,7 +24,7 @@
 #   big job .zst     one pdsh-prefixed launcher log of BIG_SIZE of a big job: BIG_HOSTS hosts
 #                    x RANKS ranks (2,048 by default: every (host, rank) has its blocks,
 #                    series and counts in one file), zstd -3 (-J 0: left out)
-# Baselines, each the median of REPEATS runs, like dsq's:
+# Baselines, each the median of REPEATS runs, like dsq's, run round by round with them:
 #   single inputs   zstd -dc / gzip -dc FILE > /dev/null
 #   archive         every file decompressed by its own tool, one process per tool
 #                   (zstd -dc, gzip -dc, unzip -p, cat), one after the other
@@ -78,8 +78,6 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 note() { printf '%s\n' "$*" >&2; }
 # seconds of one run of "$@", output discarded
 wall() { local t0; t0=$(now); "$@" >/dev/null 2>&1 || true; echo "scale=4; ($(now) - $t0) / 1000000" | bc; }
-# median seconds of REPEATS runs of "$@"
-timed() { local i; for ((i = 0; i < reps; i++)); do wall "$@"; done | median; }
 bytes() { du -s --apparent-size --block-size=1 "$@" | awk '{s += $1} END {print s}'; }
 
 # ---- inputs ------------------------------------------------------------------------
@@ -129,58 +127,64 @@ decode_all() { # every file of the archive, decompressed by its own tool, to std
 stat_all() { find "$1" -type f -printf '%s %T@\n'; }
 
 # ---- one input: baseline + ugrep + dsq per build -------------------------------------
+# Round by round: each round times the baseline, ugrep, the stat of every file (the
+# archive) and every build once, the builds in turn (reversed every other round), so
+# that a machine that slows down or speeds up during the run weighs on all of them
+# alike; each figure is the median of its REPEATS rounds.
 rows=()
-db_n=0
 # bench_input LABEL INPUT BASELINE_NAME BASELINE_CMD... ; sets rows
 bench_input() {
   local label=$1 input=$2 bname=$3; shift 3
-  local comp text base ug="-"
+  local comp text ug="-" st="-"
   comp=$(bytes "$input")
   case $bname in
     "zstd -dc") text=$(zstd -dcq "$input" | wc -c) ;;
     "gzip -dc") text=$(gzip -dc "$input" | wc -c) ;;
     *) text=$(decode_all "$input" | wc -c) ;;
   esac
-  note "$label: $bname"
-  base=$(timed "$@")
-  if [ $have_ugrep = 1 ]; then
-    note "$label: ugrep"
-    if [ -d "$input" ]; then ug=$(timed ugrep -z -r -c Max_MA "$input")
-    else ug=$(timed ugrep -z -c Max_MA "$input"); fi
-  fi
-  local bin st=""
-  if [ "$label" = archive ]; then note "archive: stat all files"; st=$(timed stat_all "$input"); fi
-  for bin in "${bins[@]}"; do
-    note "$label: $bin index"
-    local i t rss out lines events db times=() rsss=()
-    for ((i = 0; i < reps; i++)); do
-      db=$dir/db-$((db_n++)); rm -rf "$db"
+  local i j k n=${#bins[@]} t db out
+  local -a base_t=() ug_t=() st_t=() times=() rsss=() again=() again_rss=() outs=() order=()
+  for ((i = 0; i < reps; i++)); do
+    note "$label: round $((i + 1)) of $reps: $bname$([ $have_ugrep = 1 ] && echo ", ugrep"), $n build(s)"
+    base_t+=("$(wall "$@")")
+    if [ $have_ugrep = 1 ]; then
+      if [ -d "$input" ]; then ug_t+=("$(wall ugrep -z -r -c Max_MA "$input")")
+      else ug_t+=("$(wall ugrep -z -c Max_MA "$input")"); fi
+    fi
+    [ "$label" = archive ] && st_t+=("$(wall stat_all "$input")")
+    order=()
+    for ((j = 0; j < n; j++)); do order+=($((i % 2 ? n - 1 - j : j))); done
+    for k in "${order[@]}"; do
+      db=$dir/db-$k; rm -rf "$db"
       t=$(now)
       # shellcheck disable=SC2086 # DSQ_INDEX_ARGS is a list of words
-      out=$(/usr/bin/time -f %M -o "$dir/rss" "$bin" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
+      out=$(/usr/bin/time -f %M -o "$dir/rss" "${bins[$k]}" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
         note "WARNING: dsq index exited $? on $input"
-      times+=("$(echo "scale=4; ($(now) - $t) / 1000000" | bc)")
-      rsss+=("$(tail -n 1 "$dir/rss")")
-      [ $i = $((reps - 1)) ] || rm -rf "$db"
-    done
-    lines=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\1/p' <<<"$out")
-    events=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\2/p' <<<"$out")
-    t=$(printf '%s\n' "${times[@]}" | median)
-    rss=$(printf '%s\n' "${rsss[@]}" | median)
-    rows+=("$label|$(build_name "$bin")|$comp|$text|$bname|$base|$ug|$t|${lines:-0}|${events:-0}|$rss|$(du -s --block-size=1 "$db" | cut -f1)")
-    if [ "$label" = "archive" ]; then # the unchanged re-run, into this index
-      note "archive again: $bin index (unchanged)"
-      local rt rr=()
-      for ((i = 0; i < reps; i++)); do
+      times[k]+="$(echo "scale=4; ($(now) - $t) / 1000000" | bc) "
+      rsss[k]+="$(tail -n 1 "$dir/rss") "
+      outs[k]=$out
+      if [ "$label" = archive ]; then # the unchanged re-run, into this index
         t=$(now)
         # shellcheck disable=SC2086
-        /usr/bin/time -f %M -o "$dir/rss" "$bin" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input" >/dev/null || true
-        rt=$(echo "scale=4; ($(now) - $t) / 1000000" | bc); rr+=("$rt")
-      done
-      rows+=("archive, unchanged|$(build_name "$bin")|$comp|$text|stat all files|$st|-|$(printf '%s\n' "${rr[@]}" | median)|0|0|$(tail -n 1 "$dir/rss")|$(du -s --block-size=1 "$db" | cut -f1)")
-    fi
-    if [ $keep = 1 ]; then rm -rf "$dir/index-$label-$(build_name "$bin" | tr / -)"
-      mv "$db" "$dir/index-$label-$(build_name "$bin" | tr / -)"; else rm -rf "$db"; fi
+        /usr/bin/time -f %M -o "$dir/rss" "${bins[$k]}" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input" >/dev/null || true
+        again[k]+="$(echo "scale=4; ($(now) - $t) / 1000000" | bc) "
+        again_rss[k]+="$(tail -n 1 "$dir/rss") "
+      fi
+    done
+  done
+  local base lines events
+  base=$(printf '%s\n' "${base_t[@]}" | median)
+  [ $have_ugrep = 1 ] && ug=$(printf '%s\n' "${ug_t[@]}" | median)
+  [ "$label" = archive ] && st=$(printf '%s\n' "${st_t[@]}" | median)
+  for ((k = 0; k < n; k++)); do
+    db=$dir/db-$k
+    lines=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\1/p' <<<"${outs[$k]}")
+    events=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\2/p' <<<"${outs[$k]}")
+    rows+=("$label|${names[$k]}|$comp|$text|$bname|$base|$ug|$(tr ' ' '\n' <<<"${times[$k]}" | grep . | median)|${lines:-0}|${events:-0}|$(tr ' ' '\n' <<<"${rsss[$k]}" | grep . | median)|$(du -s --block-size=1 "$db" | cut -f1)")
+    [ "$label" = archive ] &&
+      rows+=("archive, unchanged|${names[$k]}|$comp|$text|stat all files|$st|-|$(tr ' ' '\n' <<<"${again[$k]}" | grep . | median)|0|0|$(tr ' ' '\n' <<<"${again_rss[$k]}" | grep . | median)|$(du -s --block-size=1 "$db" | cut -f1)")
+    if [ $keep = 1 ]; then rm -rf "$dir/index-$label-${names[$k]//\//-}"
+      mv "$db" "$dir/index-$label-${names[$k]//\//-}"; else rm -rf "$db"; fi
   done
 }
 
