@@ -6,6 +6,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #define CHUNK_SIZE (256 * 1024)
 
@@ -53,19 +56,61 @@ uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed)
     return h;
 }
 
+/* dsq_hash64_bulk's four chains over `blocks` blocks of 32 bytes at s, one 8-byte word
+ * each a block: four independent chains, no wait on a multiply. */
+static void lanes_scalar(uint64_t h[4], const unsigned char *s, size_t blocks)
+{
+    for (size_t b = 0; b < blocks; b++, s += 32)
+        for (int i = 0; i < 4; i++) {
+            uint64_t w;
+            memcpy(&w, s + 8 * i, 8);
+            h[i] = (h[i] ^ w) * 0x100000001b3ull;
+            h[i] ^= h[i] >> 29;
+        }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The same four chains in one AVX2 register, where the CPU runs it: the multiply by
+ * 0x100000001b3 = 2^40 + 0x1b3 (mod 2^64) as the low and high halves times 0x1b3 and a
+ * shift by 40. Member fingerprints hash up to 64 KiB of every member: 1.5 % of a
+ * per-rank archive's instructions with the scalar chains. */
+__attribute__((target("avx2"))) static void lanes_avx2(uint64_t h[4], const unsigned char *s,
+                                                       size_t blocks)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)h);
+    const __m256i c = _mm256_set1_epi64x(0x1b3);
+    for (size_t b = 0; b < blocks; b++, s += 32) {
+        v = _mm256_xor_si256(v, _mm256_loadu_si256((const __m256i *)(const void *)s));
+        __m256i lo = _mm256_mul_epu32(v, c);
+        __m256i hi = _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(v, 32), c), 32);
+        v = _mm256_add_epi64(_mm256_add_epi64(lo, hi), _mm256_slli_epi64(v, 40));
+        v = _mm256_xor_si256(v, _mm256_srli_epi64(v, 29));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)h, v);
+}
+
+static void lanes(uint64_t h[4], const unsigned char *s, size_t blocks)
+{
+    if (blocks >= 4 && __builtin_cpu_supports("avx2"))
+        lanes_avx2(h, s, blocks);
+    else
+        lanes_scalar(h, s, blocks);
+}
+#else
+static void lanes(uint64_t h[4], const unsigned char *s, size_t blocks)
+{
+    lanes_scalar(h, s, blocks);
+}
+#endif
+
 uint64_t dsq_hash64_bulk(const void *p, size_t n, uint64_t seed)
 {
     const unsigned char *s = p;
     uint64_t h[4] = {0xcbf29ce484222325ull ^ seed, 0x84222325cbf29ce4ull ^ seed,
                      0x9e3779b97f4a7c15ull ^ seed, 0xc2b2ae3d27d4eb4full ^ seed};
     size_t blocks = n / 32;
-    for (size_t b = 0; b < blocks; b++, s += 32)
-        for (int i = 0; i < 4; i++) { /* four independent chains: no wait on a multiply */
-            uint64_t w;
-            memcpy(&w, s + 8 * i, 8);
-            h[i] = (h[i] ^ w) * 0x100000001b3ull;
-            h[i] ^= h[i] >> 29;
-        }
+    lanes(h, s, blocks);
+    s += 32 * blocks;
     uint64_t m = h[0] ^ (h[1] * 0xd6e8feb86659fd93ull) ^ (h[2] * 0x9e3779b97f4a7c15ull) ^
                  (h[3] * 0xc2b2ae3d27d4eb4full);
     return dsq_hash64(s, n - 32 * blocks, m ^ (uint64_t)n);
