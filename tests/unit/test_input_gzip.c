@@ -17,6 +17,7 @@
 #include "testarchive.h"
 #include "testbuf.h"
 #include "testgzip.h"
+#include "testoutcome.h"
 #include "tmpdir.h"
 
 static char tmp[64];
@@ -30,62 +31,16 @@ static const char *path_of(const char *name)
     return path;
 }
 
-#define MAX_MEMBERS 128
+#define MAX_MEMBERS TEST_MAX_MEMBERS
 
-/* Everything dsq_input said about a file. */
-typedef struct outcome {
-    int open_rc;
-    int n;                       /* members seen */
-    char name[MAX_MEMBERS][128];
-    buf data[MAX_MEMBERS];
-    size_t first[MAX_MEMBERS];   /* its first chunk's length, up to 64 KiB */
-    int read_rc[MAX_MEMBERS];    /* the read that ended the member: 0 or an error */
-    char read_msg[MAX_MEMBERS][256];
-    int next_rc;                 /* next_member's last answer: 0, or an error */
-    char next_msg[256];
-} outcome;
-
-static void outcome_free(outcome *o)
-{
-    for (int i = 0; i < MAX_MEMBERS; i++)
-        free(o->data[i].p);
-    free(o);
-}
+typedef test_outcome outcome;
+#define outcome_free test_outcome_free
 
 static outcome *decode(const char *name, dsq_input_gzip by)
 {
-    outcome *o = calloc(1, sizeof *o);
     dsq_input *in = NULL;
     CHECK_INT(dsq_input_new(&in), 0);
-    if (dsq_input_set_gzip(in, by) != 0) {
-        dsq_input_free(in);
-        outcome_free(o);
-        return NULL;
-    }
-    dsq_error err;
-    dsq_error_clear(&err);
-    o->open_rc = dsq_input_open(in, path_of(name), &err);
-    dsq_member_info mi;
-    while (o->open_rc == 0 && (o->next_rc = dsq_input_next_member(in, &mi, &err)) == 1) {
-        int k = o->n < MAX_MEMBERS ? o->n : MAX_MEMBERS - 1;
-        snprintf(o->name[k], sizeof o->name[k], "%s", mi.name);
-        o->data[k].n = 0;
-        for (;;) {
-            const char *p;
-            size_t len;
-            dsq_error_clear(&err);
-            o->read_rc[k] = dsq_input_read(in, &p, &len, &err);
-            if (o->read_rc[k] || len == 0)
-                break;
-            if (o->data[k].n == 0)
-                o->first[k] = len < 65536 ? len : 65536;
-            test_buf_add(&o->data[k], p, len);
-        }
-        snprintf(o->read_msg[k], sizeof o->read_msg[k], "%s", err.msg);
-        o->n++;
-        dsq_error_clear(&err);
-    }
-    snprintf(o->next_msg, sizeof o->next_msg, "%s", err.msg);
+    outcome *o = dsq_input_set_gzip(in, by) == 0 ? test_decode(in, path_of(name)) : NULL;
     dsq_input_free(in);
     return o;
 }
@@ -105,10 +60,7 @@ static int any_error_after(const outcome *o, int i)
     return o->next_rc < 0;
 }
 
-static int prefix(const buf *x, const buf *y)
-{
-    return x->n <= y->n && (x->n == 0 || memcmp(x->p, y->p, x->n) == 0);
-}
+#define prefix test_prefix
 
 static int same(const buf *x, const buf *y) { return x->n == y->n && prefix(x, y); }
 

@@ -16,6 +16,7 @@
 #include "testarchive.h"
 #include "testbuf.h"
 #include "testgzip.h"
+#include "testoutcome.h"
 #include "tmpdir.h"
 #include "unzip.h"
 
@@ -32,68 +33,20 @@ static const char *path_of(const char *name)
 
 static void write_file(const char *name, const void *p, size_t n)
 {
-    FILE *f = fopen(path_of(name), "wb");
-    CHECK(f != NULL);
-    if (f) {
-        CHECK_INT(fwrite(p, 1, n, f), n);
-        fclose(f);
-    }
+    CHECK_INT(test_write_file(tmp, name, p, n), 0);
 }
 
-#define MAX_MEMBERS 32
+#define MAX_MEMBERS TEST_MAX_MEMBERS
 
-/* Everything dsq_input said about a file. */
-typedef struct outcome {
-    int open_rc;
-    int n;
-    char name[MAX_MEMBERS][128];
-    buf data[MAX_MEMBERS];
-    int own[MAX_MEMBERS];        /* decoded by ISA-L */
-    int read_rc[MAX_MEMBERS];
-    char read_msg[MAX_MEMBERS][256];
-    int next_rc;
-    char next_msg[256];
-} outcome;
-
-static void outcome_free(outcome *o)
-{
-    for (int i = 0; i < MAX_MEMBERS; i++)
-        free(o->data[i].p);
-    free(o);
-}
+typedef test_outcome outcome;
+#define outcome_free test_outcome_free
+#define prefix test_prefix
 
 static outcome *decode(const char *name, dsq_input_gzip by)
 {
     dsq_input *in = NULL;
     CHECK_INT(dsq_input_new(&in), 0);
-    if (dsq_input_set_unzip(in, by) != 0) {
-        dsq_input_free(in);
-        return NULL;
-    }
-    outcome *o = calloc(1, sizeof *o);
-    dsq_error err;
-    dsq_error_clear(&err);
-    o->open_rc = dsq_input_open(in, path_of(name), &err);
-    dsq_member_info mi;
-    while (o->open_rc == 0 && (o->next_rc = dsq_input_next_member(in, &mi, &err)) == 1) {
-        int k = o->n < MAX_MEMBERS ? o->n : MAX_MEMBERS - 1;
-        snprintf(o->name[k], sizeof o->name[k], "%s", mi.name);
-        o->own[k] = dsq_input_unzipped(in);
-        o->data[k].n = 0;
-        for (;;) {
-            const char *p;
-            size_t len;
-            dsq_error_clear(&err);
-            o->read_rc[k] = dsq_input_read(in, &p, &len, &err);
-            if (o->read_rc[k] || len == 0)
-                break;
-            test_buf_add(&o->data[k], p, len);
-        }
-        snprintf(o->read_msg[k], sizeof o->read_msg[k], "%s", err.msg);
-        o->n++;
-        dsq_error_clear(&err);
-    }
-    snprintf(o->next_msg, sizeof o->next_msg, "%s", err.msg);
+    outcome *o = dsq_input_set_unzip(in, by) == 0 ? test_decode(in, path_of(name)) : NULL;
     dsq_input_free(in);
     return o;
 }
@@ -103,11 +56,6 @@ static outcome *decode(const char *name, dsq_input_gzip by)
  * ISA-L name the damage in their own words, and libarchive may stop reading the
  * archive there, where ISA-L goes on with the next members. */
 #define D_DAMAGE 1
-
-static int prefix(const buf *x, const buf *y)
-{
-    return x->n <= y->n && (x->n == 0 || memcmp(x->p, y->p, x->n) == 0);
-}
 
 /* 1 when b (ISA-L) says what a (libarchive) says about a file. */
 static int agree(const outcome *a, const outcome *b, int allow)
