@@ -1250,6 +1250,19 @@ static void pending_entry(const dsq_store *st, const ser_ref *r, dsq_group_entry
     e->raw = NULL;
 }
 
+/* A waiting series put_series reads SER_AHEAD entries later, asked of the caches now:
+ * in the sorted order the entries lie anywhere in st->ser (some MB at a commit of the
+ * 1000-run archive), and reading their pair counts and summaries missed the caches
+ * (~40 % of put_series' samples). Its key, count and first bytes, and its summary
+ * where the entry is short. */
+#define SER_AHEAD 8
+static void prefetch_entry(const dsq_store *st, const ser_ref *r)
+{
+    const unsigned char *p = st->ser + r->at;
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+}
+
 /* An entry's place in its group's order: rank + 1, then source. */
 static uint64_t entry_order(const dsq_group_entry *e)
 {
@@ -1441,6 +1454,8 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
         size_t y = x, extra = 0;
         for (; y < st->ser_n && r[y].a == r[x].a && r[y].b >> 32 == r[x].b >> 32; y++) {
             const unsigned char *ky = st->ser + r[y].at;
+            if (y + SER_AHEAD < st->ser_n) /* in sorted order, they lie anywhere in ser */
+                prefetch_entry(st, &r[y + SER_AHEAD]);
             if (has_next && memcmp(ky + DSQ_GROUP_PREFIX_LEN, next + DSQ_GROUP_PREFIX_LEN, 8) >= 0)
                 break;
             uint32_t np;
