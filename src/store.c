@@ -1253,7 +1253,7 @@ static void pending_entry(const dsq_store *st, const ser_ref *r, dsq_group_entry
 /* A waiting series put_series reads SER_AHEAD entries later, asked of the caches now:
  * in the sorted order the entries lie anywhere in st->ser (some MB at a commit of the
  * 1000-run archive), and reading their pair counts and summaries missed the caches
- * (~40 % of put_series' samples). Its key, count and first bytes, and its summary
+ * (~45 % of put_series' samples). Its key, count and first bytes, and its summary
  * where the entry is short. */
 #define SER_AHEAD 8
 static void prefetch_entry(const dsq_store *st, const ser_ref *r)
