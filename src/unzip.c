@@ -11,7 +11,6 @@
  */
 #include "unzip.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,22 +214,6 @@ int dsq_unzip_next(dsq_unzip *z, const char *name, int64_t size)
     return 1;
 }
 
-/* Ends the member with an error; 1 when its bytes come first (said next call). */
-static int fail(dsq_unzip *z, size_t produced, dsq_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(dsq_unzip *z, size_t produced, dsq_error *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(z->fail_msg, sizeof z->fail_msg, fmt, ap);
-    va_end(ap);
-    z->fail_code = DSQ_EFORMAT;
-    if (produced)
-        return 1;
-    z->state = S_DONE;
-    return dsq_error_set(err, DSQ_EFORMAT, "%s", z->fail_msg);
-}
-
 /* The member's end, checked as libarchive checks it. */
 static int finish(dsq_unzip *z, dsq_error *err)
 {
@@ -288,17 +271,22 @@ int dsq_unzip_block(dsq_unzip *z, const void **buf, size_t *len, dsq_error *err)
             *buf = z->out;
             *len = produced;
         }
-        if (r < 0) {
-            if (fail(z, produced, err, "ZIP decompression failed (%d)", r) != 1)
-                return DSQ_EFORMAT;
-            return 1;
+        if (r < 0) { /* said now, or after the bytes decoded before it */
+            snprintf(z->fail_msg, sizeof z->fail_msg, "ZIP decompression failed (%d)", r);
+            z->fail_code = DSQ_EFORMAT;
+            if (produced)
+                return 1;
+            z->state = S_DONE;
+            return dsq_error_set(err, z->fail_code, "%s", z->fail_msg);
         }
         if (produced)
             return 1;
         if (z->st.block_state == ISAL_BLOCK_FINISH)
             continue;
-        if (!z->left || !took)
-            return fail(z, 0, err, "Truncated ZIP file data");
+        if (!z->left || !took) {
+            z->state = S_DONE;
+            return dsq_error_set(err, DSQ_EFORMAT, "Truncated ZIP file data");
+        }
     }
 }
 

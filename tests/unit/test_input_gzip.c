@@ -125,19 +125,8 @@ static void differ(const char *name, int allow)
             seen |= b->read_rc[i] != 0 && strstr(b->read_msg[i], "CRC-32") != NULL;
         bad |= !seen;
     }
-    if (bad) {
-        fprintf(stderr, "differ %s: libarchive open %d, %d members, next %d (%s); "
-                        "ISA-L open %d, %d members, next %d (%s)\n",
-                name, a->open_rc, a->n, a->next_rc, a->next_msg, b->open_rc, b->n, b->next_rc,
-                b->next_msg);
-        for (int i = 0; i < a->n || i < b->n; i++)
-            if (i < MAX_MEMBERS)
-                fprintf(stderr,
-                        "  member %d '%s'/'%s': %zu/%zu bytes (first %zu/%zu), rc %d/%d (%s | %s)\n",
-                        i, a->name[i], b->name[i], a->data[i].n, b->data[i].n, a->first[i],
-                        b->first[i], a->read_rc[i], b->read_rc[i], a->read_msg[i], b->read_msg[i]);
-        test_failures++;
-    }
+    if (bad)
+        test_outcome_report(name, a, b);
     outcome_free(a);
     outcome_free(b);
 }

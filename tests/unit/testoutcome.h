@@ -66,6 +66,24 @@ static inline test_outcome *test_decode(dsq_input *in, const char *path)
     return o;
 }
 
+/* Says on stderr what a (libarchive) and b (ISA-L) said about name, member by member,
+ * and counts a failure: for a differential test that found them apart. */
+static inline void test_outcome_report(const char *name, const test_outcome *a,
+                                       const test_outcome *b)
+{
+    fprintf(stderr, "differ %s: libarchive open %d, %d members, next %d (%s); "
+                    "ISA-L open %d, %d members, next %d (%s)\n",
+            name, a->open_rc, a->n, a->next_rc, a->next_msg, b->open_rc, b->n, b->next_rc,
+            b->next_msg);
+    for (int i = 0; i < a->n || i < b->n; i++)
+        if (i < TEST_MAX_MEMBERS)
+            fprintf(stderr,
+                    "  member %d '%s'/'%s': %zu/%zu bytes (first %zu/%zu), rc %d/%d (%s | %s)\n",
+                    i, a->name[i], b->name[i], a->data[i].n, b->data[i].n, a->first[i],
+                    b->first[i], a->read_rc[i], b->read_rc[i], a->read_msg[i], b->read_msg[i]);
+    test_failures++;
+}
+
 /* Whether x's bytes begin y's. */
 static inline int test_prefix(const test_buf *x, const test_buf *y)
 {
