@@ -139,6 +139,9 @@ struct dsq_indexer {
     dsq_error *walk_err;    /* where index failures during a walk go */
     uint32_t cur_source, cur_run, cur_seq;
     uint32_t cur_checkpoints; /* checkpoints of the file so far (see checkpoint) */
+    /* problems of the current file's attempt so far, and how many of them to keep
+     * quiet: an earlier attempt at it (lost when the map grew) said them already */
+    uint32_t file_problems, mute;
     dsq_error *cur_err;     /* where a write failure inside the emit callback goes */
     dsq_index_stats pend;   /* this file's numbers until its commit succeeds */
     const char *cur_abs;    /* the file's absolute path (its source record's key) */
@@ -205,6 +208,20 @@ static int add_job(dsq_indexer *ix, int kind, const char *path, const char *abs,
                    const dsq_file_info *fi, const dsq_error *e, dsq_error *err);
 static int write_window(dsq_indexer *ix, dsq_error *err);
 
+/* Reports a problem of the file being indexed, unless an earlier attempt at it
+ * said it already (a file is read again after the map grew: the problems come in
+ * the same order each time). */
+static void file_problem(dsq_indexer *ix, const dsq_error *e)
+{
+    ix->file_problems++;
+    if (ix->mute) {
+        ix->mute--;
+        return;
+    }
+    if (ix->p.problem)
+        ix->p.problem(ix->p.ctx, e);
+}
+
 static void problem(dsq_indexer *ix, dsq_error *e, const char *member)
 {
     dsq_error_where(e, ix->cur_path, member);
@@ -212,8 +229,7 @@ static void problem(dsq_indexer *ix, dsq_error *e, const char *member)
         if (add_job(ix, JOB_PROBLEM, NULL, NULL, NULL, e, ix->walk_err) == 0)
             return;
     }
-    if (ix->p.problem)
-        ix->p.problem(ix->p.ctx, e);
+    file_problem(ix, e);
 }
 
 /* Writes one buffered block and empties it. */
@@ -914,12 +930,18 @@ static void file_end(dsq_indexer *ix)
  * and counts it. No file may be waiting for a commit in the open write (the open
  * group is empty). */
 static int index_file_now(dsq_indexer *ix, const char *abs, const dsq_file_info *fi,
-                          dsq_error *err)
+                          uint32_t said, dsq_error *err)
 {
     int status = DSQ_ELIMIT;
-    for (int i = 0; i < MAX_MAP_RETRIES && status == DSQ_ELIMIT; i++)
+    for (int i = 0; i < MAX_MAP_RETRIES && status == DSQ_ELIMIT; i++) {
+        ix->file_problems = 0;
+        ix->mute = said;
         if ((status = index_file_once(ix, abs, fi, err)) == 0)
             status = dsq_store_commit(ix->p.store, err);
+        if (ix->file_problems > said)
+            said = ix->file_problems;
+    }
+    ix->mute = 0;
     if (status == 0 && ix->pend.members + ix->pend.members_failed > 0) {
         ix->st.files_indexed++;
         add_stats(&ix->st, &ix->pend);
@@ -1087,6 +1109,7 @@ typedef struct job {
     char *path, *abs, *inner, *run; /* one allocation (inner may be NULL) */
     dsq_file_info fi;
     dsq_error *err;    /* JOB_*PROBLEM: what to report */
+    uint32_t said;     /* JOB_INDEX: the problems its attempt reported (file_problem) */
 } job;
 
 enum msg_type {
@@ -1275,7 +1298,7 @@ static int job_now(dsq_indexer *ix, size_t i, dsq_error *err)
 {
     const job *j = &ix->jobs[i];
     int status = job_current(ix, j, err);
-    return status ? status : index_file_now(ix, j->abs, &j->fi, err);
+    return status ? status : index_file_now(ix, j->abs, &j->fi, j->said, err);
 }
 
 /* The map filled and grew, and the open write is gone with the files of the open
@@ -1333,6 +1356,7 @@ static int group_add(dsq_indexer *ix, size_t i, dsq_error *err)
  * again; or it could not be opened. */
 static int group_take(dsq_indexer *ix, size_t i, int status, dsq_error *err)
 {
+    ix->jobs[i].said = ix->file_problems;
     if (status == DSQ_ELIMIT)
         return redo_group_and(ix, i, err);
     if (status < 0)
@@ -1374,6 +1398,7 @@ static int serial_file(dsq_indexer *ix, const char *path, const char *abs,
     if (status || (status = group_reserve(ix, err)))
         return status;
     size_t i = ix->njobs - 1;
+    ix->file_problems = 0;
     return group_take(ix, i, index_file_once(ix, abs, fi, err), err);
 }
 
@@ -1711,8 +1736,7 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
     if (type == MSG_OPEN_FAILED) { /* first, before anything is written */
         dsq_error e;
         memcpy(&e, data, sizeof e);
-        if (ix->p.problem)
-            ix->p.problem(ix->p.ctx, &e);
+        file_problem(ix, &e);
         ix->st.files_failed++;
         memset(&ix->pend, 0, sizeof ix->pend);
         if ((status = drain_file(ix, w, err)))
@@ -1753,8 +1777,7 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
         } else if (type == MSG_PROBLEM) {
             msg_problem m;
             memcpy(&m, data, sizeof m);
-            if (ix->p.problem)
-                ix->p.problem(ix->p.ctx, &m.e);
+            file_problem(ix, &m.e);
             if (m.counts) {
                 ix->pend.members_failed++;
                 rec.errors++;
@@ -1806,6 +1829,7 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
     if ((status = group_reserve(ix, err)))
         return status;
     int drained = 0;
+    ix->file_problems = 0;
     status = par_file_once(ix, w, j, &drained, err);
     /* the map grew and the open write is gone: what the worker read of this file
      * too, which is read again here */

@@ -78,7 +78,7 @@ void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n)
 {
     it->p = data;
     it->end = it->p + n;
-    it->prev_t = 0;
+    it->prev = (dsq_group_prev){0, 0};
 }
 
 int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e)
@@ -86,40 +86,44 @@ int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e)
     if (it->p == it->end)
         return 0;
     const unsigned char *p = it->p;
-    uint64_t rank1, source, len;
-    if (dsq_varint_get(&p, it->end, &rank1) || rank1 > UINT32_MAX ||
+    uint64_t dhost, rank1, source, len;
+    if (dsq_varint_get(&p, it->end, &dhost) || dhost > UINT32_MAX ||
+        dsq_varint_get(&p, it->end, &rank1) || rank1 > UINT32_MAX ||
         dsq_varint_get(&p, it->end, &source) || source > UINT32_MAX ||
         dsq_varint_get(&p, it->end, &len) || len > (uint64_t)(it->end - p) ||
-        dsq_summary_get(p, (size_t)len, it->prev_t, &e->rec, &e->pairs, &e->npairs)) {
+        dsq_summary_get(p, (size_t)len, it->prev.t, &e->rec, &e->pairs, &e->npairs)) {
         it->p = it->end; /* the entries after a damaged one cannot be found */
         return -1;
     }
+    e->host = it->prev.host + (uint32_t)dhost;
     e->rank = (int32_t)((uint32_t)rank1 - 1u);
     e->source = (uint32_t)source;
     e->raw = it->p;
     e->raw_len = (size_t)(p + len - it->p);
-    e->base = it->prev_t;
-    it->prev_t = e->rec.first_t;
+    e->base = it->prev;
+    it->prev = (dsq_group_prev){e->rec.first_t, e->host};
     it->p = p + len;
     return 1;
 }
 
-unsigned char *dsq_group_put(unsigned char *out, int64_t *prev_t, const dsq_group_entry *e)
+unsigned char *dsq_group_put(unsigned char *out, dsq_group_prev *prev, const dsq_group_entry *e)
 {
-    if (e->raw && e->base == *prev_t) { /* as stored: nothing before it changed its base */
+    const dsq_group_prev was = *prev;
+    *prev = (dsq_group_prev){e->rec.first_t, e->host};
+    if (e->raw && e->base.t == was.t && e->base.host == was.host) { /* as stored: nothing
+                                                                        before it changed */
         memcpy(out, e->raw, e->raw_len);
-        *prev_t = e->rec.first_t;
         return out + e->raw_len;
     }
     unsigned char body[DSQ_SUMMARY_MAX];
-    size_t n = dsq_summary_put(body, &e->rec, *prev_t);
-    unsigned char *p = dsq_varint_put(out, (uint32_t)e->rank + 1u);
+    size_t n = dsq_summary_put(body, &e->rec, was.t);
+    unsigned char *p = dsq_varint_put(out, e->host - was.host);
+    p = dsq_varint_put(p, (uint32_t)e->rank + 1u);
     p = dsq_varint_put(p, e->source);
     p = dsq_varint_put(p, n + e->npairs);
     memcpy(p, body, n);
     p += n;
     if (e->npairs)
         memcpy(p, e->pairs, e->npairs);
-    *prev_t = e->rec.first_t;
     return p + e->npairs;
 }

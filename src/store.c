@@ -121,10 +121,19 @@ struct dsq_store {
     ptrdiff_t vis_n;
     unsigned char *grp; /* a series group record being written (write_groups) */
     size_t grp_cap;
+    unsigned char *grpz; /* its records packed by zstd (write_groups) */
+    size_t grpz_cap;
+    /* group records' bytes unpacked (group_bytes): by the writer (put_series,
+     * drop_from_groups), a scan's visit, a lookup and a run rollup's merge, which
+     * may run inside a visit */
+    struct group_buf {
+        unsigned char *p;
+        size_t cap;
+    } gb_put, gb_vis, gb_get, gb_roll;
     dsq_group_entry *ment; /* the entries of a group being rewritten */
     size_t ment_cap;
     size_t *piece_end, *piece_first; /* write_groups: where each record's bytes end in
-                                        grp, and its first entry */
+                                        grpz, and its first entry */
     size_t piece_cap, piece_first_cap;
     uint64_t read_since_release; /* group bytes read since the map was let go of */
     uint32_t puts_since_look;    /* puts since the map's resident size was looked at */
@@ -868,6 +877,11 @@ void dsq_store_close(dsq_store *st)
     free(st->unpacked);
     free(st->looked);
     free(st->zrun);
+    free(st->grpz);
+    free(st->gb_put.p);
+    free(st->gb_vis.p);
+    free(st->gb_get.p);
+    free(st->gb_roll.p);
     free(st->sr_f);
     free(st->sr_a);
     free(st->sr_h);
@@ -1242,6 +1256,7 @@ static void pending_entry(const dsq_store *st, const ser_ref *r, dsq_group_entry
     const unsigned char *p = st->ser + r->at;
     uint32_t n;
     memcpy(&n, p + DSQ_SERIES_KEY_LEN, 4);
+    e->host = (uint32_t)(r->b >> 32);
     e->rank = (int32_t)((uint32_t)r->b - 1u);
     e->source = r->source;
     e->pairs = p + DSQ_SERIES_KEY_LEN + 4;
@@ -1263,16 +1278,20 @@ static void prefetch_entry(const dsq_store *st, const ser_ref *r)
     __builtin_prefetch(p + 64);
 }
 
-/* An entry's place in its group's order: rank + 1, then source. */
-static uint64_t entry_order(const dsq_group_entry *e)
+/* Where waiting series r goes against stored entry e in their group's order (host,
+ * rank + 1, source): < 0 before it, 0 in its place, > 0 after it. */
+static int entry_cmp(const ser_ref *r, const dsq_group_entry *e)
 {
-    return (uint64_t)((uint32_t)e->rank + 1u) << 32 | e->source;
+    uint64_t b = (uint64_t)e->host << 32 | ((uint32_t)e->rank + 1u);
+    if (r->b != b)
+        return r->b < b ? -1 : 1;
+    return (r->source > e->source) - (r->source < e->source);
 }
 
 /* The group record of the series key target (20 bytes): the last record of its
- * (run, field, host) whose key is not after target, or else the first of them;
- * 0 with the cursor on it (*k, *v), MDB_NOTFOUND when (run, field, host) has none,
- * or an LMDB error. */
+ * (run, field) whose key is not after target, or else the first of them; 0 with
+ * the cursor on it (*k, *v), MDB_NOTFOUND when (run, field) has none, or an LMDB
+ * error. */
 static int group_at(MDB_cursor *c, const unsigned char *target, MDB_val *k, MDB_val *v)
 {
     *k = (MDB_val){DSQ_SERIES_KEY_LEN, (void *)target};
@@ -1298,38 +1317,127 @@ static int group_at(MDB_cursor *c, const unsigned char *target, MDB_val *k, MDB_
                : MDB_NOTFOUND;
 }
 
-/* Writes st->ment[0..n) (one (run, field, host), in order; prefix: its 12 key
- * bytes) as group records of at most GROUP_MAX entries and GROUP_BYTES bytes (but
- * one entry bigger than that alone), each keyed by its first entry, after
- * deleting the record of key old (NULL: none). A record that size stays in its
- * B-tree page: a bigger one takes overflow pages, which LMDB frees and finds
- * again on every rewrite, searching its free list. The entries may point into the
- * record deleted: all are packed before anything is deleted. */
+/* A group record packed by zstd is GROUP_ZMARK and then the frame: a varint that
+ * is never written (0 in two bytes), so no record of entries starts with it. */
+static const unsigned char GROUP_ZMARK[2] = {0x80, 0x00};
+#define GROUP_UNPACKED_MAX ((size_t)1 << 24)
+
+/* A group record's bytes (v's own or, packed, unpacked into b): 0, DSQ_ENOMEM, or
+ * -1 when the record is damaged. */
+static int group_bytes(dsq_store *st, struct group_buf *b, const MDB_val *v,
+                       const unsigned char **p, size_t *n)
+{
+    const unsigned char *d = v->mv_data;
+    if (v->mv_size < sizeof GROUP_ZMARK || memcmp(d, GROUP_ZMARK, sizeof GROUP_ZMARK) != 0) {
+        *p = d;
+        *n = v->mv_size;
+        return 0;
+    }
+    d += sizeof GROUP_ZMARK;
+    size_t zn = v->mv_size - sizeof GROUP_ZMARK;
+    unsigned long long size = ZSTD_getFrameContentSize(d, zn);
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > GROUP_UNPACKED_MAX)
+        return -1;
+    if (reserve(&b->p, &b->cap, (size_t)size + 1) || (!st->zd && !(st->zd = ZSTD_createDCtx())))
+        return DSQ_ENOMEM;
+    size_t got = ZSTD_decompressDCtx(st->zd, b->p, (size_t)size + 1, d, zn);
+    if (ZSTD_isError(got) || got != size)
+        return -1;
+    *p = b->p;
+    *n = got;
+    return 0;
+}
+
+/* group_bytes for an iterator: a damaged record reads as no entries (as the rest
+ * of a record after a damaged entry does); 0 or DSQ_ENOMEM. */
+static int group_iter(dsq_store *st, struct group_buf *b, const MDB_val *v, dsq_group_iter *it)
+{
+    const unsigned char *p;
+    size_t n;
+    int r = group_bytes(st, b, v, &p, &n);
+    if (r == DSQ_ENOMEM)
+        return r;
+    dsq_group_iter_init(it, r ? NULL : p, r ? 0 : n);
+    return 0;
+}
+
+/* Writes st->ment[0..n) (one (run, field), in order; prefix: its 8 key bytes) as
+ * group records, each keyed by its first entry, after deleting the record of key
+ * old (NULL: none). A record holds at most GROUP_MAX entries of GROUP_RAW bytes,
+ * packed by zstd at GROUP_LEVEL when they are GROUP_ZMIN bytes or more and that is
+ * shorter, and takes at most GROUP_STORED bytes so (one entry bigger alone): four
+ * fill a B-tree page (a record past half a page takes overflow pages of its own,
+ * which LMDB frees and finds again on every rewrite, searching its free list; and
+ * pages of records half that size were a quarter empty). The entries may point
+ * into the record deleted: all are packed before anything is deleted. */
 #define GROUP_MAX 64
-#define GROUP_BYTES 1536
+#define GROUP_RAW 4096
+#define GROUP_STORED 980
+#define GROUP_ZMIN 256
+#define GROUP_LEVEL (-1)
+
+/* Packs st->ment[i..j) as one record's entries into st->grp; returns their end. */
+static unsigned char *group_entries(dsq_store *st, size_t i, size_t j)
+{
+    unsigned char *o = st->grp;
+    dsq_group_prev prev = {0, 0};
+    for (; i < j; i++)
+        o = dsq_group_put(o, &prev, &st->ment[i]);
+    return o;
+}
+
+/* The record of the n bytes of entries in st->grp, into out (room for
+ * ZSTD_compressBound(n) + 2): packed (GROUP_ZMARK, frame) when that is shorter.
+ * Returns its length. */
+static size_t group_record(dsq_store *st, size_t n, unsigned char *out, size_t room)
+{
+    if (n >= GROUP_ZMIN) {
+        size_t z = ZSTD_compressCCtx(st->zc, out + sizeof GROUP_ZMARK, room - sizeof GROUP_ZMARK,
+                                     st->grp, n, GROUP_LEVEL);
+        if (!ZSTD_isError(z) && z + sizeof GROUP_ZMARK < n) {
+            memcpy(out, GROUP_ZMARK, sizeof GROUP_ZMARK);
+            return z + sizeof GROUP_ZMARK;
+        }
+    }
+    memcpy(out, st->grp, n);
+    return n;
+}
+
 static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefix,
                         const unsigned char *old, size_t n, dsq_error *err)
 {
-    unsigned char *o = st->grp, *start = st->grp;
-    size_t pieces = 0, in_piece = 0;
-    int64_t prev = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char *at = o;
-        o = dsq_group_put(o, &prev, &st->ment[i]);
-        if (in_piece && (in_piece == GROUP_MAX || (size_t)(o - start) > GROUP_BYTES)) {
-            start = at; /* entry i starts the next record, packed anew from base 0 */
-            prev = 0;
-            in_piece = 0;
-            o = dsq_group_put(at, &prev, &st->ment[i]);
+    size_t pieces = 0, out = 0;
+    if (!st->zc && !(st->zc = ZSTD_createCCtx()))
+        return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+    for (size_t i = 0; i < n;) {
+        /* as many entries as GROUP_RAW bytes hold, then fewer while they take more
+         * than GROUP_STORED bytes (as many as would fit at their ratio) */
+        unsigned char *o = st->grp;
+        dsq_group_prev prev = {0, 0};
+        size_t j = i;
+        for (; j < n && j - i < GROUP_MAX; j++) {
+            unsigned char *e = dsq_group_put(o, &prev, &st->ment[j]);
+            if (j > i && (size_t)(e - st->grp) > GROUP_RAW)
+                break;
+            o = e;
         }
-        if (!in_piece++) {
-            if (grow_arr((void **)&st->piece_end, &st->piece_cap, pieces, sizeof *st->piece_end) ||
-                grow_arr((void **)&st->piece_first, &st->piece_first_cap, pieces,
-                         sizeof *st->piece_first))
+        for (;;) {
+            size_t raw = (size_t)(o - st->grp), room = ZSTD_compressBound(raw) + sizeof GROUP_ZMARK;
+            if (reserve(&st->grpz, &st->grpz_cap, out + room) ||
+                grow_arr((void **)&st->piece_end, &st->piece_cap, pieces, sizeof *st->piece_end) ||
+                grow_arr((void **)&st->piece_first, &st->piece_first_cap, pieces, sizeof *st->piece_first))
                 return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
-            st->piece_first[pieces++] = i;
+            size_t len = group_record(st, raw, st->grpz + out, room);
+            if (len <= GROUP_STORED || j - i == 1) {
+                st->piece_first[pieces] = i;
+                st->piece_end[pieces++] = out += len;
+                i = j;
+                break;
+            }
+            size_t keep = (j - i) * GROUP_STORED / len;
+            j = i + (keep < 1 ? 1 : keep < j - i ? keep : j - i - 1);
+            o = group_entries(st, i, j);
         }
-        st->piece_end[pieces - 1] = (size_t)(o - st->grp);
     }
     int rc = 0;
     if (old) {
@@ -1342,9 +1450,10 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
         size_t lo = st->piece_first[p], from = p ? st->piece_end[p - 1] : 0;
         unsigned char key[DSQ_SERIES_KEY_LEN];
         memcpy(key, prefix, DSQ_GROUP_PREFIX_LEN);
+        put_be32(key + 8, st->ment[lo].host);
         put_be32(key + 12, (uint32_t)st->ment[lo].rank + 1u);
         put_be32(key + 16, st->ment[lo].source);
-        MDB_val k = {sizeof key, key}, v = {st->piece_end[p] - from, st->grp + from};
+        MDB_val k = {sizeof key, key}, v = {st->piece_end[p] - from, st->grpz + from};
         MDB_val tail = {st->ser_tail_n, st->ser_tail};
         int append = st->ser_appends && (!st->ser_tail_n || key_cmp(&k, &tail) > 0);
         note_put(st);
@@ -1357,15 +1466,15 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
     return rc ? put_failed(st, rc, err, "writing rollups") : 0;
 }
 
-/* Room for n entries in st->ment and for a group of `bytes` stored bytes and
- * `extra` new ones re-packed in st->grp (an entry takes at least 10 bytes, and a
- * new base adds at most DSQ_VARINT_MAX to its head and summary). */
+/* Room for n entries in st->ment and for a group of `bytes` stored bytes (its
+ * entries unpacked) and `extra` new ones re-packed in st->grp: a new base (host
+ * and time) adds at most 2 DSQ_VARINT_MAX to an entry's head and summary. */
 static int group_room(dsq_store *st, size_t n, size_t bytes, size_t extra)
 {
     while (st->ment_cap < n)
         if (grow_arr((void **)&st->ment, &st->ment_cap, st->ment_cap, sizeof *st->ment))
             return -1;
-    return reserve(&st->grp, &st->grp_cap, 2 * bytes + extra + DSQ_VARINT_MAX);
+    return reserve(&st->grp, &st->grp_cap, bytes + extra + (n + 1) * 2 * DSQ_VARINT_MAX);
 }
 
 /* Merges a group's entries into the run rollup of its (field, run), made anew
@@ -1450,21 +1559,31 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
             if (has_next)
                 memcpy(next, nk.mv_data, sizeof next);
         }
-        /* the waiting series of this record: same (run, field, host), before next */
+        /* the waiting series of this record: same (run, field), before next */
         size_t y = x, extra = 0;
-        for (; y < st->ser_n && r[y].a == r[x].a && r[y].b >> 32 == r[x].b >> 32; y++) {
+        for (; y < st->ser_n && r[y].a == r[x].a; y++) {
             const unsigned char *ky = st->ser + r[y].at;
             if (y + SER_AHEAD < st->ser_n) /* in sorted order, they lie anywhere in ser */
                 prefetch_entry(st, &r[y + SER_AHEAD]);
-            if (has_next && memcmp(ky + DSQ_GROUP_PREFIX_LEN, next + DSQ_GROUP_PREFIX_LEN, 8) >= 0)
+            if (has_next && memcmp(ky + DSQ_GROUP_PREFIX_LEN, next + DSQ_GROUP_PREFIX_LEN,
+                                   DSQ_SERIES_KEY_LEN - DSQ_GROUP_PREFIX_LEN) >= 0)
                 break;
             uint32_t np;
             memcpy(&np, ky + DSQ_SERIES_KEY_LEN, 4);
             extra += DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + np;
         }
-        size_t stored = found ? v.mv_size : 0;
-        if (found)
-            note_read(st, stored);
+        const unsigned char *gp = NULL;
+        size_t stored = 0;
+        if (found) {
+            note_read(st, v.mv_size);
+            int g = group_bytes(st, &st->gb_put, &v, &gp, &stored);
+            if (g == DSQ_ENOMEM) {
+                status = dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+                break;
+            }
+            if (g) /* damaged: its entries are left out */
+                stored = 0;
+        }
         if (group_room(st, (y - x) + stored / 8 + 1, stored, extra)) {
             status = dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
             break;
@@ -1473,17 +1592,16 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
         dsq_group_entry oe;
         int have_old = 0;
         if (found) {
-            dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+            dsq_group_iter_init(&it, gp, stored);
             have_old = dsq_group_next(&it, &oe) == 1; /* a damaged rest is left out */
         }
         size_t n = 0;
         for (size_t i = x; i < y || have_old;) {
             while (i + 1 < y && r[i + 1].b == r[i].b && r[i + 1].source == r[i].source)
                 i++; /* the last put is the one stored */
-            uint64_t pk = i < y ? (r[i].b & 0xFFFFFFFFu) << 32 | r[i].source : UINT64_MAX;
-            uint64_t ok = have_old ? entry_order(&oe) : UINT64_MAX;
-            if (i < y && pk <= ok) {
-                if (have_old && pk == ok) /* replaced */
+            int cmp = i >= y ? 1 : have_old ? entry_cmp(&r[i], &oe) : -1;
+            if (cmp <= 0) {
+                if (cmp == 0) /* replaced */
                     have_old = dsq_group_next(&it, &oe) == 1;
                 pending_entry(st, &r[i++], &st->ment[n++]);
             } else {
@@ -1513,37 +1631,49 @@ static int flush_series(dsq_store *st, dsq_error *err)
     return status;
 }
 
-/* Takes the entries of `source` out of the group records of (run, field, host)
- * (prefix: 12 key bytes), and the chunks of those that have any. */
+/* Takes the entries of `source` of one host out of the group records of its (run,
+ * field) (prefix: 12 key bytes, run, field and host), and the chunks of those that
+ * have any: the records from the one holding the host's first entries (group_at) to
+ * the last that starts at the host. */
 static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t source,
                             dsq_error *err)
 {
     MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(st->txn, st->series, &c), status = 0;
+    int rc = mdb_cursor_open(st->txn, st->series, &c), status = 0, first = 1;
+    const uint32_t host = get_be32(prefix + 8);
     unsigned char at[DSQ_SERIES_KEY_LEN];
-    memcpy(at, prefix, DSQ_GROUP_PREFIX_LEN);
-    memset(at + DSQ_GROUP_PREFIX_LEN, 0, sizeof at - DSQ_GROUP_PREFIX_LEN);
+    memcpy(at, prefix, 12);
+    memset(at + 12, 0, sizeof at - 12);
     size_t nchunked = 0;
-    while (!rc && !status) { /* each record of the prefix, from `at` on */
+    while (!rc && !status) { /* each record from `at` on */
         MDB_val k = {sizeof at, at}, v;
-        if ((rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)))
-            break;
-        if (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, prefix, DSQ_GROUP_PREFIX_LEN) != 0) {
+        if (first)
+            rc = group_at(c, at, &k, &v);
+        else if (!(rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)) &&
+                 (k.mv_size != DSQ_SERIES_KEY_LEN || memcmp(k.mv_data, prefix, DSQ_GROUP_PREFIX_LEN) != 0))
             rc = MDB_NOTFOUND;
+        first = 0;
+        if (rc)
+            break;
+        if (get_be32((const unsigned char *)k.mv_data + 8) > host) {
+            rc = MDB_NOTFOUND; /* the records of later hosts */
             break;
         }
         unsigned char old[DSQ_SERIES_KEY_LEN];
         memcpy(old, k.mv_data, sizeof old);
-        if (group_room(st, v.mv_size / 8 + 1, v.mv_size, 0)) {
+        const unsigned char *gp;
+        size_t gn;
+        int g = group_bytes(st, &st->gb_put, &v, &gp, &gn);
+        if (g == DSQ_ENOMEM || (!g && group_room(st, gn / 8 + 1, gn, 0))) {
             status = dsq_error_set(err, DSQ_ENOMEM, "dropping rollups: out of memory");
             break;
         }
         dsq_group_iter it;
         dsq_group_entry e;
         size_t n = 0, dropped = 0;
-        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+        dsq_group_iter_init(&it, g ? NULL : gp, g ? 0 : gn); /* damaged: left as it is */
         while (dsq_group_next(&it, &e) == 1) {
-            if (e.source != source) {
+            if (e.source != source || e.host != host) {
                 st->ment[n++] = e;
                 continue;
             }
@@ -1562,9 +1692,10 @@ static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t
         /* the next record: after old (a record rewritten without the source's
          * entries starts at or after old, and is read again, for nothing) */
         memcpy(at, old, sizeof at);
-        for (int i = DSQ_SERIES_KEY_LEN - 1; i >= DSQ_GROUP_PREFIX_LEN && ++at[i] == 0; i--)
-            ;
-        if (memcmp(at + DSQ_GROUP_PREFIX_LEN, "\0\0\0\0\0\0\0\0", 8) == 0)
+        int i = DSQ_SERIES_KEY_LEN - 1;
+        while (i >= DSQ_GROUP_PREFIX_LEN && ++at[i] == 0)
+            i--;
+        if (i < DSQ_GROUP_PREFIX_LEN)
             break; /* old was the last key of the prefix */
     }
     if (c)
@@ -1572,7 +1703,7 @@ static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t
     if (rc && rc != MDB_NOTFOUND && !status)
         status = put_failed(st, rc, err, "dropping rollups");
     unsigned char sk[DSQ_SERIES_KEY_LEN];
-    memcpy(sk, prefix, DSQ_GROUP_PREFIX_LEN);
+    memcpy(sk, prefix, 12); /* run, field, host */
     put_be32(sk + 16, source);
     for (size_t i = 0; i < nchunked && !status; i++) {
         put_be32(sk + 12, (uint32_t)st->drop_rank[i] + 1u);
@@ -1696,7 +1827,10 @@ static int runroll_merge(dsq_store *st, MDB_txn *txn, uint32_t field, uint32_t r
             note_read(st, v.mv_size);
         dsq_group_iter it;
         dsq_group_entry e;
-        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
+        if (group_iter(st, &st->gb_roll, &v, &it)) {
+            rc = ENOMEM;
+            break;
+        }
         while (dsq_group_next(&it, &e) == 1)
             dsq_series_merge(acc, &e.rec, field >= DSQ_SERIES_KIND_BASE);
     }
@@ -2696,12 +2830,13 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
             return 0;
         return ss->fn(ss->ctx, &sk, &rec);
     }
-    sk.host = get_be32((const unsigned char *)k->mv_data + 8);
     dsq_group_iter it;
     dsq_group_entry e;
     int status = 0;
-    dsq_group_iter_init(&it, v->mv_data, v->mv_size);
+    if (group_iter(st, &st->gb_vis, v, &it))
+        return dsq_error_set(ss->err, DSQ_ENOMEM, "reading rollups");
     while (!status && dsq_group_next(&it, &e) == 1) { /* a damaged rest is skipped */
+        sk.host = e.host;
         sk.rank = e.rank;
         sk.source = e.source;
         series_key_pack(&sk, st->vis_key);
@@ -2713,8 +2848,8 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
     return status;
 }
 
-/* Scans series groups (keys of 12 bytes: run, field, host) or run rollups (8 bytes:
- * field, run). */
+/* Scans series groups (keys of 20 bytes: run, field, and the first entry's host,
+ * rank + 1 and source) or run rollups (8 bytes: field, run). */
 static int scan_series_in(dsq_store *st, MDB_dbi dbi, uint32_t field_lo, uint32_t field_hi,
                           uint32_t run, dsq_store_series_fn fn, void *ctx, dsq_error *err)
 {
@@ -2833,10 +2968,13 @@ int dsq_store_series_get(dsq_store *st, const dsq_series_key *sk, dsq_series_rec
     if ((rc = mdb_cursor_open(txn, st->series, &c)) == 0 && (rc = group_at(c, pre, &k, &v)) == 0) {
         dsq_group_iter it;
         dsq_group_entry e;
-        int got;
-        dsq_group_iter_init(&it, v.mv_data, v.mv_size);
-        while ((got = dsq_group_next(&it, &e)) == 1 && !(e.rank == sk->rank && e.source == sk->source))
-            ;
+        int got = 0;
+        if (group_iter(st, &st->gb_get, &v, &it))
+            status = dsq_error_set(err, DSQ_ENOMEM, "reading rollups");
+        else
+            while ((got = dsq_group_next(&it, &e)) == 1 &&
+                   !(e.host == sk->host && e.rank == sk->rank && e.source == sk->source))
+                ;
         if (got == 1) { /* its own pairs, unpacked (zrun_pack) or copied */
             const unsigned char *q;
             size_t qn;

@@ -52,8 +52,10 @@
  * in columns (event.h); 8: a field's values name their event, whose time its kind's count
  * series keeps (DSQ_SERIES_TIMES_BASE, rollup.c); 11: a chunked series' few pairs
  * after its last chunk kept in its record (dsq_store_series_put); 12: series and chunk
- * keys run first (a new run's are appended: store.c, series_key_pack) */
-#define DSQ_STORE_SCHEMA 12
+ * keys run first (a new run's are appended: store.c, series_key_pack); 13: series
+ * groups span the hosts of a (run, field), records of 256 bytes and more packed by
+ * zstd (sergroup.h, store.c write_groups) */
+#define DSQ_STORE_SCHEMA 13
 #define DSQ_BLOCK_KEY_LEN 28
 #define DSQ_REC_FAMILIES 32
 #define DSQ_REC_LEVELS 8
@@ -80,7 +82,7 @@ typedef struct dsq_block_key {
  * rollup. Apart from the kinds' count series, which counting queries read. */
 #define DSQ_SERIES_TIMES_BASE 0xFF800000u
 #define DSQ_SERIES_KEY_LEN 20
-#define DSQ_GROUP_PREFIX_LEN 12 /* run, field, host: what a series group record shares */
+#define DSQ_GROUP_PREFIX_LEN 8 /* run, field: what a series group record shares */
 
 typedef struct dsq_series_key {
     uint32_t field, run, host;

@@ -222,7 +222,7 @@ static void fuzz_groups(const uint8_t *data, size_t size)
     dsq_group_entry *in = calloc(n ? n : 1, sizeof *in);
     unsigned char *g = malloc(n * (DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX) + 1);
     unsigned char *o = g;
-    int64_t prev = 0;
+    dsq_group_prev prev = {0, 0};
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = data + REC * i;
         dsq_series_rec *r = &in[i].rec;
@@ -238,13 +238,14 @@ static void fuzz_groups(const uint8_t *data, size_t size)
         r->unit = p[68];
         memcpy(&in[i].rank, p + 69, 4);
         in[i].source = (uint32_t)p[73] | (uint32_t)p[74] << 8 | (uint32_t)p[75] << 16;
+        in[i].host = (uint32_t)p[74] * 16777619u + p[75]; /* any order: deltas wrap */
         o = dsq_group_put(o, &prev, &in[i]);
     }
     dsq_group_iter_init(&it, g, (size_t)(o - g));
     size_t k = 0;
     int got;
     while ((got = dsq_group_next(&it, &e)) == 1) {
-        if (k >= n || e.rank != in[k].rank || e.source != in[k].source || e.npairs ||
+        if (k >= n || e.host != in[k].host || e.rank != in[k].rank || e.source != in[k].source || e.npairs ||
             !dsq_summary_same(&in[k].rec, &e.rec))
             abort();
         k++;

@@ -61,9 +61,12 @@ static void test_group_round_trip_and_copy(void)
         goto done;
     dsq_group_entry in[N];
     unsigned char *o = g;
-    int64_t prev = 0;
+    dsq_group_prev prev = {0, 0};
     for (int i = 0; i < N; i++) {
-        in[i] = (dsq_group_entry){.rank = i == 0 ? -1 : i == 1 ? INT32_MAX - 1 : i % 9,
+        /* hosts mostly in order, as groups keep them, but also back and far */
+        uint32_t host = i == 5 ? UINT32_MAX : i == 6 ? 0 : (uint32_t)(i / 4 + 1);
+        in[i] = (dsq_group_entry){.host = host,
+                                  .rank = i == 0 ? -1 : i == 1 ? INT32_MAX - 1 : i % 9,
                                   .source = i == 2 ? UINT32_MAX : (uint32_t)(i * 131),
                                   .rec = rec_of(i)};
         in[i].pairs = (const unsigned char *)"\x01\x02\x03\x04\x05\x06\x07";
@@ -74,11 +77,12 @@ static void test_group_round_trip_and_copy(void)
     dsq_group_iter it;
     dsq_group_entry e;
     unsigned char *o2 = g2, *o3 = g3;
-    int64_t p2 = 0, p3 = 0;
+    dsq_group_prev p2 = {0, 0}, p3 = {0, 0};
     int n = 0;
     dsq_group_iter_init(&it, g, len);
     while (dsq_group_next(&it, &e) == 1) {
         if (n < N) {
+            CHECK_INT(e.host, in[n].host);
             CHECK_INT(e.rank, in[n].rank);
             CHECK_INT(e.source, in[n].source);
             CHECK(dsq_summary_same(&e.rec, &in[n].rec));
@@ -98,7 +102,7 @@ static void test_group_round_trip_and_copy(void)
     /* an entry left out: the next one is packed against the one before it */
     dsq_group_iter_init(&it, g, len);
     o2 = g2;
-    p2 = 0;
+    p2 = (dsq_group_prev){0, 0};
     for (int i = 0; dsq_group_next(&it, &e) == 1; i++)
         if (i != 4)
             o2 = dsq_group_put(o2, &p2, &e);
@@ -108,6 +112,7 @@ static void test_group_round_trip_and_copy(void)
         int want = n < 4 ? n : n + 1;
         CHECK(dsq_summary_same(&e.rec, &in[want].rec));
         CHECK_INT(e.source, in[want].source);
+        CHECK_INT(e.host, in[want].host);
         n++;
     }
     CHECK_INT(n, N - 1);
@@ -124,9 +129,9 @@ static void test_group_damage_stops_inside(void)
 {
     unsigned char g[6 * (DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + 8)];
     unsigned char *o = g;
-    int64_t prev = 0;
+    dsq_group_prev prev = {0, 0};
     for (int i = 0; i < 6; i++) {
-        dsq_group_entry e = {.rank = i, .source = (uint32_t)i + 1, .rec = rec_of(i + 3)};
+        dsq_group_entry e = {.host = (uint32_t)i / 2 + 7, .rank = i, .source = (uint32_t)i + 1, .rec = rec_of(i + 3)};
         e.pairs = (const unsigned char *)"xyz";
         e.npairs = 3;
         o = dsq_group_put(o, &prev, &e);
