@@ -1368,12 +1368,17 @@ static int group_iter(dsq_store *st, struct group_buf *b, const MDB_val *v, dsq_
  * shorter, and takes at most GROUP_STORED bytes so (one entry bigger alone): four
  * fill a B-tree page (a record past half a page takes overflow pages of its own,
  * which LMDB frees and finds again on every rewrite, searching its free list; and
- * pages of records half that size were a quarter empty). The entries may point
- * into the record deleted: all are packed before anything is deleted. */
-#define GROUP_MAX 64
-#define GROUP_RAW 4096
+ * pages of records of 1-1.5 kB were a quarter empty). Records under GROUP_ZMIN are
+ * stored as they are: packing the 1000-run archive's (some 600 bytes each, 40 MB)
+ * took 0.115 s of CPU for an index 31 % smaller, from 1 kB on 0.045 s for 16 %
+ * (its records are written once); a big job's, rewritten at each commit, are 4-8 kB
+ * of ranks logging alike (100 MB log: index 12.7 -> 9.4 MB, its .zst 9.9). The
+ * entries may point into the record deleted: all are packed before anything is
+ * deleted. */
+#define GROUP_MAX 256
+#define GROUP_RAW 8192
 #define GROUP_STORED 980
-#define GROUP_ZMIN 256
+#define GROUP_ZMIN 1024
 #define GROUP_LEVEL (-1)
 
 /* Packs st->ment[i..j) as one record's entries into st->grp; returns their end. */

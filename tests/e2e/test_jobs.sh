@@ -188,6 +188,20 @@ dump "$DSQ_TMP/j1" >"$DSQ_TMP/dump1.txt" 2>&1
 dump "$DSQ_TMP/j-4" >"$DSQ_TMP/dump.txt" 2>&1
 check "re-run after a change: every event and answer as -j 1" cmp -s "$DSQ_TMP/dump1.txt" "$DSQ_TMP/dump.txt"
 
+# a damaged file first in a group whose write fills the map: the group is read again,
+# and the damage is said once (it was said twice, by each reading), with workers or
+# without
+P="$DSQ_TMP/redo/run"
+mkdir -p "$P"
+head -c 20000 "$A/run-files/gpu003.log.gz" >"$P/a-bad.log.gz"
+for i in $(seq -w 1 12); do gen 0.2 "$P/b-$i.log" --seed "$i"; done
+for jobs in 1 2; do
+    DSQ_MAP_BYTES=65536 index_quiet "$DSQ_TMP/redo$jobs" -j "$jobs" "$P"
+    expect_code "-j $jobs, damage before the map grew: exit status" 1 "$STATUS"
+    expect_eq "-j $jobs, damage before the map grew: said once" 1 \
+        "$(printf '%s\n' "$PROBLEMS" | grep -c 'a-bad.log.gz.*truncated')"
+done
+
 # usage
 run_dsq --db "$DSQ_TMP/x" index -j 0 "$A"
 expect_code "-j 0 is refused" 2 "$RC"
