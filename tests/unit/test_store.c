@@ -1360,6 +1360,112 @@ static int on_series_check(void *ctx, const dsq_series_key *k, const dsq_series_
 /* Thousands of summaries put in random order in one write, many keys more than
  * once, come back in key order with the last value put for each (the commit sorts
  * them: sizes around its runs of 16 and merge passes). */
+/* Replaces every value of the series table by what damage(value, its length, out)
+ * makes of it (returns its new length). */
+static void damage_series(const char *dir, size_t (*damage)(const unsigned char *, size_t, unsigned char *))
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *c;
+    MDB_val k, v;
+    static unsigned char out[1 << 16];
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, dir, 0, 0644) == 0 && mdb_txn_begin(env, NULL, 0, &txn) == 0) {
+        CHECK_INT(mdb_dbi_open(txn, "series", 0, &dbi), 0);
+        CHECK_INT(mdb_cursor_open(txn, dbi, &c), 0);
+        while (mdb_cursor_get(c, &k, &v, MDB_NEXT) == 0 && v.mv_size <= sizeof out) {
+            MDB_val nv = {damage(v.mv_data, v.mv_size, out), out};
+            CHECK_INT(mdb_cursor_put(c, &k, &nv, MDB_CURRENT), 0);
+        }
+        mdb_cursor_close(c);
+        CHECK_INT(mdb_txn_commit(txn), 0);
+    }
+    mdb_env_close(env);
+}
+
+/* a packed record with a byte of its frame changed (one the frame then fails on:
+ * without a checksum, others may decode to other entries) */
+static size_t frame_byte_flipped(const unsigned char *p, size_t n, unsigned char *out)
+{
+    CHECK(n > 2 && p[0] == 0x80 && p[1] == 0x00); /* packed */
+    memcpy(out, p, n);
+    if (n > 12)
+        out[n - 5] ^= 0x5A;
+    return n;
+}
+
+/* a packed record cut short */
+static size_t frame_cut(const unsigned char *p, size_t n, unsigned char *out)
+{
+    memcpy(out, p, n);
+    return n > 8 ? n / 2 : n;
+}
+
+/* the mark alone, or with a frame saying it holds 2^40 bytes */
+static size_t frame_huge(const unsigned char *p, size_t n, unsigned char *out)
+{
+    (void)p;
+    static const unsigned char huge[] = {0x80, 0x00, 0x28, 0xB5, 0x2F, 0xFD, 0xA0, 0,
+                                         0,    0,    0,    1,    0,    0,    0};
+    memcpy(out, huge, sizeof huge);
+    return n % 2 ? 2 : sizeof huge;
+}
+
+/* A packed series group record that is damaged (a byte changed, cut short, a frame
+ * claiming 1 TB) so that it does not unpack reads as no series: the scan and the lookup find nothing and say
+ * nothing is wrong with the rest, and a write into its group replaces it. */
+static void test_series_group_damaged_packed_record(void)
+{
+    size_t (*const damages[])(const unsigned char *, size_t, unsigned char *) = {
+        frame_byte_flipped, frame_cut, frame_huge};
+    for (size_t d = 0; d < sizeof damages / sizeof damages[0]; d++) {
+        char tmp[64];
+        dsq_error err;
+        dsq_store *st = new_store(tmp, &err);
+        if (!st)
+            continue;
+        uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (int32_t rank = 0; rank < 64; rank++) { /* alike: one record, packed */
+            dsq_series_key k = {f, run, 1 + (uint32_t)rank / 8, rank, 1};
+            dsq_series_rec rec = {.count = 2, .sum = 3, .min = 1, .max = 2, .first_v = 1,
+                                  .last_v = 2, .first_t = 1000, .last_t = 2000};
+            CHECK_INT(dsq_store_series_put(st, &k, &rec, "\x01\x02\x03\x04\x05\x06\x07\x08", 8, &err), 0);
+        }
+        CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        dsq_store_close(st);
+        CHECK_INT(table_entries(tmp, "series"), 1);
+        damage_series(tmp, damages[d]);
+        if (!(st = open_store(tmp, 0)))
+            goto next;
+        series_seen s = {0};
+        CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series, &s, &err), 0);
+        CHECK_INT(s.n, 0);
+        dsq_series_key k5 = {f, run, 1, 5, 1};
+        dsq_series_rec got;
+        unsigned char *pairs = NULL;
+        size_t np = 0, cap = 0;
+        CHECK_INT(dsq_store_series_get(st, &k5, &got, &pairs, &np, &cap, &err), 0);
+        free(pairs);
+        CHECK_INT(dsq_store_begin(st, &err), 0); /* a new series of the group */
+        dsq_series_rec one = {.count = 1, .sum = 7, .min = 7, .max = 7, .first_v = 7,
+                              .last_v = 7, .first_t = 5, .last_t = 5};
+        CHECK_INT(dsq_store_series_put(st, &k5, &one, NULL, 0, &err), 0);
+        CHECK_INT(dsq_store_rollups_put(st, 2, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        memset(&s, 0, sizeof s);
+        CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series, &s, &err), 0);
+        CHECK_INT(s.n, 1);
+        CHECK(s.n == 1 && dsq_summary_same(&s.r[0], &one));
+        dsq_store_close(st);
+    next:
+        test_tmpdir_remove(tmp);
+    }
+}
+
 static void test_series_many_in_one_write_last_wins(void)
 {
     static const int sizes[] = {1, 15, 16, 17, 33, 1000, 4099};
@@ -2187,7 +2293,7 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_blocks_put_in_key_order_after_the_en
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
-          T(test_series_groups_across_sources), T(test_series_groups_split_and_merge),
+          T(test_series_groups_across_sources), T(test_series_groups_split_and_merge), T(test_series_group_damaged_packed_record),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_runroll_stale_until_its_run_goes_quiet),
           T(test_runroll_of_new_run_same_as_recomputed),
