@@ -8,10 +8,11 @@
  *   members   source id, member index (BE) -> dsq_member_rec + name
  *   srcblocks source id, block seq (BE) -> block key   so a source can be dropped
  *   series    run, field, host, rank + 1, source (BE) of its first series -> a
- *             group of up to 64 series of that (run, field, host), in (rank,
+ *             group of up to 256 series of that (run, field), in (host, rank,
  *             source) order: per series, its dsq_series_rec and a small series'
  *             pairs (a chunk, rollup.h), or a chunked one's few pairs after its
- *             last chunk, packed (sergroup.h)
+ *             last chunk, packed (sergroup.h); a record of 1 kB or more packed by
+ *             zstd when that is shorter (store.c, write_groups)
  *   chunks    series key (run, field, host, rank + 1, source), chunk seq (BE) ->
  *             the values of that series with their events (or times), or a
  *             kind's times (rollup.c)
