@@ -1369,16 +1369,19 @@ static int group_iter(dsq_store *st, struct group_buf *b, const MDB_val *v, dsq_
  * fill a B-tree page (a record past half a page takes overflow pages of its own,
  * which LMDB frees and finds again on every rewrite, searching its free list; and
  * pages of records of 1-1.5 kB were a quarter empty). Records under GROUP_ZMIN are
- * stored as they are: packing the 1000-run archive's (some 600 bytes each, 40 MB)
- * took 0.115 s of CPU for an index 31 % smaller, from 1 kB on 0.045 s for 16 %
- * (its records are written once); a big job's, rewritten at each commit, are 4-8 kB
- * of ranks logging alike (100 MB log: index 12.7 -> 9.4 MB, its .zst 9.9). The
- * entries may point into the record deleted: all are packed before anything is
- * deleted. */
+ * stored as they are, and so is one that would pack too little to hold more
+ * entries under GROUP_STORED (from GROUP_ZMIN on, only what packs to 64 % or less):
+ * the 1000-run archive's records (some 600 bytes each, written once, 40 MB) packed
+ * from 256 bytes took 0.115 s of CPU for an index 31 % smaller, from 1 kB 0.045 s
+ * for 16 % (its wall time up 2-5 %); from 1.5 kB next to nothing, for 6 %. A big
+ * job's records are of ranks logging alike, rewritten at each commit (100 MB log:
+ * index 12.7 -> 9.5 MB, its .zst 9.9; 8,000 per-rank files of one run: 40.2 -> 18.6
+ * MB). The entries may point into the record deleted: all are packed before
+ * anything is deleted. */
 #define GROUP_MAX 256
 #define GROUP_RAW 8192
 #define GROUP_STORED 980
-#define GROUP_ZMIN 1024
+#define GROUP_ZMIN 1536
 #define GROUP_LEVEL (-1)
 
 /* Packs st->ment[i..j) as one record's entries into st->grp; returns their end. */

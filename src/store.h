@@ -11,7 +11,7 @@
  *             group of up to 256 series of that (run, field), in (host, rank,
  *             source) order: per series, its dsq_series_rec and a small series'
  *             pairs (a chunk, rollup.h), or a chunked one's few pairs after its
- *             last chunk, packed (sergroup.h); a record of 1 kB or more packed by
+ *             last chunk, packed (sergroup.h); a record of 1.5 kB or more packed by
  *             zstd when that is shorter (store.c, write_groups)
  *   chunks    series key (run, field, host, rank + 1, source), chunk seq (BE) ->
  *             the values of that series with their events (or times), or a

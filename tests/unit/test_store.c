@@ -1265,7 +1265,11 @@ static void test_series_groups_split_and_merge(void)
                 dsq_series_key k = {f, run, model_host(r), r, src};
                 dsq_series_rec rec = group_rec(src, r, v);
                 rec.nchunks = 0;
-                CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+                /* own pairs (not read here) alike in every series: records of many
+                   entries pack well, and are packed */
+                static const char alike[] = "0123456789abcdefghijklmnopqrstuvwxyz"
+                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ#$";
+                CHECK_INT(dsq_store_series_put(st, &k, &rec, alike, sizeof alike - 1, &err), 0);
                 ver[src][r + 1] = v + 1;
             }
             CHECK_INT(dsq_store_rollups_put(st, src, &err), 0);
@@ -1428,7 +1432,7 @@ static void test_series_group_damaged_packed_record(void)
             continue;
         uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
         CHECK_INT(dsq_store_begin(st, &err), 0);
-        for (int32_t rank = 0; rank < 64; rank++) { /* alike: one record, packed */
+        for (int32_t rank = 0; rank < 128; rank++) { /* alike: one record, packed */
             dsq_series_key k = {f, run, 1 + (uint32_t)rank / 8, rank, 1};
             dsq_series_rec rec = {.count = 2, .sum = 3, .min = 1, .max = 2, .first_v = 1,
                                   .last_v = 2, .first_t = 1000, .last_t = 2000};
