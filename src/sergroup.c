@@ -106,6 +106,29 @@ int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e)
     return 1;
 }
 
+int dsq_group_last(const void *data, size_t n, uint32_t *host, int32_t *rank, uint32_t *source,
+                   size_t *count)
+{
+    const unsigned char *p = data, *end = p + n;
+    uint32_t h = 0;
+    uint64_t dhost, rank1 = 0, src = 0, len;
+    *count = 0;
+    while (p < end) {
+        if (dsq_varint_get(&p, end, &dhost) || dhost > UINT32_MAX ||
+            dsq_varint_get(&p, end, &rank1) || rank1 > UINT32_MAX ||
+            dsq_varint_get(&p, end, &src) || src > UINT32_MAX ||
+            dsq_varint_get(&p, end, &len) || len > (uint64_t)(end - p))
+            return 0;
+        h += (uint32_t)dhost;
+        p += len;
+        (*count)++;
+    }
+    *host = h;
+    *rank = (int32_t)((uint32_t)rank1 - 1u);
+    *source = (uint32_t)src;
+    return *count > 0;
+}
+
 unsigned char *dsq_group_put(unsigned char *out, dsq_group_prev *prev, const dsq_group_entry *e)
 {
     const dsq_group_prev was = *prev;

@@ -90,6 +90,11 @@ void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n);
  * -1 when the rest of the group is damaged. */
 int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e);
 
+/* The key of a group's last entry (host, rank, source) read off the entries' heads
+ * alone, and their count: 1, or 0 when the group is empty or damaged. */
+int dsq_group_last(const void *data, size_t n, uint32_t *host, int32_t *rank, uint32_t *source,
+                   size_t *count);
+
 /* Appends entry e after the entry *prev says ({0, 0} for the first) and sets
  * *prev to e's; out needs room for DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX +
  * e->npairs bytes. Returns the end of what was written. */

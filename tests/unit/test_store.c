@@ -1470,6 +1470,96 @@ static void test_series_group_damaged_packed_record(void)
     }
 }
 
+/* The series table's last record whose key's host is under `host` (key and value)
+ * copied into k and v (room for 64 kB); its value's length, or 0. */
+static size_t record_before_host(const char *dir, uint32_t host, unsigned char *k, unsigned char *v)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val mk, mv;
+    size_t n = 0;
+    CHECK_INT(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        MDB_cursor *c;
+        if (mdb_dbi_open(txn, "series", 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
+            while (mdb_cursor_get(c, &mk, &mv, MDB_NEXT) == 0) {
+                const unsigned char *kb = mk.mv_data;
+                uint32_t h = (uint32_t)kb[8] << 24 | (uint32_t)kb[9] << 16 | (uint32_t)kb[10] << 8 | kb[11];
+                if (mk.mv_size != DSQ_SERIES_KEY_LEN || mv.mv_size > 65536 || h >= host)
+                    break;
+                memcpy(k, mk.mv_data, mk.mv_size);
+                memcpy(v, mv.mv_data, mv.mv_size);
+                n = mv.mv_size;
+            }
+            mdb_cursor_close(c);
+        }
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+    return n;
+}
+
+typedef struct order_seen {
+    int n, bad;
+    dsq_series_key last;
+} order_seen;
+
+static int on_series_order(void *ctx, const dsq_series_key *k, const dsq_series_rec *rec)
+{
+    order_seen *o = ctx;
+    uint32_t want_host = 1 + (uint32_t)o->n / 512;
+    int32_t want_rank = o->n % 512;
+    o->bad += k->host != want_host || k->rank != want_rank || rec->count != (uint64_t)want_rank + 1;
+    o->n++;
+    return 0;
+}
+
+/* Series that all go after a full record (a run's next host, in the next commit)
+ * start records of their own: the full record (packed, near 980 bytes) is left as
+ * it was, not unpacked and packed again (merged, it changes); the scan gives every
+ * series in key order. */
+static void test_series_after_full_record_not_merged(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    static unsigned char k1[DSQ_SERIES_KEY_LEN], v1[65536], k2[DSQ_SERIES_KEY_LEN], v2[65536];
+    size_t n1 = 0, n2 = 0;
+    if (!st)
+        goto done;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    for (uint32_t host = 1; host <= 2 && st; host++) { /* one commit each */
+        CHECK_INT(dsq_store_begin(st, &err), 0);
+        for (int32_t rank = 0; rank < 512; rank++) { /* a few records a host */
+            dsq_series_key k = {f, run, host, rank, host};
+            dsq_series_rec rec = {.count = (uint64_t)rank + 1, .sum = 1, .min = 1, .max = 1,
+                                  .first_v = 1, .last_v = 1, .first_t = 1000, .last_t = 2000};
+            CHECK_INT(dsq_store_series_put(st, &k, &rec, NULL, 0, &err), 0);
+        }
+        CHECK_INT(dsq_store_rollups_put(st, host, &err), 0);
+        CHECK_INT(dsq_store_commit(st, &err), 0);
+        dsq_store_close(st);
+        if (host == 1)
+            n1 = record_before_host(tmp, 2, k1, v1);
+        else
+            n2 = record_before_host(tmp, 2, k2, v2);
+        st = open_store(tmp, 0);
+    }
+    CHECK(n1 > 0 && n1 == n2 && memcmp(k1, k2, sizeof k1) == 0 && memcmp(v1, v2, n1) == 0);
+    CHECK(n1 >= 2 && v1[0] == 0x80 && v1[1] == 0x00); /* packed */
+    order_seen o = {0};
+    if (st)
+        CHECK_INT(dsq_store_scan_series(st, f, f, 0, on_series_order, &o, &err), 0);
+    CHECK_INT(o.n, 1024);
+    CHECK_INT(o.bad, 0);
+    if (st)
+        dsq_store_close(st);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_series_many_in_one_write_last_wins(void)
 {
     static const int sizes[] = {1, 15, 16, 17, 33, 1000, 4099};
@@ -2298,6 +2388,7 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_blocks_put_in_key_order_after_the_en
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_series_groups_across_sources), T(test_series_groups_split_and_merge), T(test_series_group_damaged_packed_record),
+          T(test_series_after_full_record_not_merged),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_runroll_stale_until_its_run_goes_quiet),
           T(test_runroll_of_new_run_same_as_recomputed),
