@@ -252,6 +252,15 @@ static void fuzz_groups(const uint8_t *data, size_t size)
     }
     if (got != 0 || k != n)
         abort();
+    /* the last entry's key read off the heads alone: the walk's last */
+    uint32_t host, source;
+    int32_t rank;
+    size_t count;
+    int last = dsq_group_last(g, (size_t)(o - g), &host, &rank, &source, &count);
+    if (last != (n > 0) || (n && (count != n || host != in[n - 1].host || rank != in[n - 1].rank ||
+                                  source != in[n - 1].source)))
+        abort();
+    (void)dsq_group_last(data, size, &host, &rank, &source, &count); /* any bytes: no crash */
     free(in);
     free(g);
 }
