@@ -1320,6 +1320,7 @@ static int group_at(MDB_cursor *c, const unsigned char *target, MDB_val *k, MDB_
 /* A group record packed by zstd is GROUP_ZMARK and then the frame: a varint that
  * is never written (0 in two bytes), so no record of entries starts with it. */
 static const unsigned char GROUP_ZMARK[2] = {0x80, 0x00};
+static const unsigned char GROUP_NONE[1]; /* what a damaged record is read as */
 #define GROUP_UNPACKED_MAX ((size_t)1 << 24)
 
 /* A group record's bytes (v's own or, packed, unpacked into b): 0, DSQ_ENOMEM, or
@@ -1357,7 +1358,7 @@ static int group_iter(dsq_store *st, struct group_buf *b, const MDB_val *v, dsq_
     int r = group_bytes(st, b, v, &p, &n);
     if (r == DSQ_ENOMEM)
         return r;
-    dsq_group_iter_init(it, r ? NULL : p, r ? 0 : n);
+    dsq_group_iter_init(it, r ? GROUP_NONE : p, r ? 0 : n);
     return 0;
 }
 
@@ -1440,7 +1441,7 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
                 /* the next record's entries at this ratio (the hosts of a field log
                  * alike): bytes zstd does not pack stay under GROUP_ZMIN, not tried
                  * again (a big job's timings, each rank's own: packing 8 kB each
-                 * time to keep 1 kB, 29 MB for 6, made its index 27 % slower) */
+                 * time to keep 1 kB, 29 MB for 6, made indexing it 27 % slower) */
                 limit = raw * GROUP_STORED / len;
                 limit = limit < GROUP_STORED ? GROUP_STORED : limit > GROUP_RAW ? GROUP_RAW : limit;
             }
@@ -1540,8 +1541,9 @@ static int fresh_cmp(const void *x, const void *y)
 
 /* Puts the waiting series into their groups, in key order; they stay waiting
  * until the caller drops them (flush_series). Each group record found is merged
- * with the waiting series that go before the next record of its (run, field,
- * host), an entry of the same (rank, source) replaced. at_commit: the commit's
+ * with the waiting series that go before the next record of its (run, field), an
+ * entry of the same (host, rank, source) replaced (a full record that they all go
+ * after is left as it is: full_before). at_commit: the commit's
  * put, the open write's last, which makes the run rollups of its new runs
  * (st->fresh). */
 static int put_series(dsq_store *st, int at_commit, dsq_error *err)
@@ -1709,7 +1711,7 @@ static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t
         dsq_group_iter it;
         dsq_group_entry e;
         size_t n = 0, dropped = 0;
-        dsq_group_iter_init(&it, g ? NULL : gp, g ? 0 : gn); /* damaged: left as it is */
+        dsq_group_iter_init(&it, g ? GROUP_NONE : gp, g ? 0 : gn); /* damaged: left as it is */
         while (dsq_group_next(&it, &e) == 1) {
             if (e.source != source || e.host != host) {
                 st->ment[n++] = e;
