@@ -293,6 +293,23 @@ static size_t pack(dsq_store *st, const void *src, size_t n, const packing *pk)
     return n + 1;
 }
 
+/* The zstd frame z[0..zn) decompressed into *buf (grown: *cap its room), *n its
+ * length: 0, DSQ_ENOMEM, or -1 when the frame is damaged or says more than max. */
+static int unzstd(dsq_store *st, const unsigned char *z, size_t zn, size_t max, unsigned char **buf,
+                  size_t *cap, size_t *n)
+{
+    unsigned long long size = ZSTD_getFrameContentSize(z, zn);
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > max)
+        return -1;
+    if (reserve(buf, cap, (size_t)size + 1) || (!st->zd && !(st->zd = ZSTD_createDCtx())))
+        return DSQ_ENOMEM;
+    size_t got = ZSTD_decompressDCtx(st->zd, *buf, (size_t)size + 1, z, zn);
+    if (ZSTD_isError(got) || got != size)
+        return -1;
+    *n = got;
+    return 0;
+}
+
 /* The bytes of a packed value; 0, or -1 when it is damaged (or memory ran out). */
 static int unpack(dsq_store *st, const MDB_val *v, const void **data, size_t *n)
 {
@@ -304,18 +321,10 @@ static int unpack(dsq_store *st, const MDB_val *v, const void **data, size_t *n)
         *n = v->mv_size - 1;
         return 0;
     }
-    if (p[0] != 'Z')
-        return -1;
-    unsigned long long size = ZSTD_getFrameContentSize(p + 1, v->mv_size - 1);
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1u << 30) ||
-        reserve(&st->unpacked, &st->unpacked_cap, (size_t)size + 1) ||
-        (!st->zd && !(st->zd = ZSTD_createDCtx())))
-        return -1;
-    size_t got = ZSTD_decompressDCtx(st->zd, st->unpacked, (size_t)size + 1, p + 1, v->mv_size - 1);
-    if (ZSTD_isError(got) || got != size)
+    if (p[0] != 'Z' || unzstd(st, p + 1, v->mv_size - 1, (size_t)1 << 30, &st->unpacked,
+                              &st->unpacked_cap, n))
         return -1;
     *data = st->unpacked;
-    *n = got;
     return 0;
 }
 
@@ -326,20 +335,12 @@ static int unpack_into(dsq_store *st, const MDB_val *v, unsigned char **buf, siz
     const unsigned char *p = v->mv_data;
     if (v->mv_size < 1 || (p[0] != 'R' && p[0] != 'Z'))
         return -1;
-    unsigned long long size = p[0] == 'R' ? v->mv_size - 1 : ZSTD_getFrameContentSize(p + 1, v->mv_size - 1);
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1u << 30))
-        return -1;
-    if (reserve(buf, cap, (size_t)size + 1) || (p[0] == 'Z' && !st->zd && !(st->zd = ZSTD_createDCtx())))
+    if (p[0] == 'Z')
+        return unzstd(st, p + 1, v->mv_size - 1, (size_t)1 << 30, buf, cap, n);
+    if (reserve(buf, cap, v->mv_size))
         return DSQ_ENOMEM;
-    if (p[0] == 'R') {
-        memcpy(*buf, p + 1, (size_t)size);
-        *n = (size_t)size;
-        return 0;
-    }
-    size_t got = ZSTD_decompressDCtx(st->zd, *buf, (size_t)size + 1, p + 1, v->mv_size - 1);
-    if (ZSTD_isError(got) || got != size)
-        return -1;
-    *n = got;
+    memcpy(*buf, p + 1, v->mv_size - 1);
+    *n = v->mv_size - 1;
     return 0;
 }
 
@@ -1334,19 +1335,10 @@ static int group_bytes(dsq_store *st, struct group_buf *b, const MDB_val *v,
         *n = v->mv_size;
         return 0;
     }
-    d += sizeof GROUP_ZMARK;
-    size_t zn = v->mv_size - sizeof GROUP_ZMARK;
-    unsigned long long size = ZSTD_getFrameContentSize(d, zn);
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > GROUP_UNPACKED_MAX)
-        return -1;
-    if (reserve(&b->p, &b->cap, (size_t)size + 1) || (!st->zd && !(st->zd = ZSTD_createDCtx())))
-        return DSQ_ENOMEM;
-    size_t got = ZSTD_decompressDCtx(st->zd, b->p, (size_t)size + 1, d, zn);
-    if (ZSTD_isError(got) || got != size)
-        return -1;
+    int r = unzstd(st, d + sizeof GROUP_ZMARK, v->mv_size - sizeof GROUP_ZMARK, GROUP_UNPACKED_MAX,
+                   &b->p, &b->cap, n);
     *p = b->p;
-    *n = got;
-    return 0;
+    return r;
 }
 
 /* group_bytes for an iterator: a damaged record reads as no entries (as the rest
