@@ -47,7 +47,7 @@ size_t dsq_name_distance(const char *a, const char *b);
 
 /* 64-bit hash used by the dictionary and for fingerprints (FNV-1a-style, 8 bytes a step). */
 uint64_t dsq_hash64(const void *p, size_t n, uint64_t seed);
-/* Another 64-bit hash for long inputs (a member's first 64 KiB): four chains side
+/* Another 64-bit hash for long inputs (a member's first 4 KiB): four chains side
  * by side, about four times dsq_hash64's speed. Not the same values. */
 uint64_t dsq_hash64_bulk(const void *p, size_t n, uint64_t seed);
 

@@ -120,7 +120,7 @@ typedef struct dsq_source_rec {
     uint32_t members;      /* members read (1 for a plain or single compressed file) */
     uint64_t size;         /* bytes on disk */
     int64_t mtime_ns;
-    uint64_t fingerprint;  /* hash of size, first and last 64 KiB */
+    uint64_t fingerprint;  /* hash of size, first and last 4 KiB (input.c) */
     uint64_t bytes_decoded;
     uint64_t lines;
     uint64_t cut_lines;
@@ -140,7 +140,7 @@ typedef struct dsq_source_rec {
 typedef struct dsq_member_rec {
     uint64_t size;         /* decoded bytes */
     int64_t mtime_ns;      /* the member's own mtime in an archive, else the file's */
-    uint64_t fingerprint;  /* hash of the member's first 64 KiB and its size */
+    uint64_t fingerprint;  /* hash of the member's first 4 KiB and its size (schema 13) */
     uint64_t lines;
     uint64_t events;
     uint32_t status;       /* 0 ok, else the DSQ_E* code that stopped it (negated) */
