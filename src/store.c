@@ -1377,16 +1377,6 @@ static int group_iter(dsq_store *st, struct group_buf *b, const MDB_val *v, dsq_
 #define GROUP_ZMIN 1536
 #define GROUP_LEVEL (-1)
 
-/* Packs st->ment[i..j) as one record's entries into st->grp; returns their end. */
-static unsigned char *group_entries(dsq_store *st, size_t i, size_t j)
-{
-    unsigned char *o = st->grp;
-    dsq_group_prev prev = {0, 0};
-    for (; i < j; i++)
-        o = dsq_group_put(o, &prev, &st->ment[i]);
-    return o;
-}
-
 /* The record of the n bytes of entries in st->grp, into out (room for
  * ZSTD_compressBound(n) + 2): packed (GROUP_ZMARK, frame) when that is shorter.
  * Returns its length. */
@@ -1411,19 +1401,25 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
     if (!st->zc && !(st->zc = ZSTD_createCCtx()))
         return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
     for (size_t i = 0; i < n;) {
-        /* as many entries as `limit` bytes hold, then fewer while they take more than
-         * GROUP_STORED bytes (as many as would fit at their ratio) */
+        /* as many entries as `limit` bytes hold (ends[k]: the bytes of the first k),
+         * then fewer while they take more than GROUP_STORED bytes: as many as fit
+         * at their ratio, or unpacked; a prefix of the entries packed already */
+        size_t ends[GROUP_MAX + 1], m = 0;
         unsigned char *o = st->grp;
         dsq_group_prev prev = {0, 0};
-        size_t j = i;
-        for (; j < n && j - i < GROUP_MAX; j++) {
-            unsigned char *e = dsq_group_put(o, &prev, &st->ment[j]);
-            if (j > i && (size_t)(e - st->grp) > limit)
+        ends[0] = 0;
+        while (i + m < n && m < GROUP_MAX) {
+            unsigned char *e = dsq_group_put(o, &prev, &st->ment[i + m]);
+            if (m && (size_t)(e - st->grp) > limit)
                 break;
             o = e;
+            ends[++m] = (size_t)(o - st->grp);
         }
         for (;;) {
-            size_t raw = (size_t)(o - st->grp), room = ZSTD_compressBound(raw) + sizeof GROUP_ZMARK;
+            if (ends[m] < GROUP_ZMIN && ends[m] > GROUP_STORED && m > 1) /* not packed */
+                while (m > 1 && ends[m] > GROUP_STORED)
+                    m--;
+            size_t raw = ends[m], room = ZSTD_compressBound(raw) + sizeof GROUP_ZMARK;
             if (reserve(&st->grpz, &st->grpz_cap, out + room) ||
                 grow_arr((void **)&st->piece_end, &st->piece_cap, pieces, sizeof *st->piece_end) ||
                 grow_arr((void **)&st->piece_first, &st->piece_first_cap, pieces, sizeof *st->piece_first))
@@ -1437,15 +1433,14 @@ static int write_groups(dsq_store *st, MDB_cursor *c, const unsigned char *prefi
                 limit = raw * GROUP_STORED / len;
                 limit = limit < GROUP_STORED ? GROUP_STORED : limit > GROUP_RAW ? GROUP_RAW : limit;
             }
-            if (len <= GROUP_STORED || j - i == 1) {
+            if (len <= GROUP_STORED || m == 1) {
                 st->piece_first[pieces] = i;
                 st->piece_end[pieces++] = out += len;
-                i = j;
+                i += m;
                 break;
             }
-            size_t keep = (j - i) * GROUP_STORED / len;
-            j = i + (keep < 1 ? 1 : keep < j - i ? keep : j - i - 1);
-            o = group_entries(st, i, j);
+            size_t keep = m * GROUP_STORED / len;
+            m = keep < 1 ? 1 : keep < m ? keep : m - 1;
         }
     }
     int rc = 0;
