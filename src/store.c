@@ -130,6 +130,7 @@ struct dsq_store {
         unsigned char *p;
         size_t cap;
     } gb_put, gb_vis, gb_get, gb_roll;
+    int vis_depth; /* visit_series calls under way (one inside another's callback) */
     dsq_group_entry *ment; /* the entries of a group being rewritten */
     size_t ment_cap;
     size_t *piece_end, *piece_first; /* write_groups: where each record's bytes end in
@@ -2860,8 +2861,12 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
     dsq_group_iter it;
     dsq_group_entry e;
     int status = 0;
-    if (group_iter(st, &st->gb_vis, v, &it))
+    /* a visit inside a visit (a callback scanning series again) unpacks into a
+     * buffer of its own: the outer one's entries point into st->gb_vis */
+    struct group_buf own = {NULL, 0}, *gb = st->vis_depth ? &own : &st->gb_vis;
+    if (group_iter(st, gb, v, &it))
         return dsq_error_set(ss->err, DSQ_ENOMEM, "reading rollups");
+    st->vis_depth++;
     while (!status && dsq_group_next(&it, &e) == 1) { /* a damaged rest is skipped */
         sk.host = e.host;
         sk.rank = e.rank;
@@ -2872,6 +2877,8 @@ static int visit_series(dsq_store *st, void *ctx, const MDB_val *k, const MDB_va
         status = ss->fn(ss->ctx, &sk, &e.rec);
         st->vis_n = -1;
     }
+    st->vis_depth--;
+    free(own.p);
     return status;
 }
 
