@@ -1470,35 +1470,32 @@ static void test_series_group_damaged_packed_record(void)
     }
 }
 
-/* The series table's last record whose key's host is under `host` (key and value)
- * copied into k and v (room for 64 kB); its value's length, or 0. */
+/* The series table's last record whose key's host is under `host`: its key and
+ * value (up to 64 kB) and the value's length (0: none). */
+typedef struct host_record {
+    uint32_t host;
+    unsigned char *k, *v;
+    size_t n;
+} host_record;
+
+static int before_host(void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    host_record *h = ctx;
+    const unsigned char *kb = k->mv_data;
+    if (k->mv_size != DSQ_SERIES_KEY_LEN || v->mv_size > 65536 ||
+        ((uint32_t)kb[8] << 24 | (uint32_t)kb[9] << 16 | (uint32_t)kb[10] << 8 | kb[11]) >= h->host)
+        return 1;
+    memcpy(h->k, k->mv_data, k->mv_size);
+    memcpy(h->v, v->mv_data, v->mv_size);
+    h->n = v->mv_size;
+    return 0;
+}
+
 static size_t record_before_host(const char *dir, uint32_t host, unsigned char *k, unsigned char *v)
 {
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    MDB_val mk, mv;
-    size_t n = 0;
-    CHECK_INT(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        MDB_cursor *c;
-        if (mdb_dbi_open(txn, "series", 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &c) == 0) {
-            while (mdb_cursor_get(c, &mk, &mv, MDB_NEXT) == 0) {
-                const unsigned char *kb = mk.mv_data;
-                uint32_t h = (uint32_t)kb[8] << 24 | (uint32_t)kb[9] << 16 | (uint32_t)kb[10] << 8 | kb[11];
-                if (mk.mv_size != DSQ_SERIES_KEY_LEN || mv.mv_size > 65536 || h >= host)
-                    break;
-                memcpy(k, mk.mv_data, mk.mv_size);
-                memcpy(v, mv.mv_data, mv.mv_size);
-                n = mv.mv_size;
-            }
-            mdb_cursor_close(c);
-        }
-        mdb_txn_abort(txn);
-    }
-    mdb_env_close(env);
-    return n;
+    host_record h = {host, k, v, 0};
+    table_each(dir, "series", before_host, &h);
+    return h.n;
 }
 
 typedef struct order_seen {
