@@ -203,6 +203,47 @@ static void devices_scan(dsq_nccl_line *o, const char *p, const char *end, int i
         o->a = (dsq_span){roce_s, 4};
 }
 
+/* Where the run of blanks and digits at q ends (end when it runs to the end): a
+ * ring's rank list, "   0   1   2 ...   31", is most of a channel line. With SSE2,
+ * 16 bytes at a time, the last 16 of the run read again if it is not a multiple. */
+static const char *blank_digit_stop_bytes(const char *q, const char *end)
+{
+    while (q < end && (*q == ' ' || is_digit(*q)))
+        q++;
+    return q;
+}
+#ifdef __SSE2__
+/* The bytes of the 16 at q that are neither ' ' nor a digit, a bit each. */
+static unsigned blank_digit_misses(const char *q)
+{
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m128i t = _mm_sub_epi8(c, _mm_set1_epi8('0'));
+    __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(' ')),
+                              _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t));
+    return ~(unsigned)_mm_movemask_epi8(ok) & 0xffffu;
+}
+
+static const char *blank_digit_stop(const char *q, const char *end)
+{
+    if (end - q < 16)
+        return blank_digit_stop_bytes(q, end);
+    for (; end - q >= 16; q += 16) {
+        unsigned miss = blank_digit_misses(q);
+        if (miss)
+            return q + __builtin_ctz(miss);
+    }
+    if (q == end)
+        return end;
+    unsigned miss = blank_digit_misses(end - 16) >> (16 - (end - q)); /* bytes from q on */
+    return miss ? q + __builtin_ctz(miss) : end;
+}
+#else
+static const char *blank_digit_stop(const char *q, const char *end)
+{
+    return blank_digit_stop_bytes(q, end);
+}
+#endif
+
 /* After "Channel NN/MM :" or "Ring NN :": a connection ("... via P2P/IPC"), the
  * ring's rank list (digits only), or another graph line. */
 /* " via " in p..end, or NULL: found from its 'v' (memchr), cheaper than memmem on
@@ -227,10 +268,7 @@ static void channel_rest(dsq_nccl_line *o, const char *p, const char *end, long 
         o->a = span(t, te);
         return;
     }
-    const char *q = p;
-    while (q < end && (*q == ' ' || is_digit(*q)))
-        q++;
-    if (q == end && count >= 0) {
+    if (blank_digit_stop(p, end) == end && count >= 0) {
         o->kind = DSQ_NCCL_RING_LIST;
         o->n2 = count;
     } else {

@@ -3,7 +3,8 @@
  * every cut of them and for every header byte replaced by each byte that changes
  * the shape, both must say the same and fill the same bytes. Then every line of the
  * corpus logs (when DSQ_CORPUS names it). Each line is an exact-size heap copy
- * with its '\n' sentinel (grammar.h), so ASan sees any read past it. */
+ * with its '\n' sentinel (grammar.h), so ASan sees any read past it. Last, a
+ * channel line's rest read 16 bytes at a time (ring lists) against a byte loop. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -136,5 +137,59 @@ static void test_fast_header_same_as_dfa_on_corpus(void)
     printf("  corpus: %ld NCCL lines among %ld compared\n", lines_nccl - before, lines_compared);
 }
 
+/* A channel line is a ring list when its rest after " : " is blanks and digits to
+ * the end (read 16 bytes at a time with SSE2, the last 16 again): rests of every
+ * length to 80, all blanks and digits, and with one other byte at each place, each
+ * parsed by both paths and its kind checked against the bytes (the message ends
+ * before trailing blanks and tabs). */
+static void test_ring_list_rest_every_length_and_place(void)
+{
+    static const char head[] = "gpu0856:32568:32639 [3] NCCL INFO Channel 01/08 : ";
+    static const char odd[] = {'x', '-', '>', '[', '\t', '/', ':', (char)0x80, (char)0xB9};
+    char buf[256];
+    size_t h = sizeof head - 1;
+    int wrong = 0;
+    long lists = 0;
+    memcpy(buf, head, h);
+    for (size_t n = 0; n <= 80; n++) {
+        for (size_t i = 0; i < n; i++) /* "  0  1  2 ...": blanks and digits */
+            buf[h + i] = i % 3 == 2 ? (char)('0' + i % 10) : ' ';
+        for (size_t at = 0; at <= n; at++) /* at == n: none */
+            for (size_t k = 0; k < (at < n ? sizeof odd : 1); k++) {
+                char keep = buf[h + at];
+                if (at < n)
+                    buf[h + at] = odd[k];
+                char *line = malloc(h + n + 1);
+                if (!line) {
+                    CHECK(line != NULL);
+                    return;
+                }
+                memcpy(line, buf, h + n);
+                line[h + n] = '\n';
+                dsq_nccl_line o;
+                size_t e = h + n; /* the message ends before trailing blanks and tabs */
+                while (e > h && (buf[e - 1] == ' ' || buf[e - 1] == '\t'))
+                    e--;
+                int want = DSQ_NCCL_RING_LIST;
+                for (size_t i = h; i < e; i++)
+                    if (buf[i] != ' ' && (buf[i] < '0' || buf[i] > '9'))
+                        want = DSQ_NCCL_GRAPH;
+                if (!dsq_nccl_parse(line, h + n, &o) || (o.kind != want && o.kind != DSQ_NCCL_CONNECT)) {
+                    fprintf(stderr, "rest of %zu, odd byte 0x%02x at %zu: kind %d, want %d\n", n, at < n ? (unsigned char)buf[h + at] : 0, at,
+                            o.kind, want);
+                    wrong++;
+                }
+                lists += o.kind == DSQ_NCCL_RING_LIST;
+                free(line);
+                compare(buf, h + n);
+                if (at < n)
+                    buf[h + at] = keep;
+            }
+    }
+    CHECK_INT(wrong, 0);
+    CHECK(lists > 81); /* each length's, and tabs trailing */
+}
+
 TEST_MAIN({"fast_header_same_as_dfa_on_variants", test_fast_header_same_as_dfa_on_variants},
-          {"fast_header_same_as_dfa_on_corpus", test_fast_header_same_as_dfa_on_corpus})
+          {"fast_header_same_as_dfa_on_corpus", test_fast_header_same_as_dfa_on_corpus},
+          {"ring_list_rest_every_length_and_place", test_ring_list_rest_every_length_and_place})
