@@ -81,29 +81,91 @@ void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n)
     it->prev = (dsq_group_prev){0, 0};
 }
 
-int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e)
+/* An entry's head at it->p: 0 with e's key, raw bytes, base and summary bytes
+ * (it->p not moved), -1 when damaged. */
+static int entry_head(const dsq_group_iter *it, dsq_group_entry *e)
 {
-    if (it->p == it->end)
-        return 0;
     const unsigned char *p = it->p;
     uint64_t dhost, rank1, source, len;
     if (dsq_varint_get(&p, it->end, &dhost) || dhost > UINT32_MAX ||
         dsq_varint_get(&p, it->end, &rank1) || rank1 > UINT32_MAX ||
         dsq_varint_get(&p, it->end, &source) || source > UINT32_MAX ||
-        dsq_varint_get(&p, it->end, &len) || len > (uint64_t)(it->end - p) ||
-        dsq_summary_get(p, (size_t)len, it->prev.t, &e->rec, &e->pairs, &e->npairs)) {
-        it->p = it->end; /* the entries after a damaged one cannot be found */
+        dsq_varint_get(&p, it->end, &len) || len > (uint64_t)(it->end - p))
         return -1;
-    }
     e->host = it->prev.host + (uint32_t)dhost;
     e->rank = (int32_t)((uint32_t)rank1 - 1u);
     e->source = (uint32_t)source;
     e->raw = it->p;
     e->raw_len = (size_t)(p + len - it->p);
     e->base = it->prev;
+    e->sum = p;
+    e->sum_len = (size_t)len;
+    return 0;
+}
+
+/* The summary's first_t (its fourth number) at s[0..n), against base; *t0_at and
+ * *t0_end where its varint lies. 0, or -1 when damaged. */
+static int summary_first_t(const unsigned char *s, size_t n, int64_t base, int64_t *first_t,
+                           const unsigned char **t0_at, const unsigned char **t0_end)
+{
+    const unsigned char *p = s, *end = s + n;
+    uint64_t count, nchunks, t0;
+    if (dsq_varint_get(&p, end, &count) || p == end)
+        return -1;
+    p++; /* unit */
+    if (dsq_varint_get(&p, end, &nchunks) || nchunks > UINT32_MAX)
+        return -1;
+    *t0_at = p;
+    if (dsq_varint_get(&p, end, &t0))
+        return -1;
+    *t0_end = p;
+    *first_t = (int64_t)((uint64_t)base + (uint64_t)dsq_unzigzag(t0));
+    return 0;
+}
+
+int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e)
+{
+    if (it->p == it->end)
+        return 0;
+    if (entry_head(it, e) ||
+        dsq_summary_get(e->sum, e->sum_len, it->prev.t, &e->rec, &e->pairs, &e->npairs)) {
+        it->p = it->end; /* the entries after a damaged one cannot be found */
+        return -1;
+    }
+    e->skimmed = 0;
     it->prev = (dsq_group_prev){e->rec.first_t, e->host};
-    it->p = p + len;
+    it->p = e->raw + e->raw_len;
     return 1;
+}
+
+int dsq_group_skim(dsq_group_iter *it, dsq_group_entry *e)
+{
+    if (it->p == it->end)
+        return 0;
+    const unsigned char *t0_at, *t0_end;
+    int64_t first_t;
+    if (entry_head(it, e) ||
+        summary_first_t(e->sum, e->sum_len, it->prev.t, &first_t, &t0_at, &t0_end)) {
+        it->p = it->end;
+        return -1;
+    }
+    memset(&e->rec, 0, sizeof e->rec);
+    e->rec.first_t = first_t;
+    e->pairs = NULL;
+    e->npairs = 0;
+    e->skimmed = 1;
+    it->prev = (dsq_group_prev){first_t, e->host};
+    it->p = e->raw + e->raw_len;
+    return 1;
+}
+
+int dsq_group_entry_rec(const dsq_group_entry *e, dsq_series_rec *r)
+{
+    if (!e->skimmed) {
+        *r = e->rec;
+        return 0;
+    }
+    return dsq_summary_get(e->sum, e->sum_len, e->base.t, r, NULL, NULL);
 }
 
 int dsq_group_last(const void *data, size_t n, uint32_t *host, int32_t *rank, uint32_t *source,
@@ -137,6 +199,23 @@ unsigned char *dsq_group_put(unsigned char *out, dsq_group_prev *prev, const dsq
                                                                         before it changed */
         memcpy(out, e->raw, e->raw_len);
         return out + e->raw_len;
+    }
+    const unsigned char *t0_at, *t0_end;
+    int64_t first_t;
+    if (e->raw && !summary_first_t(e->sum, e->sum_len, e->base.t, &first_t, &t0_at, &t0_end)) {
+        /* its bytes against another base: the head and first_t's varint anew */
+        unsigned char t0[DSQ_VARINT_MAX];
+        size_t nt = (size_t)(dsq_varint_put(t0, dsq_zigzag((int64_t)((uint64_t)first_t -
+                                                                     (uint64_t)was.t))) - t0);
+        size_t before = (size_t)(t0_at - e->sum), after = e->sum_len - (size_t)(t0_end - e->sum);
+        unsigned char *p = dsq_varint_put(out, e->host - was.host);
+        p = dsq_varint_put(p, (uint32_t)e->rank + 1u);
+        p = dsq_varint_put(p, e->source);
+        p = dsq_varint_put(p, before + nt + after);
+        memcpy(p, e->sum, before);
+        memcpy(p + before, t0, nt);
+        memcpy(p + before + nt, t0_end, after);
+        return p + before + nt + after;
     }
     unsigned char body[DSQ_SUMMARY_MAX];
     size_t n = dsq_summary_put(body, &e->rec, was.t);

@@ -77,6 +77,11 @@ typedef struct dsq_group_entry {
     const unsigned char *raw;
     size_t raw_len;
     dsq_group_prev base;
+    /* its summary's bytes within raw (then its pairs: sum_len runs to raw's end);
+     * skimmed (dsq_group_skim): of rec, only first_t was read */
+    const unsigned char *sum;
+    size_t sum_len;
+    int skimmed;
 } dsq_group_entry;
 
 /* Walks a group's entries in order. */
@@ -90,6 +95,15 @@ void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n);
  * -1 when the rest of the group is damaged. */
 int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e);
 
+/* dsq_group_next reading of each summary only what the next entry's base needs
+ * (first_t): for a writer that puts entries back as they are (dsq_group_put copies
+ * or rebases their bytes) and reads few summaries (dsq_group_entry_rec). The
+ * values are not checked here. */
+int dsq_group_skim(dsq_group_iter *it, dsq_group_entry *e);
+
+/* e's whole summary into *r (a skimmed entry's read now): 0, or -1 when damaged. */
+int dsq_group_entry_rec(const dsq_group_entry *e, dsq_series_rec *r);
+
 /* The key of a group's last entry (host, rank, source) read off the entries' heads
  * alone, and their count: 1, or 0 when the group is empty or damaged. */
 int dsq_group_last(const void *data, size_t n, uint32_t *host, int32_t *rank, uint32_t *source,
@@ -97,7 +111,10 @@ int dsq_group_last(const void *data, size_t n, uint32_t *host, int32_t *rank, ui
 
 /* Appends entry e after the entry *prev says ({0, 0} for the first) and sets
  * *prev to e's; out needs room for DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX +
- * e->npairs bytes. Returns the end of what was written. */
+ * e->npairs bytes (an entry read from a group: its raw_len + DSQ_GROUP_HEAD_MAX +
+ * DSQ_VARINT_MAX). An entry read from a group keeps its bytes, copied as they are
+ * when *prev is its base, else with its head and its summary's first_t written
+ * against *prev. Returns the end of what was written. */
 unsigned char *dsq_group_put(unsigned char *out, dsq_group_prev *prev, const dsq_group_entry *e);
 
 #endif

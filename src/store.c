@@ -1264,7 +1264,9 @@ static void pending_entry(const dsq_store *st, const ser_ref *r, dsq_group_entry
     e->pairs = p + DSQ_SERIES_KEY_LEN + 4;
     e->npairs = n;
     memcpy(&e->rec, e->pairs + n, sizeof e->rec);
-    e->raw = NULL;
+    e->raw = e->sum = NULL;
+    e->sum_len = 0;
+    e->skimmed = 0;
 }
 
 /* A waiting series put_series reads SER_AHEAD entries later, asked of the caches now:
@@ -1516,8 +1518,11 @@ static int fresh_add(dsq_store *st, uint32_t field, uint32_t run, const dsq_grou
         st->fresh[st->nfresh] = (fresh_roll){.a = a};
         st->nfresh++;
     }
-    for (size_t i = 0; i < n; i++)
-        dsq_series_merge(&st->fresh[st->nfresh - 1].rec, &e[i].rec, field >= DSQ_SERIES_KIND_BASE);
+    for (size_t i = 0; i < n; i++) {
+        dsq_series_rec rec; /* put_series skims the entries it keeps */
+        if (dsq_group_entry_rec(&e[i], &rec) == 0)
+            dsq_series_merge(&st->fresh[st->nfresh - 1].rec, &rec, field >= DSQ_SERIES_KIND_BASE);
+    }
     return 0;
 }
 
@@ -1621,7 +1626,7 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
         int have_old = 0;
         if (found) {
             dsq_group_iter_init(&it, gp, stored);
-            have_old = dsq_group_next(&it, &oe) == 1; /* a damaged rest is left out */
+            have_old = dsq_group_skim(&it, &oe) == 1; /* a damaged rest is left out */
         }
         size_t n = 0;
         for (size_t i = x; i < y || have_old;) {
@@ -1630,16 +1635,19 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
             int cmp = i >= y ? 1 : have_old ? entry_cmp(&r[i], &oe) : -1;
             if (cmp <= 0) {
                 if (cmp == 0) /* replaced */
-                    have_old = dsq_group_next(&it, &oe) == 1;
+                    have_old = dsq_group_skim(&it, &oe) == 1;
                 pending_entry(st, &r[i++], &st->ment[n++]);
             } else {
                 st->ment[n++] = oe;
-                have_old = dsq_group_next(&it, &oe) == 1;
+                have_old = dsq_group_skim(&it, &oe) == 1;
             }
         }
-        status = write_groups(st, c, target, found ? old : NULL, n, err);
-        if (!status && make_fresh && run > fresh_above && fresh_add(st, field, run, st->ment, n))
+        /* (the run rollup first: the entries kept were skimmed, and their bytes may
+         * lie in the record write_groups deletes) */
+        if (make_fresh && run > fresh_above && fresh_add(st, field, run, st->ment, n))
             status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups: out of memory");
+        if (!status)
+            status = write_groups(st, c, target, found ? old : NULL, n, err);
         x = y;
     }
     st->ser_appends = 0; /* drop_from_groups rewrites groups in the middle */
