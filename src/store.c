@@ -1519,9 +1519,14 @@ static int fresh_add(dsq_store *st, uint32_t field, uint32_t run, const dsq_grou
         st->nfresh++;
     }
     for (size_t i = 0; i < n; i++) {
-        dsq_series_rec rec; /* put_series skims the entries it keeps */
-        if (dsq_group_entry_rec(&e[i], &rec) == 0)
-            dsq_series_merge(&st->fresh[st->nfresh - 1].rec, &rec, field >= DSQ_SERIES_KIND_BASE);
+        const dsq_series_rec *rec = &e[i].rec;
+        dsq_series_rec whole;
+        if (e[i].skimmed) { /* an entry put_series kept (it skims them) */
+            if (dsq_group_entry_rec(&e[i], &whole))
+                continue; /* damaged: left out */
+            rec = &whole;
+        }
+        dsq_series_merge(&st->fresh[st->nfresh - 1].rec, rec, field >= DSQ_SERIES_KIND_BASE);
     }
     return 0;
 }

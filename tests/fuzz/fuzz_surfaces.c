@@ -216,6 +216,13 @@ static void fuzz_groups(const uint8_t *data, size_t size)
     while (dsq_group_next(&it, &e) == 1) /* (pairs may follow chunks: schema 11) */
         if (e.pairs < copy || e.pairs + e.npairs > copy + size)
             abort();
+    dsq_group_iter_init(&it, copy, size); /* skimmed: the same bytes, summaries read on asking */
+    while (dsq_group_skim(&it, &e) == 1) {
+        dsq_series_rec r;
+        if (e.sum < copy || e.sum + e.sum_len > copy + size || e.raw + e.raw_len > copy + size)
+            abort();
+        (void)dsq_group_entry_rec(&e, &r);
+    }
     free(copy);
     enum { REC = 76 };
     size_t n = size / REC;
@@ -261,6 +268,29 @@ static void fuzz_groups(const uint8_t *data, size_t size)
                                   source != in[n - 1].source)))
         abort();
     (void)dsq_group_last(data, size, &host, &rank, &source, &count); /* any bytes: no crash */
+    /* every other entry left out: skimmed entries rebased from their bytes, as the
+     * entries read whole and packed anew */
+    unsigned char *ga = malloc(n * (DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX) + 1);
+    unsigned char *gb = malloc(n * (DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX) + 1);
+    unsigned char *oa = ga, *ob = gb;
+    dsq_group_iter is;
+    dsq_group_entry s;
+    dsq_group_prev pa = {0, 0}, pb = {0, 0};
+    dsq_group_iter_init(&it, g, (size_t)(o - g));
+    dsq_group_iter_init(&is, g, (size_t)(o - g));
+    for (size_t i = 0; dsq_group_next(&it, &e) == 1; i++) {
+        if (dsq_group_skim(&is, &s) != 1)
+            abort();
+        if (i % 2 == (size > 0 ? data[0] & 1 : 0))
+            continue;
+        oa = dsq_group_put(oa, &pa, &s);
+        e.raw = NULL;
+        ob = dsq_group_put(ob, &pb, &e);
+    }
+    if (oa - ga != ob - gb || memcmp(ga, gb, (size_t)(ob - gb)) != 0)
+        abort();
+    free(ga);
+    free(gb);
     free(in);
     free(g);
 }

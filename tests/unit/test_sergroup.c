@@ -170,5 +170,72 @@ static void test_group_damage_stops_inside(void)
     }
 }
 
+/* Skimming a group (dsq_group_skim) finds the keys, bases and bytes that reading it
+ * whole finds, and the same summary when asked (dsq_group_entry_rec); skimmed
+ * entries put back with any of them left out (each one after rebased from its
+ * bytes: head and first_t anew) give the bytes that entries read whole and packed
+ * anew give. */
+static void test_group_skim_same_as_next(void)
+{
+    enum { N = 24 };
+    size_t room = N * (DSQ_GROUP_HEAD_MAX + DSQ_SUMMARY_MAX + 8);
+    unsigned char *g = malloc(room), *a = malloc(room), *b = malloc(room);
+    if (!g || !a || !b)
+        goto done;
+    unsigned char *o = g;
+    dsq_group_prev prev = {0, 0};
+    for (int i = 0; i < N; i++) {
+        dsq_group_entry e = {.host = i == 3 ? UINT32_MAX : (uint32_t)(i / 5 + 2),
+                             .rank = i % 7 - 1,
+                             .source = (uint32_t)(i * 977),
+                             .rec = rec_of(i)};
+        e.rec.first_t = i == 9 ? INT64_MIN : i == 10 ? INT64_MAX : e.rec.first_t; /* far bases */
+        e.pairs = (const unsigned char *)"\x01\x02\x03\x04\x05\x06\x07";
+        e.npairs = (size_t)(i % 8);
+        o = dsq_group_put(o, &prev, &e);
+    }
+    size_t len = (size_t)(o - g);
+    dsq_group_iter it, is;
+    dsq_group_entry e, k;
+    int n = 0, r;
+    dsq_group_iter_init(&it, g, len);
+    dsq_group_iter_init(&is, g, len);
+    while ((r = dsq_group_next(&it, &e)) == 1) {
+        CHECK_INT(dsq_group_skim(&is, &k), 1);
+        CHECK(k.skimmed && !e.skimmed);
+        CHECK(k.host == e.host && k.rank == e.rank && k.source == e.source);
+        CHECK(k.raw == e.raw && k.raw_len == e.raw_len && k.sum == e.sum && k.sum_len == e.sum_len);
+        CHECK(k.base.t == e.base.t && k.base.host == e.base.host);
+        CHECK(k.rec.first_t == e.rec.first_t);
+        dsq_series_rec rk, re;
+        CHECK_INT(dsq_group_entry_rec(&k, &rk), 0);
+        CHECK_INT(dsq_group_entry_rec(&e, &re), 0);
+        CHECK(dsq_summary_same(&rk, &e.rec) && dsq_summary_same(&re, &e.rec));
+        n++;
+    }
+    CHECK_INT(r, 0);
+    CHECK_INT(dsq_group_skim(&is, &k), 0);
+    CHECK_INT(n, N);
+    for (int out = -1; out < N; out++) { /* entry `out` left out (-1: none) */
+        unsigned char *oa = a, *ob = b;
+        dsq_group_prev pa = {0, 0}, pb = {0, 0};
+        dsq_group_iter_init(&it, g, len);
+        dsq_group_iter_init(&is, g, len);
+        for (int i = 0; dsq_group_next(&it, &e) == 1 && dsq_group_skim(&is, &k) == 1; i++) {
+            if (i == out)
+                continue;
+            oa = dsq_group_put(oa, &pa, &k); /* skimmed: copied or rebased */
+            e.raw = NULL;
+            ob = dsq_group_put(ob, &pb, &e); /* read whole: packed anew */
+        }
+        CHECK_INT((size_t)(oa - a), (size_t)(ob - b));
+        CHECK(memcmp(a, b, (size_t)(ob - b)) == 0);
+    }
+done:
+    free(g);
+    free(a);
+    free(b);
+}
+
 TEST_MAIN(T(test_summary_round_trip_any_base), T(test_group_round_trip_and_copy),
-          T(test_group_damage_stops_inside))
+          T(test_group_damage_stops_inside), T(test_group_skim_same_as_next))
