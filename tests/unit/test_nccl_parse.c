@@ -4,7 +4,8 @@
  * the shape, both must say the same and fill the same bytes. Then every line of the
  * corpus logs (when DSQ_CORPUS names it). Each line is an exact-size heap copy
  * with its '\n' sentinel (grammar.h), so ASan sees any read past it. Last, a
- * channel line's rest read 16 bytes at a time (ring lists) against a byte loop. */
+ * channel line's rest read 16 bytes at a time (ring lists) against a byte loop, and
+ * the comm lines' keys against the reader they had before. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -190,6 +191,117 @@ static void test_ring_list_rest_every_length_and_place(void)
     CHECK(lists > 81); /* each length's, and tabs trailing */
 }
 
+/* The comm lines' "key value" reader (kv_scan) as it was before it read a word as a
+ * number only after a key of that word's length: the reference for the test below. */
+static int ref_is(const char *p, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(p, lit, n) == 0;
+}
+
+static long ref_number(const char *p, const char *e)
+{
+    if (p >= e || e - p > 15)
+        return -1;
+    for (const char *q = p; q < e; q++)
+        if (*q < '0' || *q > '9')
+            return -1;
+    long v = 0; /* the value stops growing past 10^11 */
+    for (const char *q = p; q < e && v < 100000000000L; q++)
+        v = v * 10 + (*q - '0');
+    return v;
+}
+
+static void ref_kv_scan(dsq_nccl_line *o, const char *p, const char *end)
+{
+    const char *pp = NULL;
+    size_t pn = 0;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *w = p;
+        while (p < end && *p != ' ' && *p != '\t' && *p != ',')
+            p++;
+        if (p == w)
+            break;
+        long v = ref_number(w, p);
+        if (pn && v >= 0) {
+            if (ref_is(pp, pn, "rank"))
+                o->rank = v;
+            else if (ref_is(pp, pn, "nranks") || ref_is(pp, pn, "nRanks"))
+                o->nranks = v;
+            else if (ref_is(pp, pn, "cudaDev"))
+                o->cuda_dev = v;
+            else if (ref_is(pp, pn, "nvmlDev"))
+                o->nvml_dev = v;
+            else if (ref_is(pp, pn, "nNodes"))
+                o->nnodes = v;
+            else if (ref_is(pp, pn, "used"))
+                o->used = v;
+        }
+        if (ref_is(pp, pn, "commId"))
+            o->b = (dsq_span){w, (size_t)(p - w)};
+        if (ref_is(w, (size_t)(p - w), "parent"))
+            o->split = 1;
+        pp = w;
+        pn = (size_t)(p - w);
+    }
+}
+
+/* Comm lines of random words (every key, near misses, numbers of 1 to 16 digits and
+ * not quite numbers, blanks, tabs and commas between), with and without "- Init
+ * COMPLETE" / "- Destroy COMPLETE": the numbers, commId and the split mark as the
+ * reference reads them from the line's message. */
+static void test_comm_keys_same_as_reference(void)
+{
+    static const char *const words[] = {
+        "rank", "nranks", "nRanks", "nNodes", "cudaDev", "nvmlDev", "used", "commId",
+        "parent", "busId", "Rank", "ranks", "rank:", "nranksx", "cudadev", "usedd", "comm",
+        "0", "7", "31", "18000", "123456789012345", "1234567890123456", "12a", "-1", "0x1f",
+        "0x55d02cd7d5b9", "-", "Init", "x"};
+    static const char *const seps[] = {" ", "  ", "\t", ", ", ","};
+    static const char *const ends[] = {"", " - Init COMPLETE", " - Init START", " - Destroy COMPLETE"};
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    int wrong = 0;
+    long checked = 0;
+    char buf[512];
+    for (int i = 0; i < 20000; i++) {
+        int n = snprintf(buf, sizeof buf, "gpu1:1:2 [0] NCCL INFO %s", i % 3 ? "comm 0x1" : "ncclCommInitRank comm 0x1");
+        int nw = (int)(i % 14);
+        for (int k = 0; k < nw; k++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s", seps[r % 5],
+                          words[(r >> 8) % (sizeof words / sizeof words[0])]);
+        }
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s", ends[(r >> 20) % 4]);
+        char *line = malloc((size_t)n + 1);
+        if (!line)
+            break;
+        memcpy(line, buf, (size_t)n);
+        line[n] = '\n';
+        dsq_nccl_line o;
+        if (dsq_nccl_parse(line, (size_t)n, &o) &&
+            (o.kind == DSQ_NCCL_COMM || o.kind == DSQ_NCCL_INIT || o.kind == DSQ_NCCL_INIT_START ||
+             o.kind == DSQ_NCCL_DESTROY)) {
+            dsq_nccl_line ref;
+            ref.rank = ref.nranks = ref.cuda_dev = ref.nvml_dev = ref.nnodes = ref.used = -1;
+            ref.b = (dsq_span){NULL, 0};
+            ref.split = 0;
+            ref_kv_scan(&ref, o.msg.p, o.msg.p + o.msg.n);
+            if (o.rank != ref.rank || o.nranks != ref.nranks || o.cuda_dev != ref.cuda_dev ||
+                o.nvml_dev != ref.nvml_dev || o.nnodes != ref.nnodes || o.used != ref.used ||
+                o.b.p != ref.b.p || o.b.n != ref.b.n || o.split != ref.split) {
+                if (wrong++ < 5)
+                    fprintf(stderr, "differs: \"%.*s\"\n", n, line);
+            }
+            checked++;
+        }
+        free(line);
+    }
+    CHECK_INT(wrong, 0);
+    CHECK(checked > 15000);
+}
+
 TEST_MAIN({"fast_header_same_as_dfa_on_variants", test_fast_header_same_as_dfa_on_variants},
           {"fast_header_same_as_dfa_on_corpus", test_fast_header_same_as_dfa_on_corpus},
-          {"ring_list_rest_every_length_and_place", test_ring_list_rest_every_length_and_place})
+          {"ring_list_rest_every_length_and_place", test_ring_list_rest_every_length_and_place},
+          {"comm_keys_same_as_reference", test_comm_keys_same_as_reference})
