@@ -371,6 +371,29 @@ static void test_nccl_same_pid_two_hosts(void)
     fx_free(f);
 }
 
+/* A setup's transports, each once in the order first seen, compared as whole words:
+ * one that is a prefix, a suffix or a longer form of another is its own. */
+static void test_nccl_transports_whole_words(void)
+{
+    fixture *f = fx_new(0);
+    static const char *const via[] = {"NET/IB/0", "NET/IB/01", "IB/0", "NET/IB/0", "NET/IB",
+                                      "NET/IB/01", "P2P/IPC", "IB/0", "NET/IB"};
+    char text[2048];
+    int n = snprintf(text, sizeof text, "h:7:8 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2\n");
+    for (size_t i = 0; i < sizeof via / sizeof via[0]; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "h:7:8 [0] NCCL INFO Channel %02zu/0 : 0[0] -> 1[1] via %s\n", i, via[i]);
+    snprintf(text + n, sizeof text - (size_t)n,
+             "h:7:8 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 - Init COMPLETE\n");
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(count_kind(f, DSQ_EV_NCCL_TOPOLOGY, 0), 1);
+    for (int i = 0; i < f->out.n && i < MAXEV; i++)
+        if (f->out.ev[i].kind == DSQ_EV_NCCL_TOPOLOGY)
+            CHECK_STR(dsq_dict_str(f->dict, f->out.ev[i].label, NULL),
+                      "NET/IB/0 NET/IB/01 IB/0 NET/IB P2P/IPC");
+    fx_free(f);
+}
+
 static void test_counts_add_up(void)
 {
     fixture *f = fx_new(0);
@@ -685,6 +708,6 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_nccl_transports_whole_words), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
