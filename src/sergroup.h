@@ -95,10 +95,10 @@ void dsq_group_iter_init(dsq_group_iter *it, const void *data, size_t n);
  * -1 when the rest of the group is damaged. */
 int dsq_group_next(dsq_group_iter *it, dsq_group_entry *e);
 
-/* dsq_group_next reading of each summary only what the next entry's base needs
- * (first_t): for a writer that puts entries back as they are (dsq_group_put copies
- * or rebases their bytes) and reads few summaries (dsq_group_entry_rec). The
- * values are not checked here. */
+/* dsq_group_next that reads of each summary only first_t, which the next entry's
+ * base needs (e->skimmed set, the rest of e->rec 0): for a writer that puts entries
+ * back as they are (dsq_group_put copies or rebases their bytes) and reads few
+ * summaries (dsq_group_entry_rec). The values are not checked here. */
 int dsq_group_skim(dsq_group_iter *it, dsq_group_entry *e);
 
 /* e's whole summary into *r (a skimmed entry's read now): 0, or -1 when damaged. */
