@@ -569,12 +569,48 @@ static const unsigned char *host_stop(const unsigned char *q, const unsigned cha
 }
 #endif
 
+/* The 8 bytes at q as a number, the first in the lowest byte: one load. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+static inline uint64_t le64(const unsigned char *q)
+{
+    uint64_t x;
+    memcpy(&x, q, 8);
+    return __builtin_bswap64(x);
+}
+#else
+static inline uint64_t le64(const unsigned char *q)
+{
+    uint64_t x;
+    memcpy(&x, q, 8);
+    return x;
+}
+#endif
+
 /* 1..max digits at *p, then the byte want: 1 with *p moved past both and *v their
  * value, 0 when they are not there. */
-static int digits_then(const unsigned char **p, const unsigned char *end, int max,
-                       unsigned char want, long *v)
+static inline __attribute__((always_inline)) int digits_then(const unsigned char **p,
+                                                             const unsigned char *end, int max,
+                                                             unsigned char want, long *v)
 {
     const unsigned char *q = *p, *stop = end - *p > max ? *p + max : end;
+    if (end - q >= 8) {
+        uint64_t x = le64(q);
+        uint64_t other = ((x & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+                         (((x & 0x0F0F0F0F0F0F0F0Full) + 0x0606060606060606ull) &
+                          0xF0F0F0F0F0F0F0F0ull);
+        if (other) {
+            int n = __builtin_ctzll(other) / 8;
+            if (n == 0 || n > max || q[n] != want)
+                return 0;
+            uint64_t y = (x << (8 * (8 - n))) & 0x0F0F0F0F0F0F0F0Full;
+            y = (y * 2561) >> 8 & 0x00FF00FF00FF00FFull;
+            y = (y * 6553601) >> 16 & 0x0000FFFF0000FFFFull;
+            y = (y * 42949672960001ull) >> 32;
+            *p = q + n + 1;
+            *v = (long)y;
+            return 1;
+        }
+    }
     long x = 0;
     unsigned d;
     for (; q < stop && (d = (unsigned)(*q - '0')) < 10; q++)
