@@ -124,18 +124,41 @@ static dsq_nccl_slot *slot_get(dsq_nccl_state *st, const dsq_line_ctx *lc, uint6
     return s;
 }
 
-/* Adds a "via" transport to the slot's list unless it is there already. */
-static void via_add(dsq_nccl_slot *s, dsq_span t)
+_Static_assert(DSQ_NCCL_VIA <= 256, "a via word's start and length fit a byte");
+
+/* Whether the slot's list has transport t: the listed words of its length
+ * compared (a setup's connection lines alternate between a few transports). */
+static int via_has(const dsq_nccl_slot *s, dsq_span t)
 {
+    if (s->via_words <= DSQ_NCCL_VIA_WORDS) {
+        for (int w = 0; w < s->via_words; w++)
+            if (s->via_len[w] == t.n && dsq_same_bytes(s->via + s->via_at[w], t.p, t.n))
+                return 1;
+        return 0;
+    }
     for (size_t i = 0; i + t.n <= s->via_n; i++)
         if ((i == 0 || s->via[i - 1] == ' ') && dsq_same_bytes(s->via + i, t.p, t.n) &&
             (i + t.n == s->via_n || s->via[i + t.n] == ' '))
-            return;
+            return 1;
+    return 0;
+}
+
+/* Adds a "via" transport to the slot's list unless it is there already. */
+static void via_add(dsq_nccl_slot *s, dsq_span t)
+{
+    if (via_has(s, t))
+        return;
     size_t need = t.n + (s->via_n ? 1 : 0);
     if (!t.n || s->via_n + need > sizeof s->via)
         return;
     if (s->via_n)
         s->via[s->via_n++] = ' ';
+    if (s->via_words < DSQ_NCCL_VIA_WORDS) { /* (t.n and via_n are under 256) */
+        s->via_at[s->via_words] = (uint8_t)s->via_n;
+        s->via_len[s->via_words] = (uint8_t)t.n;
+    }
+    if (s->via_words <= DSQ_NCCL_VIA_WORDS)
+        s->via_words++;
     memcpy(s->via + s->via_n, t.p, t.n);
     s->via_n += t.n;
 }

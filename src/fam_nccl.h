@@ -74,6 +74,7 @@ uint64_t dsq_nccl_proc_key(const dsq_nccl_line *l);
 
 #define DSQ_NCCL_SLOTS 64  /* threads with a communicator being set up, at once */
 #define DSQ_NCCL_VIA 160   /* transports of one communicator, space-separated */
+#define DSQ_NCCL_VIA_WORDS 16 /* where the first transports start, to look them up */
 #define DSQ_NCCL_WARN_MAX 240
 
 typedef struct dsq_nccl_slot {
@@ -89,6 +90,9 @@ typedef struct dsq_nccl_slot {
     int in_chain, warn_prev;
     size_t via_n, warn_n;
     char via[DSQ_NCCL_VIA];
+    /* the via words' starts and lengths; via_words past DSQ_NCCL_VIA_WORDS: more
+     * words than listed (then via is searched byte by byte) */
+    uint8_t via_words, via_at[DSQ_NCCL_VIA_WORDS], via_len[DSQ_NCCL_VIA_WORDS];
     char warn[DSQ_NCCL_WARN_MAX];
 } dsq_nccl_slot;
 

@@ -372,7 +372,8 @@ static void test_nccl_same_pid_two_hosts(void)
 }
 
 /* A setup's transports, each once in the order first seen, compared as whole words:
- * one that is a prefix, a suffix or a longer form of another is its own. */
+ * one that is a prefix, a suffix or a longer form of another is its own; and past
+ * the 16 words the list indexes (fam_nccl.h), the same. */
 static void test_nccl_transports_whole_words(void)
 {
     fixture *f = fx_new(0);
@@ -391,6 +392,32 @@ static void test_nccl_transports_whole_words(void)
         if (f->out.ev[i].kind == DSQ_EV_NCCL_TOPOLOGY)
             CHECK_STR(dsq_dict_str(f->dict, f->out.ev[i].label, NULL),
                       "NET/IB/0 NET/IB/01 IB/0 NET/IB P2P/IPC");
+    fx_free(f);
+    /* more transports than the list's word index holds (16): T0 .. T29, then again
+     * backwards, and T1 against T10 .. T19 */
+    f = fx_new(0);
+    char *big = malloc(16384), want[256] = "";
+    if (!big) {
+        CHECK(big != NULL);
+        fx_free(f);
+        return;
+    }
+    n = snprintf(big, 16384, "h:7:8 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2\n");
+    for (int i = 0; i < 60; i++) {
+        int k = i < 30 ? i : 59 - i;
+        n += snprintf(big + n, 16384 - (size_t)n,
+                      "h:7:8 [0] NCCL INFO Channel %02d/0 : 0[0] -> 1[1] via T%d\n", i % 64, k);
+        if (i < 30)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%sT%d", i ? " " : "", k);
+    }
+    snprintf(big + n, 16384 - (size_t)n,
+             "h:7:8 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 - Init COMPLETE\n");
+    CHECK_INT(fx_scan(f, big), 0);
+    CHECK_INT(count_kind(f, DSQ_EV_NCCL_TOPOLOGY, 0), 1);
+    for (int i = 0; i < f->out.n && i < MAXEV; i++)
+        if (f->out.ev[i].kind == DSQ_EV_NCCL_TOPOLOGY)
+            CHECK_STR(dsq_dict_str(f->dict, f->out.ev[i].label, NULL), want);
+    free(big);
     fx_free(f);
 }
 
