@@ -242,6 +242,8 @@ typedef int (*dsq_grammar_fn)(const char *line, size_t len, dsq_match *m);
  * for a sure host, 2 for a name that may be one ("brutasse: ", "bf16: "): the
  * caller takes it only when a log line follows. */
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m);
+/* The same without its first look at the line (tests compare the two). */
+int dsq_gram_pdsh_dfa(const char *line, size_t len, dsq_match *m);
 
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,
  * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, a time-of-day stamp,
