@@ -6,7 +6,6 @@
  * with its '\n' sentinel (grammar.h), so ASan sees any read past it. Last, a
  * channel line's rest read 16 bytes at a time (ring lists) against a byte loop, and
  * the comm lines' keys against the reader they had before. */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -107,34 +106,9 @@ static void test_fast_header_same_as_dfa_on_variants(void)
  * after a peeled prefix ("gpu1: gpu1:12:34 [0] NCCL INFO ..."). */
 static void test_fast_header_same_as_dfa_on_corpus(void)
 {
-    const char *dir = getenv("DSQ_CORPUS");
-    DIR *d = dir ? opendir(dir) : NULL;
     long before = lines_nccl;
-    if (!d) {
-        printf("  (no corpus: DSQ_CORPUS unset or unreadable)\n");
+    if (test_corpus_lines(64, compare) != 0)
         return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char path[1024];
-        test_buf f = {0};
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (e->d_name[0] == '.' || test_read_file(path, &f) != 0)
-            continue;
-        for (const char *p = f.p, *end = f.p + f.n; p < end;) {
-            const char *q = p;
-            while (q < end && *q != '\n' && *q != '\r')
-                q++;
-            size_t len = (size_t)(q - p);
-            compare(p, len);
-            for (size_t i = 0; i < len && i < 64; i++)
-                if (p[i] == ' ')
-                    compare(p + i + 1, len - i - 1);
-            p = q + 1;
-        }
-        free(f.p);
-    }
-    closedir(d);
     printf("  corpus: %ld NCCL lines among %ld compared\n", lines_nccl - before, lines_compared);
 }
 

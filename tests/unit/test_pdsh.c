@@ -4,7 +4,6 @@
  * every byte replaced by each byte that matters, both must say the same and fill the
  * same host and body. Then every line of the corpus logs (when DSQ_CORPUS names it).
  * Each line is an exact-size heap copy with its '\n' sentinel (grammar.h). */
-#include <dirent.h>
 #include <stdlib.h>
 
 #include "grammar.h"
@@ -82,34 +81,9 @@ static void test_first_look_same_as_dfa_on_variants(void)
 /* Every line of every corpus log, and what follows each blank of its start. */
 static void test_first_look_same_as_dfa_on_corpus(void)
 {
-    const char *dir = getenv("DSQ_CORPUS");
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (!d) {
-        printf("  (no corpus: DSQ_CORPUS unset or unreadable)\n");
-        return;
-    }
     long before = compared;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char path[1024];
-        test_buf f = {0};
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (e->d_name[0] == '.' || test_read_file(path, &f) != 0)
-            continue;
-        for (const char *p = f.p, *end = f.p + f.n; p < end;) {
-            const char *q = p;
-            while (q < end && *q != '\n' && *q != '\r')
-                q++;
-            size_t len = (size_t)(q - p);
-            compare(p, len);
-            for (size_t i = 0; i < len && i < 32; i++)
-                if (p[i] == ' ')
-                    compare(p + i + 1, len - i - 1);
-            p = q + 1;
-        }
-        free(f.p);
-    }
-    closedir(d);
+    if (test_corpus_lines(32, compare) != 0)
+        return;
     printf("  corpus: %ld lines compared\n", compared - before);
 }
 

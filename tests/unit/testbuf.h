@@ -1,8 +1,10 @@
 /* Test data shared by the input and read-ahead tests: a growable byte buffer, a
- * file's bytes, and log-like text that compresses but is not trivially repetitive. */
+ * file's bytes, and log-like text that compresses but is not trivially repetitive;
+ * and the parsers' differential tests' walk over the corpus. */
 #ifndef DSQ_TEST_TESTBUF_H
 #define DSQ_TEST_TESTBUF_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,42 @@ static inline char *test_log_text(size_t n, unsigned seed)
     }
     t[n] = 0;
     return t;
+}
+
+/* Calls each(line, len) for every line of every file in the corpus directory that
+ * DSQ_CORPUS names (a line cut at '\n' or '\r', as lines.h cuts it), and for what
+ * follows each blank among its first `blanks` bytes, as after a peeled prefix.
+ * Returns 0, or -1 (and says so) when DSQ_CORPUS is unset or unreadable. */
+static inline int test_corpus_lines(size_t blanks, void (*each)(const char *line, size_t len))
+{
+    const char *dir = getenv("DSQ_CORPUS");
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d) {
+        printf("  (no corpus: DSQ_CORPUS unset or unreadable)\n");
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[1024];
+        test_buf f = {0};
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] == '.' || test_read_file(path, &f) != 0)
+            continue;
+        for (const char *p = f.p, *end = f.p + f.n; p < end;) {
+            const char *q = p;
+            while (q < end && *q != '\n' && *q != '\r')
+                q++;
+            size_t len = (size_t)(q - p);
+            each(p, len);
+            for (size_t i = 0; i < len && i < blanks; i++)
+                if (p[i] == ' ')
+                    each(p + i + 1, len - i - 1);
+            p = q + 1;
+        }
+        free(f.p);
+    }
+    closedir(d);
+    return 0;
 }
 
 #endif
