@@ -61,13 +61,11 @@ static long lines_compared, lines_nccl;
 
 static void compare(const char *text, size_t len)
 {
-    char *line = malloc(len + 1);
+    char *line = test_line_copy(text, len);
     if (!line) {
         CHECK(line != NULL);
         return;
     }
-    memcpy(line, text, len);
-    line[len] = '\n';
     dsq_nccl_line fast, dfa;
     /* other bytes under each: a field one path leaves unset shows */
     memset(&fast, 0xA5, sizeof fast);
@@ -134,13 +132,11 @@ static void test_ring_list_rest_every_length_and_place(void)
                 char keep = buf[h + at];
                 if (at < n)
                     buf[h + at] = odd[k];
-                char *line = malloc(h + n + 1);
+                char *line = test_line_copy(buf, h + n);
                 if (!line) {
                     CHECK(line != NULL);
                     return;
                 }
-                memcpy(line, buf, h + n);
-                line[h + n] = '\n';
                 dsq_nccl_line o;
                 size_t e = h + n; /* the message ends before trailing blanks and tabs */
                 while (e > h && (buf[e - 1] == ' ' || buf[e - 1] == '\t'))
@@ -247,11 +243,9 @@ static void test_comm_keys_same_as_reference(void)
                           words[(r >> 8) % (sizeof words / sizeof words[0])]);
         }
         n += snprintf(buf + n, sizeof buf - (size_t)n, "%s", ends[(r >> 20) % 4]);
-        char *line = malloc((size_t)n + 1);
+        char *line = test_line_copy(buf, (size_t)n);
         if (!line)
             break;
-        memcpy(line, buf, (size_t)n);
-        line[n] = '\n';
         dsq_nccl_line o;
         if (dsq_nccl_parse(line, (size_t)n, &o) &&
             (o.kind == DSQ_NCCL_COMM || o.kind == DSQ_NCCL_INIT || o.kind == DSQ_NCCL_INIT_START ||

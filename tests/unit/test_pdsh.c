@@ -40,13 +40,11 @@ static int span_same(dsq_span a, dsq_span b) { return a.n == b.n && (!a.n || a.p
 
 static void compare(const char *text, size_t len)
 {
-    char *line = malloc(len + 1);
+    char *line = test_line_copy(text, len);
     if (!line) {
         CHECK(line != NULL);
         return;
     }
-    memcpy(line, text, len);
-    line[len] = '\n';
     dsq_match a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);

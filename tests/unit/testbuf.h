@@ -57,6 +57,18 @@ static inline char *test_log_text(size_t n, unsigned seed)
     return t;
 }
 
+/* An exact-size heap copy of text[0..len) and the '\n' sentinel the grammars read
+ * to (grammar.h), so ASan sees any read past it; NULL when out of memory. free() it. */
+static inline char *test_line_copy(const char *text, size_t len)
+{
+    char *line = malloc(len + 1);
+    if (line) {
+        memcpy(line, text, len);
+        line[len] = '\n';
+    }
+    return line;
+}
+
 /* Calls each(line, len) for every line of every file in the corpus directory that
  * DSQ_CORPUS names (a line cut at '\n' or '\r', as lines.h cuts it), and for what
  * follows each blank among its first `blanks` bytes, as after a peeled prefix.
