@@ -35,7 +35,7 @@ static int finish(dsq_match *m, const char *line, size_t len, const unsigned cha
     return 1;
 }
 
-int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
+int dsq_gram_prefix_dfa(const char *line, size_t len, dsq_match *m)
 {
     const unsigned char *cur = (const unsigned char *)line, *mar;
     const unsigned char *r0, *r1, *t0;
@@ -99,4 +99,19 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
         "(" [A-Za-z_][A-Za-z0-9_]* " pid=" d{1,10} (", ip=" [0-9a-fA-F.:]+)? ")" ("\x1b[0m")? " " { return finish(m, line, len, cur); }
         *                                              { return 0; }
     */
+}
+
+/* The bytes a layer starts with: '[', a digit, ESC, '>' and '('. */
+static const unsigned char layer_start[256] = {
+    ['['] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['\x1b'] = 1, ['>'] = 1, ['('] = 1,
+};
+
+/* A line that starts with no layer's first byte (most lines: a host, a word) leaves
+ * before the DFA. */
+int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
+{
+    if (!len || !layer_start[(unsigned char)line[0]])
+        return 0;
+    return dsq_gram_prefix_dfa(line, len, m);
 }

@@ -249,6 +249,8 @@ int dsq_gram_pdsh_dfa(const char *line, size_t len, dsq_match *m);
  * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, a time-of-day stamp,
  * ANSI colour codes, Ray actor tags). */
 int dsq_gram_prefix(const char *line, size_t len, dsq_match *m);
+/* The same without its first look at the line (tests compare the two). */
+int dsq_gram_prefix_dfa(const char *line, size_t len, dsq_match *m);
 
 /* grammar/deepspeed.re: "[2024-07-20 21:30:05,202] [INFO] [file.py:96:func] [Rank 0] ..."
  * and, inside it, the three lines of the see_memory_usage report. */
