@@ -67,35 +67,6 @@ static long whole_number(const char *p, const char *e)
     return digits_val((const unsigned char *)p, (const unsigned char *)e);
 }
 
-/* The end of the word at p: the first ' ', '\t' or ',' (or end). With SSE2, 16
- * bytes at a time while 16 are left (a comm line's words are "rank", "0x55d02c..."). */
-static const char *kv_word_end_bytes(const char *p, const char *end)
-{
-    while (p < end && *p != ' ' && *p != '\t' && *p != ',')
-        p++;
-    return p;
-}
-#ifdef __SSE2__
-static const char *kv_word_end(const char *p, const char *end)
-{
-    for (; end - p >= 16; p += 16) {
-        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)p);
-        unsigned stop = (unsigned)_mm_movemask_epi8(
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(' ')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8('\t'))),
-                         _mm_cmpeq_epi8(c, _mm_set1_epi8(','))));
-        if (stop)
-            return p + __builtin_ctz(stop);
-    }
-    return kv_word_end_bytes(p, end);
-}
-#else
-static const char *kv_word_end(const char *p, const char *end)
-{
-    return kv_word_end_bytes(p, end);
-}
-#endif
-
 /* "key value" pairs of the comm lines: "ncclCommInitRank comm 0x.. rank 0 nranks 8
  * cudaDev 0 nvmlDev 0 busId 1000 commId 0x.. - Init COMPLETE". Unknown keys (and
  * typos) are skipped; the first word names the function when it is not "comm". A
@@ -108,7 +79,7 @@ static void kv_scan(dsq_nccl_line *o, const char *p, const char *end)
         while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
             p++;
         const char *w = p;
-        p = kv_word_end(p, end);
+        p = dsq_find_any(p, end, DSQ_LIT(" \t,")); /* the word's end */
         if (p == w)
             break;
         dsq_span cur = span(w, p);
@@ -535,40 +506,6 @@ static const unsigned char host_end[256] = {
     [' '] = 1, ['\t'] = 1, [':'] = 1, ['['] = 1, [']'] = 1, ['\n'] = 1, ['\r'] = 1,
 };
 
-/* Where the host that starts at q ends (the first byte host_end holds, or end).
- * With SSE2, 16 bytes at a time: a host is "gpu0931", "node-17.cluster". */
-static const unsigned char *host_stop_bytes(const unsigned char *q, const unsigned char *end)
-{
-    while (q < end && !host_end[*q])
-        q++;
-    return q;
-}
-#ifdef __SSE2__
-static const unsigned char *host_stop(const unsigned char *q, const unsigned char *end)
-{
-    for (; end - q >= 16; q += 16) {
-        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)q);
-        __m128i m = _mm_or_si128(
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(':')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(' '))),
-                         _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('[')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8(']')))),
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('\t')),
-                                      _mm_cmpeq_epi8(c, _mm_set1_epi8('\n'))),
-                         _mm_cmpeq_epi8(c, _mm_set1_epi8('\r'))));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
-        if (bits)
-            return q + __builtin_ctz(bits);
-    }
-    return host_stop_bytes(q, end);
-}
-#else
-static const unsigned char *host_stop(const unsigned char *q, const unsigned char *end)
-{
-    return host_stop_bytes(q, end);
-}
-#endif
-
 /* The 8 bytes at q as a number, the first in the lowest byte: one load. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 static inline uint64_t le64(const unsigned char *q)
@@ -635,7 +572,8 @@ static const unsigned char *info_header(const unsigned char *p, const unsigned c
     const unsigned char *q = p;
     if (q >= end || host_end[*q] || *q == '<')
         return NULL;
-    q = host_stop(q, end);
+    q = (const unsigned char *)dsq_find_any((const char *)q, (const char *)end,
+                                            DSQ_LIT(" \t:[]\n\r")); /* host_end's bytes */
     if (q >= end || *q != ':')
         return NULL;
     *h1 = q++;

@@ -10,9 +10,6 @@
  * returned as maybe-hosts (2): the scanner decides by what follows.
  */
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "grammar.h"
 
@@ -99,33 +96,14 @@ found:
     return sure;
 }
 
-/* Whether the first ':' of line[0..len) is followed by a blank: a host holds no ':',
- * so a prefix needs both (most lines are NCCL's "gpu0871:48869:48940 [0] ...", whose
- * first ':' is followed by the pid). With SSE2, 16 bytes at a time. */
-static int colon_blank_bytes(const char *p, const char *end)
-{
-    const char *c = memchr(p, ':', (size_t)(end - p));
-    return c && c + 1 < end && c[1] == ' ';
-}
-#ifdef __SSE2__
+/* Whether the first ':' of [p, end) is followed by a blank: a host holds no ':', so
+ * a prefix needs both (most lines are NCCL's "gpu0871:48869:48940 [0] ...", whose
+ * first ':' is followed by the pid). */
 static int colon_blank(const char *p, const char *end)
 {
-    for (; end - p >= 16; p += 16) {
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)p);
-        unsigned colon = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, _mm_set1_epi8(':')));
-        if (colon) {
-            const char *c = p + __builtin_ctz(colon);
-            return c + 1 < end && c[1] == ' ';
-        }
-    }
-    return colon_blank_bytes(p, end);
+    const char *c = dsq_find_any(p, end, DSQ_LIT(":"));
+    return c + 1 < end && c[1] == ' ';
 }
-#else
-static int colon_blank(const char *p, const char *end)
-{
-    return colon_blank_bytes(p, end);
-}
-#endif
 
 /* Every rule starts with a letter or a digit and needs ": " after the host: a line
  * without them is no prefix, told without the DFA. */

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef struct dsq_span {
     const char *p;
@@ -77,5 +80,40 @@ static inline int dsq_same_bytes(const char *a, const char *b, size_t n)
     }
     return n == 0 || a[0] == b[0];
 }
+
+/* The first byte of [p, end) that is one of set[0..nset), or end. With SSE2, 16
+ * bytes at a time while 16 are left; called with a literal set, the compares
+ * unroll. For a recognizer's stop bytes: a host's end, a word's, the first ':'. */
+static inline const char *dsq_find_any_bytes(const char *p, const char *end, const char *set,
+                                             size_t nset)
+{
+    for (; p < end; p++)
+        for (size_t k = 0; k < nset; k++)
+            if (*p == set[k])
+                return p;
+    return end;
+}
+#ifdef __SSE2__
+static inline const char *dsq_find_any(const char *p, const char *end, const char *set,
+                                       size_t nset)
+{
+    for (; end - p >= 16; p += 16) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i hit = _mm_cmpeq_epi8(c, _mm_set1_epi8(set[0]));
+        for (size_t k = 1; k < nset; k++)
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(c, _mm_set1_epi8(set[k])));
+        unsigned bits = (unsigned)_mm_movemask_epi8(hit);
+        if (bits)
+            return p + __builtin_ctz(bits);
+    }
+    return dsq_find_any_bytes(p, end, set, nset);
+}
+#else
+static inline const char *dsq_find_any(const char *p, const char *end, const char *set,
+                                       size_t nset)
+{
+    return dsq_find_any_bytes(p, end, set, nset);
+}
+#endif
 
 #endif
