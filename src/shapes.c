@@ -30,6 +30,10 @@ typedef struct ref {
     uint8_t how;
 } ref;
 
+/* the match's spans a shape may set: host, func, body, label, text, proc, f[].name */
+#define SPANS_MAX (6 + DSQ_MATCH_MAXF)
+_Static_assert(SPANS_MAX <= 32, "span_rel has a bit for each");
+
 typedef struct source {
     uint16_t off, n;
     uint8_t kind, slot;
@@ -48,6 +52,12 @@ typedef struct shape {
     ref fname[DSQ_MATCH_MAXF];
     uint8_t funit[DSQ_MATCH_MAXF];
     uint8_t vunit[DSQ_MATCH_MAXV];
+    /* the spans replay writes (those not REF_KEEP): span_v[j] at byte span_at[j] of
+       the match, its p an offset into the line when bit j of span_rel is set */
+    uint8_t nspans;
+    uint32_t span_rel;
+    uint16_t span_at[SPANS_MAX];
+    dsq_span span_v[SPANS_MAX];
     source src[DSQ_MATCH_MAXSRC];
     /* the values whose layout is planned (num.h), read in one call straight into
        the match: plan[j] at plan_off[j] in the line, to plan_dst[j] in the match;
@@ -256,15 +266,6 @@ static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
                      (uint64_t)(m->host.n != 0) << 1 | (uint64_t)body);
 }
 
-static dsq_span span_of(ref r, dsq_span keep, const char *line)
-{
-    switch (r.how) {
-    case REF_LINE: return (dsq_span){line + r.off, r.n};
-    case REF_ABS: return (dsq_span){r.abs, r.n};
-    default: return keep;
-    }
-}
-
 /* The values of the shape's sources in this line; 0 if one does not read as it
  * did when the shape was learned (it always does: a guard). */
 static int read_sources(const shape *sh, const char *line, size_t len, double *vals,
@@ -299,7 +300,9 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
     double vals[DSQ_MATCH_MAXSRC];
     int rank = sh->rank;
     int64_t t_us = sh->t_us;
-    dsq_civil civil = sh->civil;
+    dsq_civil civil = {0}; /* a CIVIL_MD source comes with a civil stamp (add_source) */
+    if (sh->civil.mo)
+        civil = sh->civil;
     if (!read_sources(sh, line, len, vals, &rank, &t_us, &civil))
         return 0;
     m->kind = sh->kind;
@@ -312,19 +315,17 @@ static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
         m->civil = civil;
     else
         m->civil.mo = 0;
-    m->host = span_of(sh->host, m->host, line);
-    m->func = span_of(sh->func, m->func, line);
-    m->body = span_of(sh->body, m->body, line);
-    m->label = span_of(sh->label, m->label, line);
-    m->text = span_of(sh->text, m->text, line);
-    m->proc = span_of(sh->proc, m->proc, line);
+    for (int j = 0; j < sh->nspans; j++) { /* the line's spans at their offsets */
+        dsq_span v = sh->span_v[j];
+        if (sh->span_rel >> j & 1)
+            v.p = line + (uintptr_t)v.p;
+        memcpy((char *)m + sh->span_at[j], &v, sizeof v);
+    }
     m->ev = sh->ev;
     m->nf = sh->nf;
     m->nv = sh->nv;
-    for (int i = 0; i < sh->nf; i++) {
-        m->f[i].name = span_of(sh->fname[i], m->f[i].name, line);
+    for (int i = 0; i < sh->nf; i++)
         m->f[i].unit = sh->funit[i];
-    }
     for (int i = 0; i < sh->nv; i++)
         m->unit[i] = sh->vunit[i];
     /* their digits are digits (same_bytes): no search for them */
@@ -484,6 +485,18 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
     return 1;
 }
 
+/* Notes a span replay writes at byte `at` of the match (none for REF_KEEP). */
+static void add_span(shape *sh, size_t at, ref r)
+{
+    if (r.how == REF_KEEP)
+        return;
+    int j = sh->nspans++;
+    sh->span_at[j] = (uint16_t)at;
+    sh->span_v[j] = (dsq_span){r.how == REF_LINE ? (const char *)(uintptr_t)r.off : r.abs, r.n};
+    if (r.how == REF_LINE)
+        sh->span_rel |= 1u << j;
+}
+
 /* Whether a span of the line covers a source digit (its bytes vary by line). */
 static int has_wild(const shape *sh, ref r)
 {
@@ -550,6 +563,17 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
         sh->fname[i] = ref_of(m->f[i].name, none, line, len);
         sh->funit[i] = m->f[i].unit;
     }
+    sh->nspans = 0;
+    sh->span_rel = 0;
+    add_span(sh, offsetof(dsq_match, host), sh->host);
+    add_span(sh, offsetof(dsq_match, func), sh->func);
+    add_span(sh, offsetof(dsq_match, body), sh->body);
+    add_span(sh, offsetof(dsq_match, label), sh->label);
+    add_span(sh, offsetof(dsq_match, text), sh->text);
+    add_span(sh, offsetof(dsq_match, proc), sh->proc);
+    for (int i = 0; i < m->nf; i++)
+        add_span(sh, offsetof(dsq_match, f) + (size_t)i * sizeof m->f[0] + offsetof(dsq_mfield, name),
+                 sh->fname[i]);
     for (int i = 0; i < m->nv; i++)
         sh->vunit[i] = m->unit[i];
     memset(&sh->ids, 0, sizeof sh->ids);
