@@ -350,18 +350,31 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
         i = 1;
     while (i + k < n && is_digit(p[i + k]))
         k++;
-    if (i + k < n) {
-        if (p[i + k] != '.')
-            return;
-        while (i + k + 1 + f < n && is_digit(p[i + k + 1 + f]))
+    size_t q = i + k; /* past the mantissa */
+    if (q < n && p[q] == '.') {
+        while (q + 1 + f < n && is_digit(p[q + 1 + f]))
             f++;
-        if (f == 0 || i + k + 1 + f != n)
-            return; /* "5." or more after the fraction */
+        if (f == 0)
+            return; /* "5." */
+        q += 1 + f;
     }
-    if (k + f == 0 || k + f > 14)
-        return;
-    *pl = (dsq_num_plan){1, (uint8_t)i, (uint8_t)(i && p[0] == '-'), (uint8_t)(n - i),
-                         (uint8_t)k, (uint8_t)f};
+    size_t ex = 0, exat = 0;
+    int exneg = 0;
+    if (q < n && (p[q] == 'e' || p[q] == 'E')) {
+        exat = q + 1;
+        if (exat < n && (p[exat] == '-' || p[exat] == '+'))
+            exneg = p[exat++] == '-';
+        while (exat + ex < n && is_digit(p[exat + ex]))
+            ex++;
+        if (ex == 0 || ex > 3)
+            return; /* no exponent digits ("1e" is not read whole), or the general path's */
+        q = exat + ex;
+    }
+    if (q != n || k + f == 0 || k + f > 14 || n > 255)
+        return; /* more after the number, or not the plain path's */
+    *pl = (dsq_num_plan){1,         (uint8_t)i, (uint8_t)(i && p[0] == '-'), (uint8_t)(n - i),
+                         (uint8_t)k, (uint8_t)f, (uint8_t)ex, (uint8_t)exneg,
+                         (uint8_t)(ex ? exat - i : 0)};
 }
 
 #ifdef NUM_SSE
@@ -375,7 +388,7 @@ static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p
         v = _mm_loadu_si128((const __m128i *)(const void *)p);
     } else {
         char b[16] = {0};
-        memcpy(b, p, pl->n);
+        memcpy(b, p, pl->k + (pl->f ? 1u + pl->f : 0u)); /* the mantissa's bytes */
         v = _mm_loadu_si128((const __m128i *)(const void *)b);
     }
     return sum_digits(_mm_sub_epi8(v, _mm_set1_epi8('0')), pl->k, pl->f);
@@ -388,6 +401,24 @@ static inline double planned_value(const dsq_num_plan *pl, uint64_t mant)
     return scaled(mant, -(int)pl->f, pl->neg);
 }
 
+/* The same for a layout with an exponent (p: the number after its sign); one that
+ * takes the scale past 10^+-22 is read by dsq_num_parse (its general path). Out of
+ * line: the plain layouts' loop stays as tight as without exponents. */
+static __attribute__((noinline)) double exponent_value(const dsq_num_plan *pl, uint64_t mant,
+                                                       const char *p)
+{
+    const char *e = p + pl->exat;
+    int ev = e[0] - '0';
+    for (int i = 1; i < pl->ex; i++)
+        ev = ev * 10 + (e[i] - '0');
+    int scale = (pl->exneg ? -ev : ev) - (int)pl->f;
+    if (scale >= -22 && scale <= 22)
+        return scaled(mant, scale, pl->neg);
+    double v = 0;
+    dsq_num_parse(p - pl->skip, p + pl->n, &v, NULL);
+    return v;
+}
+
 static double planned_plain(const dsq_num_plan *pl, const char *p)
 {
     uint64_t mant = 0;
@@ -395,7 +426,7 @@ static double planned_plain(const dsq_num_plan *pl, const char *p)
         mant = mant * 10 + (uint64_t)(p[i] - '0');
     for (int i = 0; i < pl->f; i++)
         mant = mant * 10 + (uint64_t)(p[pl->k + 1 + i] - '0');
-    return planned_value(pl, mant);
+    return __builtin_expect(pl->ex != 0, 0) ? exponent_value(pl, mant, p) : planned_value(pl, mant);
 }
 
 #ifdef NUM_SSE
@@ -403,7 +434,10 @@ static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, 
                                    const char *base, unsigned char *out, const uint16_t *out_off)
 {
     for (int i = 0; i < n; i++) {
-        double v = planned_value(&pl[i], planned_sse(&pl[i], base + off[i] + pl[i].skip));
+        const char *p = base + off[i] + pl[i].skip;
+        uint64_t mant = planned_sse(&pl[i], p);
+        double v = __builtin_expect(pl[i].ex != 0, 0) ? exponent_value(&pl[i], mant, p)
+                                                      : planned_value(&pl[i], mant);
         memcpy(out + out_off[i], &v, sizeof v);
     }
 }

@@ -23,16 +23,20 @@ enum dsq_unit {
 int dsq_num_parse(const char *p, const char *end, double *out, const char **stop);
 
 /* A number whose layout a line shape fixes (shapes.h): an optional sign, k integer
- * digits, and when f > 0 a '.' and f fraction digits, the digits' values free.
- * dsq_num_plan_of tells whether the n bytes at p are such a number that
- * dsq_num_parse reads whole (k + f <= 14, no exponent or separator), and
+ * digits, when f > 0 a '.' and f fraction digits, and when ex > 0 an 'e' or 'E',
+ * an optional sign and ex exponent digits ("2.000000e-05"), the digits' values
+ * free. dsq_num_plan_of tells whether the n bytes at p are such a number that
+ * dsq_num_parse reads whole (k + f <= 14, ex <= 3, no separator), and
  * dsq_num_planned_at gives the values of numbers of known layouts, the same bits
  * dsq_num_parse gives, without finding their digits again. The caller has checked
- * that every digit of each layout is one. */
+ * that every digit of each layout is one (the other bytes are the layout's). */
 typedef struct dsq_num_plan {
     uint8_t ok;   /* 1: the layout is planned (0: use dsq_num_parse) */
     uint8_t skip; /* bytes of sign */
     uint8_t neg, n, k, f;
+    uint8_t ex;    /* exponent digits (0: no exponent) */
+    uint8_t exneg; /* the exponent's sign is '-' */
+    uint8_t exat;  /* its first digit, in bytes after the sign */
 } dsq_num_plan;
 
 void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);

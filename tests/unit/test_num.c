@@ -296,7 +296,8 @@ static void test_random_same_as_strtod(void)
 
 /* A layout planned from one number reads every other number of that layout as
  * dsq_num_parse does, bit for bit, also where the 16 bytes after it would cross
- * into the next page (the number ends a page-aligned buffer). */
+ * into the next page (the number ends a page-aligned buffer); with an exponent
+ * too ("2.000000e-05"), also one that takes the scale past 10^+-22. */
 static void test_planned_same_as_parse(void)
 {
     char *page = aligned_alloc(4096, 4096);
@@ -304,12 +305,13 @@ static void test_planned_same_as_parse(void)
     if (!page)
         return;
     srand(7);
-    int bad = 0, planned = 0;
-    for (int round = 0; round < 20000; round++) {
+    int bad = 0, planned = 0, with_ex = 0;
+    for (int round = 0; round < 40000; round++) {
         int sign = rand() % 3, k = rand() % 15, f = rand() % (15 - k);
+        int ex = round & 1 ? 1 + rand() % 3 : 0, exsign = rand() % 3, e_char = rand() % 2;
         if (k + f == 0)
             continue;
-        char a[32], b[32];
+        char a[40], b[40];
         size_t n = 0;
         for (char *t = a; t; t = t == a ? b : NULL) {
             n = 0;
@@ -322,7 +324,15 @@ static void test_planned_same_as_parse(void)
                 for (int i = 0; i < f; i++)
                     t[n++] = (char)('0' + rand() % 10);
             }
+            if (ex) {
+                t[n++] = e_char ? 'e' : 'E';
+                if (exsign)
+                    t[n++] = exsign == 1 ? '-' : '+';
+                for (int i = 0; i < ex; i++) /* small exponents most: 0-2 digits first */
+                    t[n++] = (char)('0' + (i + 1 < ex ? rand() % 3 : rand() % 10));
+            }
         }
+        with_ex += ex > 0;
         dsq_num_plan pl;
         dsq_num_plan_of(a, n, &pl);
         if (!pl.ok) {
@@ -348,11 +358,12 @@ static void test_planned_same_as_parse(void)
     }
     free(page);
     CHECK_INT(bad, 0);
-    CHECK(planned > 15000);
+    CHECK(planned > 30000 && with_ex > 15000);
     /* what the plain path does not read whole is not planned */
-    static const char *const refused[] = {"5.", "1e3", "1.5e-05", "1,234", "123456789012345",
-                                          "1.23456789012345", "", "-", ".", "1.2.3", "12a",
-                                          "--1"};
+    static const char *const refused[] = {"5.", "1,234", "123456789012345", "1.23456789012345",
+                                          "", "-", ".", "1.2.3", "12a", "--1", "1e", "1e-",
+                                          "1.5e+", "1e1234", "2e5x", "1e-0005", "e5", ".e5",
+                                          "5.e3", "1.5e-05e3"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         dsq_num_plan pl;
         dsq_num_plan_of(refused[i], strlen(refused[i]), &pl);
