@@ -502,8 +502,16 @@ static int split_rows(dsq_block_cols *c, const dsq_block *b, uint32_t *ncols)
         if (copy_varint(&o[1], &p, end, &v) || copy_varint(&o[2], &p, end, &v) ||
             copy_varint(&o[3], &p, end, &v) || copy_varint(&o[4], &p, end, &v))
             return DSQ_EFORMAT;
-        for (unsigned j = 0; j < nf && !rc; j++)
-            rc = put_col_value(c, first ? first + (int)j : 0, &p, end);
+        for (unsigned j = 0; j < nf && !rc; j++) {
+            int i = first ? first + (int)j : 0;
+            col_buf *cb = &c->col[i];
+            if (p < end && *p == DSQ_VAL_IN_SERIES && cb->n < cb->cap) { /* most values */
+                cb->b[cb->n++] = DSQ_VAL_IN_SERIES;
+                p++;
+                continue;
+            }
+            rc = put_col_value(c, i, &p, end);
+        }
     }
     if (!rc && p != end)
         rc = DSQ_EFORMAT;
