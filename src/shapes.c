@@ -67,6 +67,10 @@ typedef struct shape {
     uint16_t plan_off[DSQ_MATCH_MAXSRC], plan_dst[DSQ_MATCH_MAXSRC];
     dsq_num_plan plan[DSQ_MATCH_MAXSRC];
     dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
+    /* the minute of the stamp read last ("YYYY-MM-DD HH:MM", 0: none) and its time:
+       a shape's lines mostly share it */
+    uint64_t minute[2];
+    int64_t minute_t;
     unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel (what follows:
                                                   an earlier shape's, never compared) */
     unsigned char wild[SHAPE_LINE_MAX + 16];  /* 0xFF where a source digit is */
@@ -268,8 +272,36 @@ static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
 
 /* The values of the shape's sources in this line; 0 if one does not read as it
  * did when the shape was learned (it always does: a guard). */
-static int read_sources(const shape *sh, const char *line, size_t len, double *vals,
-                        int *rank, int64_t *t_us, dsq_civil *civil)
+/* The time of the stamp at p at second 0 of its minute (dsq_time_from_civil's,
+ * found again only when the minute differs from the last one read). */
+static int64_t stamp_minute(shape *sh, const char *p)
+{
+    uint64_t k[2];
+    memcpy(k, p, sizeof k);
+    if (k[0] != sh->minute[0] || k[1] != sh->minute[1]) {
+        sh->minute[0] = k[0];
+        sh->minute[1] = k[1];
+        sh->minute_t = dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2),
+                                           dsq_time_d2(p + 5), dsq_time_d2(p + 8),
+                                           dsq_time_d2(p + 11), dsq_time_d2(p + 14), 0, 0);
+    }
+    return sh->minute_t;
+}
+
+/* dsq_time_stamp_s and dsq_time_stamp_ms (timeconv.h) through the minute: the same
+ * sum, in another order. */
+static int64_t stamp_s(shape *sh, const char *p)
+{
+    return stamp_minute(sh, p) + dsq_time_d2(p + 17) * (int64_t)1000000;
+}
+
+static int64_t stamp_ms(shape *sh, const char *p)
+{
+    return stamp_s(sh, p) + (dsq_time_d2(p + 20) * 10 + (p[22] - '0')) * 1000;
+}
+
+static int read_sources(shape *sh, const char *line, size_t len, double *vals, int *rank,
+                        int64_t *t_us, dsq_civil *civil)
 {
     const char *end = line + len;
     for (int j = 0; j < sh->nrest; j++) { /* the planned values are read in replay */
@@ -285,8 +317,8 @@ static int read_sources(const shape *sh, const char *line, size_t len, double *v
         case DSQ_SRC_RANK:
             *rank = dsq_time_digits(p, sr->n);
             break;
-        case DSQ_SRC_STAMP_MS: *t_us = dsq_time_stamp_ms(p); break;
-        case DSQ_SRC_STAMP_S: *t_us = dsq_time_stamp_s(p); break;
+        case DSQ_SRC_STAMP_MS: *t_us = stamp_ms(sh, p); break;
+        case DSQ_SRC_STAMP_S: *t_us = stamp_s(sh, p); break;
         case DSQ_SRC_CIVIL_MD: DSQ_TIME_CIVIL_MD(civil, p); break;
         default: return 0;
         }
@@ -295,7 +327,7 @@ static int read_sources(const shape *sh, const char *line, size_t len, double *v
 }
 
 /* Fills m from the shape for this line (its bytes already checked). */
-static int replay(const shape *sh, const char *line, size_t len, dsq_match *m)
+static int replay(shape *sh, const char *line, size_t len, dsq_match *m)
 {
     double vals[DSQ_MATCH_MAXSRC];
     int rank = sh->rank;
@@ -521,6 +553,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
     sh->nsrc = sh->nplan = sh->nrest = 0;
+    sh->minute[0] = sh->minute[1] = 0;
     sh->state = nt->state;
     sh->next = -1;
     for (int i = 0; i < m->nf; i++)
