@@ -1,11 +1,11 @@
 /* The prefix recognizers' first looks at a line against their DFAs alone: pdsh's
  * (grammar/pdsh.re: a letter or a digit first, and a blank after the first ':',
  * found 16 bytes at a time) against dsq_gram_pdsh_dfa, and the other layers'
- * (grammar/prefix.re: a layer's first byte) against dsq_gram_prefix_dfa. For
- * prefixes of every kind, every cut of them and every byte replaced by each byte
- * that matters, both must say the same and fill the same match. Then every line of
- * the corpus logs (when DSQ_CORPUS names it). Each line is an exact-size heap copy
- * with its '\n' sentinel (grammar.h). */
+ * (grammar/prefix.re: a layer's first byte, and not "[" with 4 digits and '-')
+ * against dsq_gram_prefix_dfa. For prefixes of every kind, every cut of them and
+ * every byte replaced by each byte that matters, both must say the same and fill
+ * the same match. Then every line of the corpus logs (when DSQ_CORPUS names it).
+ * Each line is an exact-size heap copy with its '\n' sentinel (grammar.h). */
 #include <stdlib.h>
 
 #include "grammar.h"
@@ -44,6 +44,8 @@ static const char *const seeds[] = {
     "> a quoted line",
     ">",
     "[155] launcher rank",
+    "[2024] launcher rank with four digits",
+    "[1234,5]<stdout>: four digits then a comma",
     "(RayWorkerWrapper pid=927, ip=10.0.0.1) vLLM",
     "(RayTrainWorker pid=12)\x1b[0m ray",
 };
