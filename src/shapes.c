@@ -270,8 +270,6 @@ static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
                      (uint64_t)(m->host.n != 0) << 1 | (uint64_t)body);
 }
 
-/* The values of the shape's sources in this line; 0 if one does not read as it
- * did when the shape was learned (it always does: a guard). */
 /* The time of the stamp at p at second 0 of its minute (dsq_time_from_civil's,
  * found again only when the minute differs from the last one read). */
 static int64_t stamp_minute(shape *sh, const char *p)
@@ -300,6 +298,8 @@ static int64_t stamp_ms(shape *sh, const char *p)
     return stamp_s(sh, p) + (dsq_time_d2(p + 20) * 10 + (p[22] - '0')) * 1000;
 }
 
+/* The values of the shape's sources in this line; 0 if one does not read as it
+ * did when the shape was learned (it always does: a guard). */
 static int read_sources(shape *sh, const char *line, size_t len, double *vals, int *rank,
                         int64_t *t_us, dsq_civil *civil)
 {
