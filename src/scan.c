@@ -552,15 +552,20 @@ int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
         else if ((e->text = intern_trimmed(sc, a->text)) != 0 && ids && ids->text_same)
             ids->text = e->text;
     }
-    for (int i = 0; i < a->nf && e->nf < DSQ_EV_MAXF; i++) {
-        int keep = ids && !(ids->f_vary >> i & 1);
-        uint32_t id = keep && ids->f[i] ? ids->f[i] : field_id(sc, a->f[i].name.p, a->f[i].name.n);
-        if (!id)
-            return DSQ_ENOMEM;
-        if (keep)
-            ids->f[i] = id;
-        e->f[e->nf++] = (dsq_field){id, a->f[i].unit, a->f[i].v};
+    /* the shape's field ids once found (bit i of vary set: found for each line) */
+    uint32_t vary = ids ? ids->f_vary : ~0u;
+    int nf = a->nf < DSQ_EV_MAXF ? a->nf : DSQ_EV_MAXF;
+    for (int i = 0; i < nf; i++) {
+        uint32_t id = vary >> i & 1 ? 0 : ids->f[i];
+        if (!id) {
+            if (!(id = field_id(sc, a->f[i].name.p, a->f[i].name.n)))
+                return DSQ_ENOMEM;
+            if (!(vary >> i & 1))
+                ids->f[i] = id;
+        }
+        e->f[i] = (dsq_field){id, a->f[i].unit, a->f[i].v};
     }
+    e->nf = (uint8_t)(nf > 0 ? nf : 0);
     if (!queued)
         return emit(sc, e);
     sc->st.events++;
