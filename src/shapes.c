@@ -41,7 +41,8 @@ typedef struct source {
 
 typedef struct shape {
     uint64_t state;   /* prefix_state of its lines (the key has it too) */
-    int32_t next;     /* the slot of the shape that answered the line after, or -1 */
+    int32_t next[2];  /* the slots of the shapes that answered the line after, the
+                         latest first, or -1 */
     uint32_t hits, fails;
     uint16_t len;
     uint8_t nsrc;
@@ -386,8 +387,10 @@ static int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char *line,
     shape *sh = &s->sets[i];
     if (!same_bytes(sh, line, len) || !replay(sh, line, len, m))
         return 0;
-    if (prev >= 0)
-        s->sets[prev].next = i; /* the guess for the line after prev's next time */
+    if (prev >= 0 && s->sets[prev].next[0] != i) { /* the guesses for the line after */
+        s->sets[prev].next[1] = s->sets[prev].next[0];  /* prev's next time */
+        s->sets[prev].next[0] = i;
+    }
     sh->hits++;
     s->st.hits++;
     s->prev = i;
@@ -403,11 +406,13 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
     if (state < 0 || len > SHAPE_LINE_MAX)
         return 0;
     /* logs repeat their sequence of shapes (a step's lines, rank after rank): the
-     * shape that followed the last line's shape before is tried first, no key */
-    if (prev >= 0) {
-        int32_t next = s->sets[prev].next;
+     * last two shapes that followed the last line's shape are tried first, no key
+     * (one of another length is no guess) */
+    for (int k = 0; k < 2 && prev >= 0; k++) {
+        int32_t next = s->sets[prev].next[k];
         if (next >= 0 && s->keys[next] && !(s->keys[next] & NEG_KEY) &&
-            s->sets[next].state == (uint64_t)state && answer_from(s, next, prev, line, len, m))
+            s->sets[next].len == len && s->sets[next].state == (uint64_t)state &&
+            answer_from(s, next, prev, line, len, m))
             return 1;
     }
     uint64_t key = shape_key(line, len, (uint64_t)state);
@@ -555,7 +560,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     sh->nsrc = sh->nplan = sh->nrest = 0;
     sh->minute[0] = sh->minute[1] = 0;
     sh->state = nt->state;
-    sh->next = -1;
+    sh->next[0] = sh->next[1] = -1;
     for (int i = 0; i < m->nf; i++)
         if (!add_source(sh, last_src(m, DSQ_SRC_FIELD, i), line, len, m))
             return 0;
