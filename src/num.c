@@ -372,7 +372,7 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
     }
     if (q != n || k + f == 0 || k + f > 14 || n > 255)
         return; /* more after the number, or not the plain path's */
-    *pl = (dsq_num_plan){1,         (uint8_t)i, (uint8_t)(i && p[0] == '-'), (uint8_t)(n - i),
+    *pl = (dsq_num_plan){1, (uint8_t)i, (uint8_t)(i && p[0] == '-'), (uint8_t)(n - i),
                          (uint8_t)k, (uint8_t)f, (uint8_t)ex, (uint8_t)exneg,
                          (uint8_t)(ex ? exat - i : 0)};
 }

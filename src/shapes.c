@@ -271,8 +271,8 @@ static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
                      (uint64_t)(m->host.n != 0) << 1 | (uint64_t)body);
 }
 
-/* The time of the stamp at p at second 0 of its minute (dsq_time_from_civil's,
- * found again only when the minute differs from the last one read). */
+/* dsq_time_stamp_minute of the stamp at p, found again only when its minute differs
+ * from the last one this shape read. */
 static int64_t stamp_minute(shape *sh, const char *p)
 {
     uint64_t k[2];
@@ -280,23 +280,9 @@ static int64_t stamp_minute(shape *sh, const char *p)
     if (k[0] != sh->minute[0] || k[1] != sh->minute[1]) {
         sh->minute[0] = k[0];
         sh->minute[1] = k[1];
-        sh->minute_t = dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2),
-                                           dsq_time_d2(p + 5), dsq_time_d2(p + 8),
-                                           dsq_time_d2(p + 11), dsq_time_d2(p + 14), 0, 0);
+        sh->minute_t = dsq_time_stamp_minute(p);
     }
     return sh->minute_t;
-}
-
-/* dsq_time_stamp_s and dsq_time_stamp_ms (timeconv.h) through the minute: the same
- * sum, in another order. */
-static int64_t stamp_s(shape *sh, const char *p)
-{
-    return stamp_minute(sh, p) + dsq_time_d2(p + 17) * (int64_t)1000000;
-}
-
-static int64_t stamp_ms(shape *sh, const char *p)
-{
-    return stamp_s(sh, p) + (dsq_time_d2(p + 20) * 10 + (p[22] - '0')) * 1000;
 }
 
 /* The values of the shape's sources in this line; 0 if one does not read as it
@@ -318,8 +304,8 @@ static int read_sources(shape *sh, const char *line, size_t len, double *vals, i
         case DSQ_SRC_RANK:
             *rank = dsq_time_digits(p, sr->n);
             break;
-        case DSQ_SRC_STAMP_MS: *t_us = stamp_ms(sh, p); break;
-        case DSQ_SRC_STAMP_S: *t_us = stamp_s(sh, p); break;
+        case DSQ_SRC_STAMP_MS: *t_us = stamp_minute(sh, p) + dsq_time_stamp_ms_rest(p); break;
+        case DSQ_SRC_STAMP_S: *t_us = stamp_minute(sh, p) + dsq_time_stamp_s_rest(p); break;
         case DSQ_SRC_CIVIL_MD: DSQ_TIME_CIVIL_MD(civil, p); break;
         default: return 0;
         }

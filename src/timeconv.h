@@ -35,22 +35,39 @@ static inline int dsq_time_digits(const char *p, int n)
  * line shape checked them; anything else gives some number, never -1). */
 static inline int dsq_time_d2(const char *p) { return (p[0] - '0') * 10 + (p[1] - '0'); }
 
+/* "YYYY-MM-DD HH:MM" at p (any separators): its time at second 0. A stamp is its
+ * minute plus the rest below (the same sum as dsq_time_from_civil's, in another
+ * order); a line shape keeps the minute of its last stamp (shapes.c). */
+static inline int64_t dsq_time_stamp_minute(const char *p)
+{
+    return dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2), dsq_time_d2(p + 5),
+                               dsq_time_d2(p + 8), dsq_time_d2(p + 11), dsq_time_d2(p + 14),
+                               0, 0);
+}
+
+/* The seconds of "YYYY-MM-DD HH:MM:SS" at p, in microseconds. */
+static inline int64_t dsq_time_stamp_s_rest(const char *p)
+{
+    return dsq_time_d2(p + 17) * (int64_t)1000000;
+}
+
+/* The seconds and milliseconds of "YYYY-MM-DD HH:MM:SS,mmm" at p, in microseconds. */
+static inline int64_t dsq_time_stamp_ms_rest(const char *p)
+{
+    return dsq_time_stamp_s_rest(p) + (dsq_time_d2(p + 20) * 10 + (p[22] - '0')) * 1000;
+}
+
 /* "YYYY-MM-DD HH:MM:SS" at p (any separators): the stamp DeepSpeed's, Megatron's
  * and others' headers print. Digits are not checked (callers matched them). */
 static inline int64_t dsq_time_stamp_s(const char *p)
 {
-    return dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2), dsq_time_d2(p + 5),
-                               dsq_time_d2(p + 8), dsq_time_d2(p + 11), dsq_time_d2(p + 14),
-                               dsq_time_d2(p + 17), 0);
+    return dsq_time_stamp_minute(p) + dsq_time_stamp_s_rest(p);
 }
 
 /* The same with milliseconds after a separator: "YYYY-MM-DD HH:MM:SS,mmm". */
 static inline int64_t dsq_time_stamp_ms(const char *p)
 {
-    return dsq_time_from_civil(dsq_time_d2(p) * 100 + dsq_time_d2(p + 2), dsq_time_d2(p + 5),
-                               dsq_time_d2(p + 8), dsq_time_d2(p + 11), dsq_time_d2(p + 14),
-                               dsq_time_d2(p + 17),
-                               (dsq_time_d2(p + 20) * 10 + (p[22] - '0')) * 1000);
+    return dsq_time_stamp_minute(p) + dsq_time_stamp_ms_rest(p);
 }
 
 /* "MM/DD HH:MM:SS" at p as a year-less stamp (mmengine's logger): y = 0. The
