@@ -26,10 +26,12 @@ void dsq_batch_free(dsq_batch *b)
     b->len = b->cap = 0;
 }
 
-int dsq_batch_put(dsq_batch *b, uint32_t type, const void *a, size_t na, const void *c,
-                  size_t nc)
+/* Room for a message of n bytes: its header written, the batch's length past its
+ * padded payload, *out at the payload (padding zeroed). 0; 1 when it does not fit
+ * in the batch's free room (an empty batch grows for it); DSQ_ENOMEM. */
+static int message(dsq_batch *b, uint32_t type, size_t n, unsigned char **out)
 {
-    size_t n = na + nc, need = HDR + pad8(n);
+    size_t need = HDR + pad8(n);
     if (n > UINT32_MAX)
         return DSQ_ENOMEM;
     if (b->cap - b->len < need) {
@@ -44,12 +46,24 @@ int dsq_batch_put(dsq_batch *b, uint32_t type, const void *a, size_t na, const v
     unsigned char *p = b->buf + b->len;
     uint32_t h[2] = {type, (uint32_t)n};
     memcpy(p, h, HDR);
-    if (na)
-        memcpy(p + HDR, a, na);
-    if (nc)
-        memcpy(p + HDR + na, c, nc);
-    memset(p + HDR + n, 0, pad8(n) - n);
+    if (pad8(n) != n)
+        memset(p + HDR + n, 0, pad8(n) - n);
     b->len += need;
+    *out = p + HDR;
+    return 0;
+}
+
+int dsq_batch_put(dsq_batch *b, uint32_t type, const void *a, size_t na, const void *c,
+                  size_t nc)
+{
+    unsigned char *p;
+    int rc = message(b, type, na + nc, &p);
+    if (rc)
+        return rc;
+    if (na)
+        memcpy(p, a, na);
+    if (nc)
+        memcpy(p + na, c, nc);
     return 0;
 }
 
@@ -69,24 +83,18 @@ int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent)
 
 #define EV_HEAD offsetof(dsq_event, f)
 
-_Static_assert(EV_HEAD % 8 == 0 && sizeof(dsq_field) % 8 == 0, "an event needs no padding");
-
-/* dsq_batch_put of the event's head and fields, each copied by its fixed size (one
- * per event: no call to memcpy for sizes known only here); a full batch takes the
- * general path. */
+/* dsq_batch_put of the event's head and fields, each copied by its fixed size (no
+ * call to memcpy for sizes known only at run time). */
 int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
 {
     unsigned nf = ev->nf > DSQ_EV_MAXF ? DSQ_EV_MAXF : ev->nf;
-    size_t n = EV_HEAD + nf * sizeof ev->f[0];
-    if (b->cap - b->len < HDR + n)
-        return dsq_batch_put(b, type, ev, EV_HEAD, ev->f, nf * sizeof ev->f[0]);
-    unsigned char *p = b->buf + b->len;
-    uint32_t h[2] = {type, (uint32_t)n};
-    memcpy(p, h, HDR);
-    memcpy(p + HDR, ev, EV_HEAD);
+    unsigned char *p;
+    int rc = message(b, type, EV_HEAD + nf * sizeof ev->f[0], &p);
+    if (rc)
+        return rc;
+    memcpy(p, ev, EV_HEAD);
     for (unsigned i = 0; i < nf; i++)
-        memcpy(p + HDR + EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
-    b->len += HDR + n;
+        memcpy(p + EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
     return 0;
 }
 

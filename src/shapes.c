@@ -49,8 +49,6 @@ typedef struct shape {
     int kind, family, level, rank, ev, nf, nv;
     int64_t t_us, tod_us;
     dsq_civil civil;
-    ref host, func, body, label, text, proc;
-    ref fname[DSQ_MATCH_MAXF];
     uint8_t funit[DSQ_MATCH_MAXF];
     uint8_t vunit[DSQ_MATCH_MAXV];
     /* the spans replay writes (those not REF_KEEP): span_v[j] at byte span_at[j] of
@@ -508,16 +506,20 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
     return 1;
 }
 
-/* Notes a span replay writes at byte `at` of the match (none for REF_KEEP). */
-static void add_span(shape *sh, size_t at, ref r)
+/* Notes the span `out` the match has at byte `at` (the prefix layers left `in`
+ * there): replay writes it unless it is `in` (REF_KEEP). Returns its ref. */
+static ref add_span(shape *sh, size_t at, dsq_span out, dsq_span in, const char *line,
+                    size_t len)
 {
+    ref r = ref_of(out, in, line, len);
     if (r.how == REF_KEEP)
-        return;
+        return r;
     int j = sh->nspans++;
     sh->span_at[j] = (uint16_t)at;
     sh->span_v[j] = (dsq_span){r.how == REF_LINE ? (const char *)(uintptr_t)r.off : r.abs, r.n};
     if (r.how == REF_LINE)
         sh->span_rel |= 1u << j;
+    return r;
 }
 
 /* Whether a span of the line covers a source digit (its bytes vary by line). */
@@ -577,35 +579,25 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     sh->tod_us = m->tod_us;
     sh->civil = m->civil.mo ? m->civil : (dsq_civil){0};
     dsq_span none = {NULL, 0};
-    sh->host = ref_of(m->host, nt->host, line, len);
-    sh->body = ref_of(m->body, nt->body, line, len);
-    sh->func = ref_of(m->func, none, line, len);
-    sh->label = ref_of(m->label, none, line, len);
-    sh->text = ref_of(m->text, none, line, len);
-    sh->proc = ref_of(m->proc, none, line, len);
-    for (int i = 0; i < m->nf; i++) {
-        sh->fname[i] = ref_of(m->f[i].name, none, line, len);
-        sh->funit[i] = m->f[i].unit;
-    }
     sh->nspans = 0;
     sh->span_rel = 0;
-    add_span(sh, offsetof(dsq_match, host), sh->host);
-    add_span(sh, offsetof(dsq_match, func), sh->func);
-    add_span(sh, offsetof(dsq_match, body), sh->body);
-    add_span(sh, offsetof(dsq_match, label), sh->label);
-    add_span(sh, offsetof(dsq_match, text), sh->text);
-    add_span(sh, offsetof(dsq_match, proc), sh->proc);
-    for (int i = 0; i < m->nf; i++)
-        add_span(sh, offsetof(dsq_match, f) + (size_t)i * sizeof m->f[0] + offsetof(dsq_mfield, name),
-                 sh->fname[i]);
+    add_span(sh, offsetof(dsq_match, host), m->host, nt->host, line, len);
+    add_span(sh, offsetof(dsq_match, func), m->func, none, line, len);
+    add_span(sh, offsetof(dsq_match, body), m->body, nt->body, line, len);
+    ref label = add_span(sh, offsetof(dsq_match, label), m->label, none, line, len);
+    ref text = add_span(sh, offsetof(dsq_match, text), m->text, none, line, len);
+    add_span(sh, offsetof(dsq_match, proc), m->proc, none, line, len);
+    memset(&sh->ids, 0, sizeof sh->ids);
+    sh->ids.label_same = !has_wild(sh, label);
+    sh->ids.text_same = !has_wild(sh, text);
+    for (int i = 0; i < m->nf; i++) {
+        size_t at = offsetof(dsq_match, f) + (size_t)i * sizeof m->f[0] + offsetof(dsq_mfield, name);
+        if (has_wild(sh, add_span(sh, at, m->f[i].name, none, line, len)))
+            sh->ids.f_vary |= 1u << i;
+        sh->funit[i] = m->f[i].unit;
+    }
     for (int i = 0; i < m->nv; i++)
         sh->vunit[i] = m->unit[i];
-    memset(&sh->ids, 0, sizeof sh->ids);
-    sh->ids.label_same = !has_wild(sh, sh->label);
-    sh->ids.text_same = !has_wild(sh, sh->text);
-    for (int i = 0; i < m->nf; i++)
-        if (has_wild(sh, sh->fname[i]))
-            sh->ids.f_vary |= 1u << i;
     /* the shape gives back this very match from this very line, or is not kept */
     dsq_match again;
     again.kind = nt->kind, again.family = nt->family, again.level = nt->level;
