@@ -82,13 +82,25 @@ DSQ_COMPACT_MIN_BYTES=1 DSQ_COMPACT_TRACE=1 run_dsq --db "$DB2" index "$ARCH"
 expect_code "index without automatic compaction" 0 "$RC"
 expect_not_contains "a packed fresh index is not compacted" "compacted" "$OUT"
 expect_contains "it was sized" "a compacted copy about" "$ERR"
+# The size it read off the pages (past the free ones, overflow values whole) is
+# within 15% of what a copy takes.
+about=$(sed -n 's/.*a compacted copy about \([0-9]*\).*/\1/p' <<<"$ERR")
+cp -r "$DB2" "$DSQ_TMP/db3"
+run_dsq --db "$DSQ_TMP/db3" compact
+copy=$(stat -c %s "$DSQ_TMP/db3/data.mdb")
+check "the size of a compacted copy ($about) is about a copy's ($copy)" \
+    test "$((about * 100))" -ge "$((copy * 85))" -a "$((about * 100))" -le "$((copy * 115))"
 # One run of 300 per-rank files: their series and blocks go in the middle of the
 # run's, splitting pages (a copy is ~40% smaller): compacted.
 mkdir -p "$ARCH/many-ranks"
 for i in $(seq 0 299); do cp "$SAMPLE/gpt2-zero2/rank1.log" "$ARCH/many-ranks/rank$i.log"; done
-DSQ_COMPACT_MIN_BYTES=1 run_dsq --db "$DB2" index "$ARCH"
+DSQ_COMPACT_MIN_BYTES=1 DSQ_COMPACT_TRACE=1 run_dsq --db "$DB2" index "$ARCH"
 expect_code "index with automatic compaction" 0 "$RC"
 expect_contains "the summary says it compacted" "compacted $DB2" "$OUT"
+about=$(sed -n 's/.*a compacted copy about \([0-9]*\).*/\1/p' <<<"$ERR")
+copy=$(stat -c %s "$DB2/data.mdb")
+check "the size of a compacted copy ($about) is about the copy's ($copy)" \
+    test "$((about * 100))" -ge "$((copy * 85))" -a "$((about * 100))" -le "$((copy * 115))"
 index_ok "index the same into the other" "$DB" --no-compact "$ARCH"
 run_dsq --db "$DB2" --csv "count by run, kind"
 want2=$OUT
