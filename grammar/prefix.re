@@ -107,8 +107,6 @@ static const unsigned char layer_start[256] = {
     ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['\x1b'] = 1, ['>'] = 1, ['('] = 1,
 };
 
-static int is_d(char c) { return (unsigned)(c - '0') <= 9; }
-
 /* A line that starts with no layer's first byte (most lines: a host, a word) leaves
  * before the DFA, and so does one that starts with a logger's date stamp
  * ("[2024-07-01 01:16:35,696] [INFO] ...": no layer has '-' after "[" and 4 digits). */
@@ -116,8 +114,7 @@ int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
 {
     if (!len || !layer_start[(unsigned char)line[0]])
         return 0;
-    if (len > 5 && line[0] == '[' && line[5] == '-' && is_d(line[1]) && is_d(line[2]) &&
-        is_d(line[3]) && is_d(line[4]))
+    if (dsq_gram_date_first(line, len))
         return 0;
     return dsq_gram_prefix_dfa(line, len, m);
 }

@@ -245,6 +245,16 @@ int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m);
 /* The same without its first look at the line (tests compare the two). */
 int dsq_gram_pdsh_dfa(const char *line, size_t len, dsq_match *m);
 
+/* Whether a line starts with a logger's date stamp, "[" then 4 digits then '-'
+ * ("[2024-07-01 01:16:35,696] [INFO] ..."): no prefix layer does (dsq_gram_prefix's
+ * first look), nor a host prefix (a letter or a digit first). */
+static inline int dsq_gram_date_first(const char *line, size_t len)
+{
+    return len > 5 && line[0] == '[' && line[5] == '-' && (unsigned)(line[1] - '0') <= 9 &&
+           (unsigned)(line[2] - '0') <= 9 && (unsigned)(line[3] - '0') <= 9 &&
+           (unsigned)(line[4] - '0') <= 9;
+}
+
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,
  * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, a time-of-day stamp,
  * ANSI colour codes, Ray actor tags). */

@@ -735,6 +735,8 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
             m->body = (dsq_span){*line, *len};
             continue;
         }
+        if (dsq_gram_date_first(*line, *len))
+            return; /* a DeepSpeed logger's line after its host: neither grammar asked */
         dsq_span keep_host = m->host, keep_body = m->body;
         int keep_kind = m->kind;
         int ph = dsq_gram_pdsh(*line, *len, m);
