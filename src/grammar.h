@@ -183,6 +183,7 @@ typedef struct dsq_emit_ids {
     uint32_t label, text;
     uint32_t f_vary; /* bit i: f[i]'s name differs from line to line (never kept) */
     uint8_t label_same, text_same;
+    uint8_t f_all;   /* every f[i] found (none varies): copied as they are */
 } dsq_emit_ids;
 
 /* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields

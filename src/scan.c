@@ -555,15 +555,22 @@ int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
     /* the shape's field ids once found (bit i of vary set: found for each line) */
     uint32_t vary = ids ? ids->f_vary : ~0u;
     int nf = a->nf < DSQ_EV_MAXF ? a->nf : DSQ_EV_MAXF;
-    for (int i = 0; i < nf; i++) {
-        uint32_t id = vary >> i & 1 ? 0 : ids->f[i];
-        if (!id) {
-            if (!(id = field_id(sc, a->f[i].name.p, a->f[i].name.n)))
-                return DSQ_ENOMEM;
-            if (!(vary >> i & 1))
-                ids->f[i] = id;
+    if (ids && ids->f_all) {
+        for (int i = 0; i < nf; i++)
+            e->f[i] = (dsq_field){ids->f[i], a->f[i].unit, a->f[i].v};
+    } else {
+        for (int i = 0; i < nf; i++) {
+            uint32_t id = vary >> i & 1 ? 0 : ids->f[i];
+            if (!id) {
+                if (!(id = field_id(sc, a->f[i].name.p, a->f[i].name.n)))
+                    return DSQ_ENOMEM;
+                if (!(vary >> i & 1))
+                    ids->f[i] = id;
+            }
+            e->f[i] = (dsq_field){id, a->f[i].unit, a->f[i].v};
         }
-        e->f[i] = (dsq_field){id, a->f[i].unit, a->f[i].v};
+        if (ids && !vary)
+            ids->f_all = 1; /* a shape's lines have as many fields: all found now */
     }
     e->nf = (uint8_t)(nf > 0 ? nf : 0);
     if (!queued)

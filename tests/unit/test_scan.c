@@ -715,6 +715,33 @@ static void test_field_names_sharing_a_slot(void)
     }
 }
 
+/* A line shape's field ids (dsq_emit_ids) are kept once found and then copied, all
+ * at once, except the ids of names that vary line by line (f_vary), found on every
+ * line: events of three lines whose second name changes carry its three ids. */
+static void test_emit_ids_of_varying_names(void)
+{
+    const char *names[] = {"layer1_ms", "layer2_ms", "layer3_ms"};
+    for (uint32_t vary = 0; vary < 4; vary++) {
+        fixture *f = fx_new(4096);
+        dsq_emit_ids ids;
+        memset(&ids, 0, sizeof ids);
+        ids.f_vary = vary | 2u; /* field 1's name varies; field 0's as the loop says */
+        dsq_line_ctx lc = {f->sc, 0, 0, DSQ_TIME_NONE, 1};
+        for (int k = 0; k < 3; k++) {
+            dsq_mfield fl[2] = {{{"loss", 4}, 1.0 + k, DSQ_U_NONE},
+                                {{names[k], strlen(names[k])}, 10.0 + k, DSQ_U_NONE}};
+            dsq_emit_args a = {.ev = DSQ_EV_HF_LOSS, .f = fl, .nf = 2, .ids = &ids};
+            CHECK_INT(dsq_scan_emit(&lc, &a), 0);
+        }
+        CHECK_INT(f->out.n, 3);
+        for (int k = 0; k < 3 && k < f->out.n; k++) {
+            expect_field(f, &f->out.ev[k], 0, "loss", 1.0 + k, DSQ_U_NONE);
+            expect_field(f, &f->out.ev[k], 1, names[k], 10.0 + k, DSQ_U_NONE);
+        }
+        fx_free(f);
+    }
+}
+
 /* Megatron keeps a loss first among an iteration line's pairs. Two names that share
  * the rank cache's slot (same length, first, middle and last bytes), one with
  * "loss" in it: each keeps its own rank, line after line. */
@@ -735,6 +762,7 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_nccl_transports_whole_words), T(test_field_names_sharing_a_slot), T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
+TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_nccl_transports_whole_words), T(test_field_names_sharing_a_slot), T(test_emit_ids_of_varying_names),
+          T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
