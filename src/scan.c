@@ -31,7 +31,8 @@
 #include "num.h"
 #include "shapes.h"
 
-#define MAX_PENDING 64
+#define MAX_PENDING 64 /* a bit each in pend_used */
+_Static_assert(MAX_PENDING == 64, "pend_used has a bit for each slot, and ~0 when all are taken");
 /* (host, pid) -> rank of the processes a stream names (proc_rank): a table of
  * room for PROCS_FIRST at first, twice as much each time it is full, up to PROCS_MAX
  * (more are not remembered). */
@@ -71,7 +72,6 @@ typedef struct pending {
     int32_t rank;
     uint32_t label;
     int has_ma;
-    int in_use;
     uint32_t seq; /* order of creation: reports are joined first in, first out */
     dsq_event ev;
 } pending;
@@ -97,6 +97,7 @@ struct dsq_scan {
     size_t host_cache_n;
     uint32_t host_cache_id;
     pending pend[MAX_PENDING];
+    uint64_t pend_used; /* bit i: pend[i] is in use (its bits alone are visited) */
     uint32_t pend_seq;
     uint64_t hosts_seen[MAYBE_HOSTS]; /* hashes of maybe-host names taken as hosts */
     unsigned nhosts_seen;
@@ -237,8 +238,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->after_nccl = 0;
     sc->host_cache_n = 0;
     sc->host_cache_id = 0;
-    for (int i = 0; i < MAX_PENDING; i++) /* a slot is cleared when taken (21 KB) */
-        sc->pend[i].in_use = 0;
+    sc->pend_used = 0; /* a slot is cleared when taken (21 KB) */
     sc->pend_seq = 0;
     memset(sc->hosts_seen, 0, sizeof sc->hosts_seen);
     sc->nhosts_seen = 0;
@@ -307,9 +307,9 @@ static int release_events(dsq_scan *sc)
 static pending *pending_oldest(dsq_scan *sc, uint32_t host, int rank, int want_ma)
 {
     pending *best = NULL;
-    for (int i = 0; i < MAX_PENDING; i++) {
-        pending *pd = &sc->pend[i];
-        if (pd->in_use && pd->host == host && pd->rank == rank && pd->has_ma == want_ma &&
+    for (uint64_t used = sc->pend_used; used; used &= used - 1) {
+        pending *pd = &sc->pend[__builtin_ctzll(used)];
+        if (pd->host == host && pd->rank == rank && pd->has_ma == want_ma &&
             (!best || pd->seq < best->seq))
             best = pd;
     }
@@ -320,6 +320,7 @@ static int flush_pending(dsq_scan *sc, pending *pd)
 {
     int rc = pd->has_ma ? emit(sc, &pd->ev) : 0;
     memset(pd, 0, sizeof *pd);
+    sc->pend_used &= ~(1ull << (pd - sc->pend));
     return rc;
 }
 
@@ -327,10 +328,7 @@ static int flush_pending(dsq_scan *sc, pending *pd)
  * is emitted (or dropped, if it has no MA line yet) to make room. */
 static pending *pending_new(dsq_scan *sc, uint32_t host, int rank, int *rc)
 {
-    pending *slot = NULL;
-    for (int i = 0; i < MAX_PENDING && !slot; i++)
-        if (!sc->pend[i].in_use)
-            slot = &sc->pend[i];
+    pending *slot = ~sc->pend_used ? &sc->pend[__builtin_ctzll(~sc->pend_used)] : NULL;
     if (!slot) {
         slot = &sc->pend[0];
         for (int i = 1; i < MAX_PENDING; i++)
@@ -339,7 +337,7 @@ static pending *pending_new(dsq_scan *sc, uint32_t host, int rank, int *rc)
         *rc = flush_pending(sc, slot);
     }
     memset(slot, 0, sizeof *slot);
-    slot->in_use = 1;
+    sc->pend_used |= 1ull << (slot - sc->pend);
     slot->host = host;
     slot->rank = rank;
     slot->seq = ++sc->pend_seq;
@@ -387,10 +385,9 @@ static int memory_line(dsq_scan *sc, const dsq_match *m, uint32_t host, int rank
     switch (m->kind) {
     case DSQ_MK_DS_MEM_LABEL: {
         uint32_t label = intern_trimmed(sc, m->body);
-        for (int i = 0; i < MAX_PENDING && !rc; i++) {
-            pd = &sc->pend[i];
-            if (!pd->in_use || pd->host != host || pd->rank != rank ||
-                (pd->label == label && sc->mem_cpu_seen))
+        for (uint64_t used = sc->pend_used; used && !rc; used &= used - 1) {
+            pd = &sc->pend[__builtin_ctzll(used)];
+            if (pd->host != host || pd->rank != rank || (pd->label == label && sc->mem_cpu_seen))
                 continue;
             if (pd->has_ma || pd->label != label)
                 rc = flush_pending(sc, pd);
@@ -985,9 +982,9 @@ int dsq_scan_end(dsq_scan *sc)
         return rrc;
     for (;;) { /* what still waits for a CPU line, in the order it began */
         pending *old = NULL;
-        for (int i = 0; i < MAX_PENDING; i++)
-            if (sc->pend[i].in_use && (!old || sc->pend[i].seq < old->seq))
-                old = &sc->pend[i];
+        for (uint64_t used = sc->pend_used; used; used &= used - 1)
+            if (!old || sc->pend[__builtin_ctzll(used)].seq < old->seq)
+                old = &sc->pend[__builtin_ctzll(used)];
         if (!old)
             return 0;
         int rc = flush_pending(sc, old);

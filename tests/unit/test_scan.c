@@ -199,6 +199,48 @@ static void test_ranks_interleaved(void)
     fx_free(f);
 }
 
+/* More reports waiting at once than the scanner holds (64): 70 ranks print their
+ * labels, then their MA lines, then their CPU lines. A report is let go of oldest
+ * first (a label alone is dropped, one with its MA line is emitted as it is), so
+ * every MA line is one event: the first 6 ranks' without their CPU line, the
+ * other 64 whole. */
+static void test_reports_beyond_the_slots(void)
+{
+    enum { RANKS = 70 };
+    fixture *f = fx_new(0);
+    static char text[RANKS * 3 * 160];
+    size_t at = 0;
+    for (int r = 0; r < RANKS; r++)
+        at += (size_t)snprintf(text + at, sizeof text - at, DS "[Rank %d] label %d\n", 1, 781, r, r);
+    for (int r = 0; r < RANKS; r++)
+        at += (size_t)snprintf(text + at, sizeof text - at,
+                               DS "[Rank %d] MA 1 GB Max_MA %d GB CA 3 GB Max_CA 4 GB\n", 2, 782, r, r);
+    for (int r = 0; r < RANKS; r++)
+        at += (size_t)snprintf(text + at, sizeof text - at,
+                               DS "[Rank %d] CPU Virtual Memory:  used = %d GB, percent = 6%%\n", 3, 789,
+                               r, 100 + r);
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(f->out.n, RANKS);
+    int seen[RANKS] = {0};
+    for (int i = 0; i < f->out.n && i < MAXEV; i++) {
+        const dsq_event *ev = &f->out.ev[i];
+        int r = ev->rank;
+        CHECK_INT(ev->kind, DSQ_EV_MEMORY);
+        if (r < 0 || r >= RANKS) {
+            CHECK_INT(r, 0);
+            continue;
+        }
+        seen[r]++;
+        expect_field(f, ev, 1, "Max_MA", r, DSQ_U_GB);
+        CHECK_INT(ev->nf, r < RANKS - 64 ? 4 : 6);
+        if (r >= RANKS - 64)
+            expect_field(f, ev, 4, "CPU_used", 100 + r, DSQ_U_GB);
+    }
+    for (int r = 0; r < RANKS; r++)
+        CHECK_INT(seen[r], 1);
+    fx_free(f);
+}
+
 static void test_report_without_cpu_line(void)
 {
     fixture *f = fx_new(0);
@@ -764,5 +806,5 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
 
 TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_nccl_transports_whole_words), T(test_field_names_sharing_a_slot), T(test_emit_ids_of_varying_names),
           T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
-          T(test_report_without_cpu_line), T(test_many_streams), T(test_counts_add_up),
+          T(test_report_without_cpu_line), T(test_reports_beyond_the_slots), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
