@@ -395,12 +395,6 @@ static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p
 }
 #endif
 
-/* plain_value's rounding */
-static inline double planned_value(const dsq_num_plan *pl, uint64_t mant)
-{
-    return scaled(mant, -(int)pl->f, pl->neg);
-}
-
 /* The same for a layout with an exponent (p: the number after its sign); one that
  * takes the scale past 10^+-22 is read by dsq_num_parse (its general path). Out of
  * line: the plain layouts' loop stays as tight as without exponents. */
@@ -419,6 +413,15 @@ static __attribute__((noinline)) double exponent_value(const dsq_num_plan *pl, u
     return v;
 }
 
+/* The value of a planned layout from its mantissa's digits (p: the number after its
+ * sign): plain_value's rounding, or exponent_value's. */
+static inline double planned_value(const dsq_num_plan *pl, uint64_t mant, const char *p)
+{
+    if (__builtin_expect(pl->ex != 0, 0))
+        return exponent_value(pl, mant, p);
+    return scaled(mant, -(int)pl->f, pl->neg);
+}
+
 static double planned_plain(const dsq_num_plan *pl, const char *p)
 {
     uint64_t mant = 0;
@@ -426,7 +429,7 @@ static double planned_plain(const dsq_num_plan *pl, const char *p)
         mant = mant * 10 + (uint64_t)(p[i] - '0');
     for (int i = 0; i < pl->f; i++)
         mant = mant * 10 + (uint64_t)(p[pl->k + 1 + i] - '0');
-    return __builtin_expect(pl->ex != 0, 0) ? exponent_value(pl, mant, p) : planned_value(pl, mant);
+    return planned_value(pl, mant, p);
 }
 
 #ifdef NUM_SSE
@@ -435,9 +438,7 @@ static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, 
 {
     for (int i = 0; i < n; i++) {
         const char *p = base + off[i] + pl[i].skip;
-        uint64_t mant = planned_sse(&pl[i], p);
-        double v = __builtin_expect(pl[i].ex != 0, 0) ? exponent_value(&pl[i], mant, p)
-                                                      : planned_value(&pl[i], mant);
+        double v = planned_value(&pl[i], planned_sse(&pl[i], p), p);
         memcpy(out + out_off[i], &v, sizeof v);
     }
 }
