@@ -834,11 +834,9 @@ static void match_event(dsq_match *m, const dsq_nccl_line *o)
 
 _Static_assert(sizeof(dsq_nccl_line) <= DSQ_MATCH_AUX, "dsq_nccl_line must fit dsq_match.aux");
 
-int dsq_gram_nccl(const char *line, size_t len, dsq_match *m)
+/* The match of a line parsed into op (m's aux, where the handler reads it back). */
+static void fill_match(dsq_match *m, const dsq_nccl_line *op)
 {
-    dsq_nccl_line *op = (dsq_nccl_line *)m->aux.bytes; /* the handler reads it back */
-    if (!dsq_nccl_parse(line, len, op))
-        return 0;
     m->family = DSQ_FAM_NCCL;
     m->level = op->level;
     if (op->headed)
@@ -851,5 +849,84 @@ int dsq_gram_nccl(const char *line, size_t len, dsq_match *m)
     m->func = op->src;
     m->body = op->msg;
     match_event(m, op);
+}
+
+int dsq_gram_nccl(const char *line, size_t len, dsq_match *m)
+{
+    dsq_nccl_line *op = (dsq_nccl_line *)m->aux.bytes; /* the handler reads it back */
+    if (!dsq_nccl_parse(line, len, op))
+        return 0;
+    fill_match(m, op);
+    return 1;
+}
+
+/* The spans of a dsq_nccl_line, in the order of dsq_nccl_memo's rel bits. */
+#define MEMO_SPANS 6
+static const uint8_t memo_span_at[MEMO_SPANS] = {
+    offsetof(dsq_nccl_line, host), offsetof(dsq_nccl_line, pid_s), offsetof(dsq_nccl_line, src),
+    offsetof(dsq_nccl_line, msg),  offsetof(dsq_nccl_line, a),     offsetof(dsq_nccl_line, b)};
+
+static dsq_span *memo_span(dsq_nccl_line *o, int i)
+{
+    return (dsq_span *)(void *)((unsigned char *)o + memo_span_at[i]);
+}
+
+void dsq_nccl_memo_keep(dsq_nccl_memo *memo, const char *line, size_t len, const dsq_match *m)
+{
+    const dsq_nccl_line *op = (const dsq_nccl_line *)m->aux.bytes;
+    memo->len = 0;
+    if (m->family != DSQ_FAM_NCCL || len > DSQ_NCCL_MEMO_MAX || !op->headed ||
+        (op->kind != DSQ_NCCL_CONNECT && op->kind != DSQ_NCCL_RING_LIST &&
+         op->kind != DSQ_NCCL_GRAPH))
+        return;
+    /* n1 read from the digits after "Channel ", "Ring " or "Tree " (classify) */
+    const char *msg = op->msg.p, *d;
+    if (op->msg.n > 8 && memcmp(msg, "Channel ", 8) == 0)
+        d = msg + 8;
+    else if (op->msg.n > 5 && (memcmp(msg, "Ring ", 5) == 0 || memcmp(msg, "Tree ", 5) == 0))
+        d = msg + 5;
+    else
+        return;
+    if (d < line || d >= line + len)
+        return;
+    const char *e = d;
+    while (e < line + len && e - d < 5 && *e >= '0' && *e <= '9')
+        e++;
+    if (e == d || e - d > 4 || (e < line + len && *e >= '0' && *e <= '9') ||
+        digits_val((const unsigned char *)d, (const unsigned char *)e) != op->n1)
+        return;
+    memo->o = *op;
+    memo->rel = 0;
+    for (int i = 0; i < MEMO_SPANS; i++) {
+        dsq_span *s = memo_span(&memo->o, i);
+        if (s->p && s->p >= line && s->p + s->n <= line + len) {
+            s->p = (const char *)(uintptr_t)(s->p - line);
+            memo->rel |= (uint8_t)(1u << i);
+        }
+    }
+    memcpy(memo->line, line, len);
+    memo->lo = (uint16_t)(d - line);
+    memo->hi = (uint16_t)(e - line);
+    memo->len = (uint32_t)len;
+}
+
+int dsq_nccl_memo_match(const dsq_nccl_memo *memo, const char *line, size_t len, dsq_match *m)
+{
+    size_t lo = memo->lo, hi = memo->hi;
+    if (!memo->len || len != memo->len || memcmp(line + hi, memo->line + hi, len - hi) != 0 ||
+        memcmp(line, memo->line, lo) != 0)
+        return 0;
+    for (size_t i = lo; i < hi; i++)
+        if (line[i] < '0' || line[i] > '9')
+            return 0;
+    dsq_nccl_line *op = (dsq_nccl_line *)m->aux.bytes;
+    *op = memo->o;
+    for (int i = 0; i < MEMO_SPANS; i++)
+        if (memo->rel >> i & 1) {
+            dsq_span *s = memo_span(op, i);
+            s->p = line + (uintptr_t)s->p;
+        }
+    op->n1 = digits_val((const unsigned char *)line + lo, (const unsigned char *)line + hi);
+    fill_match(m, op);
     return 1;
 }

@@ -70,6 +70,31 @@ int dsq_nccl_line_same(const dsq_nccl_line *a, const dsq_nccl_line *b);
 /* A process: FNV-1a of the host, mixed with the pid; never 0. */
 uint64_t dsq_nccl_proc_key(const dsq_nccl_line *l);
 
+/* --- a run of channel lines ------------------------------------------------------ */
+
+/* A process prints its channel lines one after another, the same bytes but for the
+ * channel's number ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", then "Channel
+ * 01/0 ..."). The memo keeps the last NCCL line a scanner read and its parse, and
+ * reads a line that differs from it only in those digits without parsing it again.
+ * Zero-initialized: empty. */
+#define DSQ_NCCL_MEMO_MAX 256
+
+typedef struct dsq_nccl_memo {
+    dsq_nccl_line o;     /* the line's parse; the spans of rel's bits are offsets in it */
+    uint32_t len;        /* 0: nothing kept */
+    uint16_t lo, hi;     /* the channel number's digits: line[lo, hi) */
+    uint8_t rel;         /* bit i: span i (host, pid_s, src, msg, a, b) lies in the line */
+    char line[DSQ_NCCL_MEMO_MAX];
+} dsq_nccl_memo;
+
+/* 1 with m as dsq_gram_nccl fills it, when line differs from the memo's only in the
+ * channel number's digits; else 0 with m untouched. */
+int dsq_nccl_memo_match(const dsq_nccl_memo *memo, const char *line, size_t len, dsq_match *m);
+
+/* Keeps line and its match m (dsq_gram_nccl's) when it is a channel line (a
+ * connection, a ring's rank list, a ring or tree line), else empties the memo. */
+void dsq_nccl_memo_keep(dsq_nccl_memo *memo, const char *line, size_t len, const dsq_match *m);
+
 /* --- handler ----------------------------------------------------------------- */
 
 #define DSQ_NCCL_SLOTS 64  /* threads with a communicator being set up, at once */

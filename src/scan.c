@@ -26,6 +26,7 @@
 
 #include "dsq/dsq.h"
 #include "dict.h"
+#include "fam_nccl.h"
 #include "idmap.h"
 #include "lines.h"
 #include "num.h"
@@ -133,6 +134,7 @@ struct dsq_scan {
     int shapes_check;   /* DSQ_LINE_SHAPES=check: every shape's answer checked */
     int shapes_stats;   /* DSQ_LINE_SHAPES=stats: counts on stderr when freed */
     int after_nccl;     /* the line before was NCCL's: no shape lookup for this one */
+    dsq_nccl_memo nccl_memo; /* with shapes on: the last NCCL channel line, for the next */
     dsq_emit_ids *line_ids; /* the names' ids the line's shape keeps, or NULL */
     int nqueued;
     dsq_event queue[LINE_EVENTS];
@@ -881,15 +883,45 @@ static void check_shape(const dsq_match *before, const dsq_match *got, const cha
     abort();
 }
 
+/* DSQ_LINE_SHAPES=check: the recognizers' match of a line the NCCL memo answered,
+ * which must be the memo's (the parse the handler reads too), else abort. */
+static void check_memo(const dsq_match *before, const dsq_match *got, const char *line,
+                       size_t len)
+{
+    dsq_match want = *before;
+    dsq_scan_recognize(&want, line, len);
+    if (dsq_shapes_same_match(&want, got) && want.family == DSQ_FAM_NCCL &&
+        dsq_nccl_line_same((const dsq_nccl_line *)want.aux.bytes,
+                           (const dsq_nccl_line *)got->aux.bytes))
+        return;
+    fprintf(stderr, "dsq: the NCCL memo gave another match than the recognizers for: %.*s\n",
+            (int)len, line);
+    abort();
+}
+
 /* The line's match: from a learned shape, else from the recognizers (and learned). */
 static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t len)
 {
     sc->line_ids = NULL;
-    if (!sc->shapes || sc->after_nccl) {
-        /* NCCL lines come in runs and have no shapes (shapes.h): the line after one
-         * is most likely another, and a lookup would only cost */
+    if (!sc->shapes) {
         dsq_scan_recognize(m, line, len);
-        sc->after_nccl = m->family == DSQ_FAM_NCCL;
+        return;
+    }
+    if (sc->after_nccl) {
+        /* NCCL lines come in runs and have no shapes (shapes.h): the line after one
+         * is most likely another, and a lookup would only cost; a channel line
+         * after another of its process is read from the memo */
+        dsq_match before;
+        if (sc->shapes_check)
+            before = *m;
+        if (dsq_nccl_memo_match(&sc->nccl_memo, line, len, m)) {
+            if (sc->shapes_check)
+                check_memo(&before, m, line, len);
+            return;
+        }
+        dsq_scan_recognize(m, line, len);
+        if ((sc->after_nccl = m->family == DSQ_FAM_NCCL) != 0)
+            dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m);
         return;
     }
     dsq_match before;
@@ -903,7 +935,8 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
     }
     dsq_scan_recognize(m, line, len);
     dsq_shapes_learn(sc->shapes, line, len, m);
-    sc->after_nccl = m->family == DSQ_FAM_NCCL;
+    if ((sc->after_nccl = m->family == DSQ_FAM_NCCL) != 0)
+        dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m);
 }
 
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)

@@ -4,12 +4,15 @@
  * the shape, both must say the same and fill the same bytes. Then every line of the
  * corpus logs (when DSQ_CORPUS names it). Each line is an exact-size heap copy
  * with its '\n' sentinel (grammar.h), so ASan sees any read past it. Last, a
- * channel line's rest read 16 bytes at a time (ring lists) against a byte loop, and
- * the comm lines' keys against the reader they had before. */
+ * channel line's rest read 16 bytes at a time (ring lists) against a byte loop, the
+ * comm lines' keys against the reader they had before, and the memo of a run of
+ * channel lines (dsq_nccl_memo) against the parser. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "fam_nccl.h"
+#include "scan.h"
+#include "shapes.h"
 #include "testbuf.h"
 #include "test.h"
 
@@ -269,7 +272,100 @@ static void test_comm_keys_same_as_reference(void)
     CHECK(checked > 15000);
 }
 
+/* --- the memo of a run of channel lines ---------------------------------------- */
+
+static dsq_nccl_memo memo;
+static long memo_hits, memo_tries;
+
+/* The line after the memo's: when the memo answers, the match and the parse the
+ * handler reads are the parser's; then the line is kept, as the scanner keeps it. */
+static void memo_next(const char *text, size_t len)
+{
+    char *line = test_line_copy(text, len);
+    if (!line) {
+        CHECK(line != NULL);
+        return;
+    }
+    dsq_match got, want;
+    dsq_scan_match_init(&got);
+    dsq_scan_match_init(&want);
+    memo_tries++;
+    int hit = dsq_nccl_memo_match(&memo, line, len, &got);
+    int parsed = dsq_gram_nccl(line, len, &want);
+    if (hit) {
+        memo_hits++;
+        if (!parsed || !dsq_shapes_same_match(&got, &want) ||
+            !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
+                                (const dsq_nccl_line *)want.aux.bytes)) {
+            fprintf(stderr, "memo differs from the parser: \"%.*s\"\n", (int)len, line);
+            test_failures++;
+        }
+    }
+    if (parsed) {
+        dsq_nccl_memo_keep(&memo, line, len, &want);
+    } else {
+        memo.len = 0;
+    }
+    free(line);
+}
+
+/* Channel lines of each kind kept, then each with its channel number's digits
+ * changed (the memo answers), each other byte changed to each swap byte and the
+ * line cut anywhere (the memo answers as the parser, or not at all); then each
+ * corpus line after the one before it. */
+static void test_memo_reads_channel_runs_as_the_parser(void)
+{
+    static const char *const runs[] = {
+        "gpu0856:32568:32639 [0] NCCL INFO Channel 00/0 : 31[7] -> 0[0] [receive] via NET/IB/0",
+        "gpu1007:28308:28379 [0] NCCL INFO Channel 07/0 : 0[0] -> 1[1] via P2P/IPC/read",
+        "gpu0856:32568:32639 [3] NCCL INFO Channel 01/08 :   0   1   2   3",
+        "n1:5:6 [1] NCCL INFO Ring 02 : 1 -> 0 -> 1",
+        "n1:5:6 [1] NCCL INFO Tree 3 : -1 -> 0 -> 1/-1/-1",
+        "[2025-11-12 11:11:57] gpu1:1:2 [0] NCCL INFO Channel 12/24 : 0[0] -> 1[1] via SHM/direct/direct",
+    };
+    char buf[512];
+    long hits_before = 0;
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        const char *seed = runs[r];
+        size_t n = strlen(seed);
+        const char *num = strstr(seed, "Channel ") ? strstr(seed, "Channel ") + 8
+                          : strstr(seed, "Ring ")  ? strstr(seed, "Ring ") + 5
+                                                   : strstr(seed, "Tree ") + 5;
+        size_t lo = (size_t)(num - seed), hi = lo;
+        while (seed[hi] >= '0' && seed[hi] <= '9')
+            hi++;
+        hits_before = memo_hits;
+        for (int v = 0; v < 40; v++) { /* the digits changed: each is read from the memo */
+            memcpy(buf, seed, n);
+            for (size_t i = lo; i < hi; i++)
+                buf[i] = (char)('0' + (v * 7 + (int)i * 3) % 10);
+            memo_next(seed, n);
+            memo_next(buf, n);
+        }
+        if (memo_hits - hits_before < 40) {
+            fprintf(stderr, "memo answered %ld of 40 channel lines after \"%s\"\n",
+                    memo_hits - hits_before, seed);
+            test_failures++;
+        }
+        for (size_t i = 0; i < n; i++) /* any other byte changed: answered alike or not */
+            for (size_t k = 0; k < sizeof swaps; k++) {
+                memcpy(buf, seed, n);
+                buf[i] = swaps[k];
+                memo_next(seed, n);
+                memo_next(buf, n);
+            }
+        for (size_t cut = 0; cut <= n; cut++) {
+            memo_next(seed, n);
+            memo_next(seed, cut);
+        }
+    }
+    memo.len = 0;
+    if (test_corpus_lines(0, memo_next) == 0)
+        printf("  corpus: the memo answered %ld of %ld lines\n", memo_hits, memo_tries);
+}
+
 TEST_MAIN({"fast_header_same_as_dfa_on_variants", test_fast_header_same_as_dfa_on_variants},
           {"fast_header_same_as_dfa_on_corpus", test_fast_header_same_as_dfa_on_corpus},
           {"ring_list_rest_every_length_and_place", test_ring_list_rest_every_length_and_place},
-          {"comm_keys_same_as_reference", test_comm_keys_same_as_reference})
+          {"comm_keys_same_as_reference", test_comm_keys_same_as_reference},
+          {"memo_reads_channel_runs_as_the_parser", test_memo_reads_channel_runs_as_the_parser})
