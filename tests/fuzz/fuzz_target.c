@@ -6,7 +6,8 @@
  *               field counts)
  *   <grammar>   bytes -> line splitter -> that one recognizer on every line
  *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
- *               traceback, pywarn, nccl, misc)
+ *               traceback, pywarn, nccl, misc); nccl also checks its header fast
+ *               path against the DFA and its memo of channel lines against the parser
  *   shapes      bytes -> line splitter -> each line recognized and its shape learned,
  *               then the line again with its digits changed: where the line shapes
  *               answer it, the answer must be the recognizers' (src/shapes.h)
@@ -61,6 +62,42 @@ static int (*target_fn(void))(const char *, size_t, dsq_match *)
     return NULL;
 }
 
+/* The NCCL memo (fam_nccl.h): the line, then the line with its digits changed as
+ * its own bytes say; where the memo answers, the answer must be the parser's. Each
+ * line the parser takes is kept, as the scanner keeps it. */
+static void nccl_memo_line(const char *line, size_t len)
+{
+    static dsq_nccl_memo memo;
+    static char copy[4096 + 1 + 64];
+    if (len > 4096)
+        return;
+    for (int round = 0; round < 2; round++) {
+        const char *p = line;
+        if (round == 1) {
+            unsigned x = 0;
+            for (size_t i = 0; i < len; i++) {
+                x = x * 31 + (unsigned char)line[i];
+                copy[i] = line[i] >= '0' && line[i] <= '9' ? (char)('0' + (x >> 7) % 10) : line[i];
+            }
+            memset(copy + len, line[len], 1 + 64); /* the sentinel and padding */
+            p = copy;
+        }
+        dsq_match got, want;
+        dsq_scan_match_init(&got);
+        dsq_scan_match_init(&want);
+        int parsed = dsq_gram_nccl(p, len, &want);
+        if (dsq_nccl_memo_match(&memo, p, len, &got) &&
+            (!parsed || !dsq_shapes_same_match(&got, &want) ||
+             !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
+                                 (const dsq_nccl_line *)want.aux.bytes)))
+            abort(); /* the memo answered otherwise than the parser */
+        if (parsed)
+            dsq_nccl_memo_keep(&memo, p, len, &want);
+        else
+            memo.len = 0;
+    }
+}
+
 static int one_line(void *ctx, const char *line, size_t len, unsigned flags)
 {
     int (*fn)(const char *, size_t, dsq_match *) = ctx;
@@ -78,6 +115,7 @@ static int one_line(void *ctx, const char *line, size_t len, unsigned flags)
         int ra = dsq_nccl_parse(line, len, &a), rb = dsq_nccl_parse_dfa(line, len, &b);
         if (ra != rb || (ra && !dsq_nccl_line_same(&a, &b)))
             abort();
+        nccl_memo_line(line, len);
     }
     return 0;
 }
