@@ -124,6 +124,7 @@ struct dsq_scan {
     uint64_t proc_h;       /* the hash of the last (host, pid) proc_rank saw: */
     uint32_t proc_h_host;  /* NCCL prints a process's lines in runs */
     size_t proc_h_n;       /* 0: none */
+    uint32_t proc_h_at;    /* its entry in proc_map, 0: not known (look it up) */
     char proc_h_s[24];
     unsigned char *fam_state;   /* all families' handler states, one allocation */
     /* Events completed by the current line wait here until the observer has seen
@@ -795,9 +796,11 @@ static int comm_size(const dsq_match *m)
 static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank, int nranks)
 {
     uint64_t h;
+    uint32_t at = 0;
     if (sc->proc_h_n && proc.n == sc->proc_h_n && host == sc->proc_h_host &&
         dsq_same_bytes(proc.p, sc->proc_h_s, proc.n)) {
         h = sc->proc_h;
+        at = sc->proc_h_at;
     } else {
         size_t hn;
         const char *hs = dsq_dict_str(sc->p.dict, host, &hn);
@@ -805,9 +808,11 @@ static int proc_rank(dsq_scan *sc, uint32_t host, dsq_span proc, int rank, int n
         sc->proc_h = h;
         sc->proc_h_host = host;
         sc->proc_h_n = proc.n <= sizeof sc->proc_h_s ? proc.n : 0; /* longer: not kept */
+        sc->proc_h_at = 0;
         memcpy(sc->proc_h_s, proc.p, sc->proc_h_n);
     }
-    uint32_t at = dsq_idmap_get(sc->proc_map, h);
+    if (!at) /* (an entry once made stays where it is) */
+        at = sc->proc_h_at = dsq_idmap_get(sc->proc_map, h);
     if (rank < 0)
         return at ? sc->procs[at - 1].rank : -1;
     if (at) {
