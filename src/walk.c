@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,25 +45,80 @@ static int links_to_ancestor(const char *dir, const char *link)
     return strncmp(d, t, n) == 0 && (d[n] == 0 || d[n] == '/');
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcoll(*(char *const *)a, *(char *const *)b); /* (scandir's alphasort) */
+}
+
+/* A directory's names, sorted (*names and each name malloc'ed); -1 with errno. */
+static int read_names(DIR *d, char ***names)
+{
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    errno = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *nm = strdup(e->d_name);
+        if (n == cap) {
+            char **more = nm && n < INT_MAX / 2 ? realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v) : NULL;
+            if (!more) {
+                free(nm);
+                nm = NULL;
+            } else {
+                v = more;
+            }
+        }
+        if (!nm) {
+            while (n)
+                free(v[--n]);
+            free(v);
+            errno = ENOMEM;
+            return -1;
+        }
+        v[n++] = nm;
+        errno = 0;
+    }
+    if (errno) {
+        int e2 = errno;
+        while (n)
+            free(v[--n]);
+        free(v);
+        errno = e2;
+        return -1;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, by_name);
+    *names = v;
+    return (int)n;
+}
+
+/* Each entry is stat'ed relative to the directory's descriptor: one name looked up,
+ * not the whole path again (the path walk was most of a big tree's stat time). */
 static int walk_dir(const walker *w, const char *dir)
 {
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort), status = 0;
+    char **names = NULL;
+    DIR *d = opendir(dir);
+    int n = d ? read_names(d, &names) : -1, status = 0;
     if (n < 0) {
         report(w, dir, "cannot read directory", errno);
+        if (d)
+            closedir(d);
         return 0;
     }
+    int dfd = dirfd(d);
     for (int i = 0; i < n; i++) {
-        const char *nm = names[i]->d_name;
+        const char *nm = names[i];
         char full[PATH_MAX];
         struct stat sb;
-        if (status || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+        if (status)
             continue;
         if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, nm) >= sizeof full) {
             report(w, dir, "path too long", ENAMETOOLONG);
             continue;
         }
-        if (lstat(full, &sb) != 0)
+        if (fstatat(dfd, nm, &sb, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
         if (S_ISDIR(sb.st_mode)) {
             int skip = w->has_skip && sb.st_dev == w->skip_dev && sb.st_ino == w->skip_ino;
@@ -72,7 +128,7 @@ static int walk_dir(const walker *w, const char *dir)
             continue;
         }
         int link = S_ISLNK(sb.st_mode);
-        if (link && stat(full, &sb) != 0) {
+        if (link && fstatat(dfd, nm, &sb, 0) != 0) {
             report(w, full, "broken symbolic link", errno);
             continue;
         }
@@ -86,6 +142,7 @@ static int walk_dir(const walker *w, const char *dir)
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
+    closedir(d);
     return status;
 }
 
