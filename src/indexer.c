@@ -137,6 +137,7 @@ struct dsq_indexer {
     const char *walk_rel;   /* ... its path below the walked directory */
     const struct stat *walk_sb; /* ... its stat as the walk found it (NULL: none) */
     const char *walk_run;   /* ... its run's name (a job keeps a copy) */
+    atomic_size_t other_shard_dirs; /* run directories walk_enter skipped (another shard's) */
     char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
     dsq_dict *link_targets; /* files outside the walked directories reached by a link */
     dsq_dict *linked_files; /* (device, inode) of the files with hard links met so far */
@@ -1887,7 +1888,7 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
     }
     if (!status) {
         ix->defer = 1;
-        status = dsq_walk(wp, path);
+        status = dsq_walk_ahead(wp, path); /* (walk_enter on the walk's thread) */
         ix->defer = 0;
     }
     pthread_mutex_lock(&ix->mu);
@@ -1987,7 +1988,7 @@ static int walk_enter(void *ctx, const char *full, const char *rel)
     snprintf(run, sizeof run, "%s", ix->p.run ? ix->p.run : rel); /* as run_name does */
     if (dsq_shard_of(run, strlen(run), ix->p.shard_n) == ix->p.shard_k)
         return 0;
-    ix->st.other_shard++;
+    atomic_fetch_add(&ix->other_shard_dirs, 1); /* (on dsq_walk_ahead's thread) */
     return 1;
 }
 
@@ -2012,6 +2013,7 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || !realpath(path, ix->walk_root))
         ix->walk_root[0] = 0;
     int status = ix->p.jobs > 1 ? par_add(ix, &wp, path, err) : serial_add(ix, &wp, path, err);
+    ix->st.other_shard += atomic_exchange(&ix->other_shard_dirs, 0);
     ix->walk_root[0] = 0;
     if (!status) /* the run rollups of runs written last, then to disk */
         status = dsq_store_settle(ix->p.store, err);

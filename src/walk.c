@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,4 +165,184 @@ int dsq_walk(const dsq_walk_params *p, const char *path)
     if (found && S_ISDIR(sb.st_mode))
         return walk_dir(&w, root);
     return p->file(p->ctx, root, "", -1, found ? &sb : NULL);
+}
+
+/* --- the walk on a thread of its own -------------------------------------------- */
+
+/* What the walk's thread found, in order: a file (full path, where rel starts, the
+ * link flag and the stat) or a problem. */
+typedef struct ahead_item {
+    char *full; /* NULL: a problem */
+    size_t rel_at;
+    int link, has_sb;
+    struct stat sb;
+    dsq_error err;
+} ahead_item;
+
+#define AHEAD_CHUNK 64 /* items handed over at once */
+#define AHEAD_CHUNKS 32 /* chunks waiting at most */
+
+typedef struct ahead {
+    const dsq_walk_params *user;
+    const char *path;
+    dsq_walk_params p; /* the walk's own callbacks, which queue */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ahead_item *ring[AHEAD_CHUNKS]; /* full chunks, oldest at head */
+    int counts[AHEAD_CHUNKS];
+    int head, n;
+    ahead_item *fill; /* the walk's chunk being filled */
+    int nfill;
+    int done, stop, status; /* the walk ended (its status); the caller stopped it */
+} ahead;
+
+/* Hands the chunk being filled over (the walk's thread). 0, or 1 when stopped. */
+static int ahead_flush(ahead *a)
+{
+    pthread_mutex_lock(&a->mu);
+    while (a->n == AHEAD_CHUNKS && !a->stop)
+        pthread_cond_wait(&a->cv, &a->mu);
+    int stop = a->stop;
+    if (!stop && a->nfill) {
+        int at = (a->head + a->n) % AHEAD_CHUNKS;
+        a->ring[at] = a->fill;
+        a->counts[at] = a->nfill;
+        a->n++;
+        a->fill = NULL;
+        a->nfill = 0;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return stop;
+}
+
+/* The next slot of the chunk being filled (the walk's thread); NULL: stop. */
+static ahead_item *ahead_slot(ahead *a)
+{
+    if (a->nfill == AHEAD_CHUNK && ahead_flush(a))
+        return NULL;
+    if (!a->fill && !(a->fill = malloc(AHEAD_CHUNK * sizeof *a->fill)))
+        return NULL;
+    return &a->fill[a->nfill];
+}
+
+static int ahead_file(void *ctx, const char *full, const char *rel, int link, const struct stat *sb)
+{
+    ahead *a = ctx;
+    ahead_item *it = ahead_slot(a);
+    if (!it || !(it->full = strdup(full)))
+        return DSQ_ENOMEM; /* (or stopped: then no one reads it) */
+    it->rel_at = (size_t)(rel - full);
+    it->link = link;
+    it->has_sb = sb != NULL;
+    if (sb)
+        it->sb = *sb;
+    a->nfill++;
+    return 0;
+}
+
+static void ahead_problem(void *ctx, const dsq_error *err)
+{
+    ahead *a = ctx;
+    ahead_item *it = ahead_slot(a);
+    if (!it)
+        return;
+    it->full = NULL;
+    it->err = *err;
+    a->nfill++;
+}
+
+static int ahead_enter(void *ctx, const char *full, const char *rel)
+{
+    ahead *a = ctx;
+    return a->user->enter(a->user->ctx, full, rel);
+}
+
+static void *ahead_main(void *arg)
+{
+    ahead *a = arg;
+    int status = dsq_walk(&a->p, a->path);
+    ahead_flush(a);
+    pthread_mutex_lock(&a->mu);
+    a->done = 1;
+    a->status = a->stop ? 0 : status;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+static void free_chunk(ahead_item *c, int from, int n)
+{
+    for (int i = from; i < n; i++)
+        free(c[i].full);
+    free(c);
+}
+
+int dsq_walk_ahead(const dsq_walk_params *p, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return dsq_walk(p, path); /* one file: nothing to read ahead */
+    ahead a = {.user = p, .path = path};
+    a.p = (dsq_walk_params){.file = ahead_file, .problem = ahead_problem, .ctx = &a,
+                            .skip_dir = p->skip_dir, .enter = p->enter ? ahead_enter : NULL};
+    pthread_t th;
+    if (pthread_mutex_init(&a.mu, NULL) != 0)
+        return dsq_walk(p, path);
+    if (pthread_cond_init(&a.cv, NULL) != 0) {
+        pthread_mutex_destroy(&a.mu);
+        return dsq_walk(p, path);
+    }
+    if (pthread_create(&th, NULL, ahead_main, &a) != 0) {
+        pthread_cond_destroy(&a.cv);
+        pthread_mutex_destroy(&a.mu);
+        return dsq_walk(p, path);
+    }
+    int status = 0;
+    for (;;) {
+        pthread_mutex_lock(&a.mu);
+        while (a.n == 0 && !a.done)
+            pthread_cond_wait(&a.cv, &a.mu);
+        if (a.n == 0) { /* done, everything taken */
+            if (!status)
+                status = a.status;
+            pthread_mutex_unlock(&a.mu);
+            break;
+        }
+        ahead_item *c = a.ring[a.head];
+        int n = a.counts[a.head];
+        a.head = (a.head + 1) % AHEAD_CHUNKS;
+        a.n--;
+        pthread_cond_broadcast(&a.cv);
+        pthread_mutex_unlock(&a.mu);
+        int i = 0;
+        for (; i < n && !status; i++) {
+            ahead_item *it = &c[i];
+            if (!it->full) {
+                if (p->problem)
+                    p->problem(p->ctx, &it->err);
+                continue;
+            }
+            status = p->file(p->ctx, it->full, it->full + it->rel_at, it->link,
+                             it->has_sb ? &it->sb : NULL);
+            free(it->full);
+            it->full = NULL;
+        }
+        free_chunk(c, i, n);
+        if (status) { /* stop the walk; what it queued is dropped */
+            pthread_mutex_lock(&a.mu);
+            a.stop = 1;
+            pthread_cond_broadcast(&a.cv);
+            pthread_mutex_unlock(&a.mu);
+            break;
+        }
+    }
+    pthread_join(th, NULL);
+    for (; a.n > 0; a.n--, a.head = (a.head + 1) % AHEAD_CHUNKS)
+        free_chunk(a.ring[a.head], 0, a.counts[a.head]);
+    if (a.fill)
+        free_chunk(a.fill, 0, a.nfill);
+    pthread_cond_destroy(&a.cv);
+    pthread_mutex_destroy(&a.mu);
+    return status;
 }

@@ -1,7 +1,7 @@
 /* Walking inputs: a file, or a directory tree in name order.
  *
- * Directories are read with scandir in byte order (so runs are indexed in a
- * stable order), symlinked directories are not followed (no loops), symlinks to
+ * Directories are read in name order (strcoll, as scandir's alphasort: runs are
+ * indexed in a stable order), symlinked directories are not followed (no loops), symlinks to
  * files are, and a directory that cannot be read, a dangling link, and a link to
  * the directory it sits in or one above it (a loop) are reported to `problem`
  * without stopping the walk.
@@ -31,5 +31,13 @@ typedef struct dsq_walk_params {
 
 /* Walks path. Returns 0 or what a callback returned. */
 int dsq_walk(const dsq_walk_params *p, const char *path);
+
+/* The same, the directories read and their entries stat'ed on a thread of its own
+ * ahead of the callbacks: `file` and `problem` are called on the caller's thread,
+ * in the same order with the same arguments as dsq_walk's, `enter` on the walk's
+ * thread (it must not touch what the other callbacks do). A `file` that returns
+ * non-zero stops the walk there, as in dsq_walk. Falls back to dsq_walk when no
+ * thread can be started. */
+int dsq_walk_ahead(const dsq_walk_params *p, const char *path);
 
 #endif
