@@ -138,6 +138,9 @@ struct dsq_indexer {
     const struct stat *walk_sb; /* ... its stat as the walk found it (NULL: none) */
     const char *walk_run;   /* ... its run's name (a job keeps a copy) */
     atomic_size_t other_shard_dirs; /* run directories walk_enter skipped (another shard's) */
+    uint64_t walk_note;     /* the walk's file: its fingerprint read ahead (walk_note), 0: none */
+    atomic_int fp_ahead;    /* the last file prepared was indexed as its stat says: the
+                               walk's thread reads fingerprints ahead (walk_note) */
     char walk_root[PATH_MAX]; /* the walked directory, resolved; "" when none */
     dsq_dict *link_targets; /* files outside the walked directories reached by a link */
     dsq_dict *linked_files; /* (device, inode) of the files with hard links met so far */
@@ -904,8 +907,10 @@ static int skip_unchanged(dsq_indexer *ix, const char *abs, const dsq_file_info 
     int found = dsq_store_source_find(ix->p.store, abs, &old, err);
     if (found < 0)
         return found;
-    if (!(found && old.size == fi->size && old.mtime_ns == fi->mtime_ns &&
-          old.run == ix->cur_run && !(old.flags & DSQ_SRC_PARTIAL)))
+    int same = found && old.size == fi->size && old.mtime_ns == fi->mtime_ns &&
+               old.run == ix->cur_run && !(old.flags & DSQ_SRC_PARTIAL);
+    atomic_store_explicit(&ix->fp_ahead, same, memory_order_relaxed); /* (a re-run) */
+    if (!same)
         return 0;
     dsq_file_info now = *fi;
     if (!now.fp_known && dsq_input_fingerprint(abs, &now, &e) != 0)
@@ -1058,8 +1063,13 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
     }
     /* walking for workers, the file is only stat'ed (by the walk, when it did so
      * already): its reader fingerprints it */
-    if (resolved == 0 && ix->defer && ix->walk_sb)
+    if (resolved == 0 && ix->defer && ix->walk_sb) {
         dsq_input_info_of(ix->walk_sb, fi);
+        if (ix->walk_note) { /* read ahead: for skip_unchanged only (below) */
+            fi->fingerprint = ix->walk_note;
+            fi->fp_known = 1;
+        }
+    }
     else if (resolved != 0 ||
              (ix->defer ? dsq_input_stat_quick(abs, fi, &e) : dsq_input_stat(abs, fi, &e)) != 0) {
         if (e.code == 0)
@@ -1083,6 +1093,8 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
     if (!ix->cur_run && !ix->defer)
         return dsq_error_set(err, DSQ_ENOMEM, "dictionary");
     int r = ix->cur_run ? skip_unchanged(ix, abs, fi, err) : 0;
+    if (r == 0 && ix->defer && ix->walk_note)
+        fi->fp_known = 0; /* to index: its worker's fingerprint is of the bytes it reads */
     return r < 0 ? r : !r;
 }
 
@@ -1866,6 +1878,21 @@ static int write_window(dsq_indexer *ix, dsq_error *err)
     return status;
 }
 
+/* dsq_walk note callback, on dsq_walk_ahead's thread: the file's fingerprint while
+ * files come out indexed as their stat says (a re-run: skip_unchanged needs it), so
+ * the writer does not open them; 0 otherwise (and when it cannot be read). */
+static uint64_t walk_note(void *ctx, const char *full, const struct stat *sb)
+{
+    dsq_indexer *ix = ctx;
+    if (!atomic_load_explicit(&ix->fp_ahead, memory_order_relaxed))
+        return 0;
+    dsq_file_info fi;
+    dsq_error e;
+    dsq_error_clear(&e);
+    dsq_input_info_of(sb, &fi);
+    return dsq_input_fingerprint(full, &fi, &e) == 0 ? fi.fingerprint : 0;
+}
+
 /* Indexes path with ix->p.jobs workers (see above). */
 static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path, dsq_error *err)
 {
@@ -1887,9 +1914,13 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
             ix->w[i].started = 1;
     }
     if (!status) {
+        dsq_walk_params ahead = *wp; /* walk_enter and walk_note on the walk's thread */
+        ahead.note = walk_note;
+        ahead.note_out = &ix->walk_note;
         ix->defer = 1;
-        status = dsq_walk_ahead(wp, path); /* (walk_enter on the walk's thread) */
+        status = dsq_walk_ahead(&ahead, path);
         ix->defer = 0;
+        ix->walk_note = 0;
     }
     pthread_mutex_lock(&ix->mu);
     ix->walk_done = 1;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,8 +138,11 @@ static int walk_dir(const walker *w, const char *dir)
             report(w, full, "symbolic link loop (to a directory above it), not followed", ELOOP);
             continue;
         }
-        if (S_ISREG(sb.st_mode))
+        if (S_ISREG(sb.st_mode)) {
+            if (w->p->note_out)
+                *w->p->note_out = w->p->note ? w->p->note(w->p->ctx, full, &sb) : 0;
             status = w->p->file(w->p->ctx, full, full + w->root_len + 1, link, &sb);
+        }
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -164,6 +168,8 @@ int dsq_walk(const dsq_walk_params *p, const char *path)
     int found = stat(root, &sb) == 0;
     if (found && S_ISDIR(sb.st_mode))
         return walk_dir(&w, root);
+    if (p->note_out)
+        *p->note_out = p->note && found ? p->note(p->ctx, root, &sb) : 0;
     return p->file(p->ctx, root, "", -1, found ? &sb : NULL);
 }
 
@@ -174,6 +180,7 @@ int dsq_walk(const dsq_walk_params *p, const char *path)
 typedef struct ahead_item {
     char *full; /* NULL: a problem */
     size_t rel_at;
+    uint64_t note;
     int link, has_sb;
     struct stat sb;
     dsq_error err;
@@ -181,6 +188,7 @@ typedef struct ahead_item {
 
 #define AHEAD_CHUNK 64 /* items handed over at once */
 #define AHEAD_CHUNKS 32 /* chunks waiting at most */
+#define AHEAD_NOTE_MIN 2 /* chunks waiting: the walk is ahead, and takes notes */
 
 typedef struct ahead {
     const dsq_walk_params *user;
@@ -191,6 +199,7 @@ typedef struct ahead {
     ahead_item *ring[AHEAD_CHUNKS]; /* full chunks, oldest at head */
     int counts[AHEAD_CHUNKS];
     int head, n;
+    atomic_int waiting; /* n, for the walk to read without the lock */
     ahead_item *fill; /* the walk's chunk being filled */
     int nfill;
     int done, stop, status; /* the walk ended (its status); the caller stopped it */
@@ -207,7 +216,7 @@ static int ahead_flush(ahead *a)
         int at = (a->head + a->n) % AHEAD_CHUNKS;
         a->ring[at] = a->fill;
         a->counts[at] = a->nfill;
-        a->n++;
+        atomic_store_explicit(&a->waiting, ++a->n, memory_order_relaxed);
         a->fill = NULL;
         a->nfill = 0;
         pthread_cond_broadcast(&a->cv);
@@ -233,6 +242,10 @@ static int ahead_file(void *ctx, const char *full, const char *rel, int link, co
     if (!it || !(it->full = strdup(full)))
         return DSQ_ENOMEM; /* (or stopped: then no one reads it) */
     it->rel_at = (size_t)(rel - full);
+    it->note = a->user->note && sb &&
+                       atomic_load_explicit(&a->waiting, memory_order_relaxed) >= AHEAD_NOTE_MIN
+                   ? a->user->note(a->user->ctx, full, sb)
+                   : 0;
     it->link = link;
     it->has_sb = sb != NULL;
     if (sb)
@@ -312,7 +325,7 @@ int dsq_walk_ahead(const dsq_walk_params *p, const char *path)
         ahead_item *c = a.ring[a.head];
         int n = a.counts[a.head];
         a.head = (a.head + 1) % AHEAD_CHUNKS;
-        a.n--;
+        atomic_store_explicit(&a.waiting, --a.n, memory_order_relaxed);
         pthread_cond_broadcast(&a.cv);
         pthread_mutex_unlock(&a.mu);
         int i = 0;
@@ -323,6 +336,8 @@ int dsq_walk_ahead(const dsq_walk_params *p, const char *path)
                     p->problem(p->ctx, &it->err);
                 continue;
             }
+            if (p->note_out)
+                *p->note_out = it->note;
             status = p->file(p->ctx, it->full, it->full + it->rel_at, it->link,
                              it->has_sb ? &it->sb : NULL);
             free(it->full);

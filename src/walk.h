@@ -9,6 +9,7 @@
 #ifndef DSQ_WALK_H
 #define DSQ_WALK_H
 
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "dsq/dsq.h"
@@ -27,6 +28,13 @@ typedef struct dsq_walk_params {
     /* a directory about to be entered (rel: its path below the root); non-zero
      * skips it and everything below. May be NULL. */
     int (*enter)(void *ctx, const char *full, const char *rel);
+    /* May be NULL: work on a regular file that the walk may do before `file` is
+     * called for it; what it returns (0: nothing) is in *note_out while `file` runs
+     * for that file. dsq_walk calls it for every file; dsq_walk_ahead, on its thread,
+     * only while it is ahead of the callbacks (some of its files wait), so that a
+     * caller that keeps up does the work itself. Takes the file's arguments. */
+    uint64_t (*note)(void *ctx, const char *full, const struct stat *sb);
+    uint64_t *note_out;
 } dsq_walk_params;
 
 /* Walks path. Returns 0 or what a callback returned. */

@@ -108,6 +108,26 @@ gpt2-zero2,3.25
 llama7b-zero3,21.37" "$(query "$DB" "max Max_MA by run" --csv)"
 expect_eq "re-index same size and mtime: no duplicates" "$(count_csv)" "$(query "$DB" "count Max_MA by run" --csv)"
 
+# many files unchanged, with workers: the walk's thread reads their fingerprints
+# ahead of the writer (walk.h, dsq_walk_ahead's note) while it runs ahead; one of
+# them rewritten with its size and mtime kept is read again, the others skipped
+M="$DSQ_TMP/many"
+mkdir -p "$M/run"
+for i in $(seq 100 599); do
+    printf '[2024-05-01 10:00:00,000] [INFO] [engine.py:10:step] step=%d, loss=1.%03d\n' \
+        "$i" "$i" >"$M/run/f$i.log"
+done
+index_ok "many files" "$DSQ_TMP/db-many" -j 2 "$M"
+G="$M/run/f550.log"
+touch -r "$G" "$DSQ_TMP/mtime-ref2"
+sed -i 's/loss=1\.550/loss=9.550/' "$G"
+touch -r "$DSQ_TMP/mtime-ref2" "$G"
+index_ok "many files, one rewritten" "$DSQ_TMP/db-many" -j 2 "$M"
+expect_contains "many files, one rewritten: it alone is read" "indexed 1 files" "$OUT"
+expect_contains "many files, one rewritten: the others skipped" "skipped 499 unchanged" "$OUT"
+index_ok "many files, again" "$DSQ_TMP/db-many" -j 2 "$M"
+expect_contains "many files, again: all skipped" "skipped 500 unchanged" "$OUT"
+
 # only the mtime changed: re-read (or skipped), but never duplicated
 touch -d '2001-01-01 00:00:00' "$F"
 index_ok "re-index touched" "$DB" "$A"

@@ -5,7 +5,8 @@
  * thread hands over at once), links to files and directories, a dangling link, a
  * link to an ancestor, a directory to skip and one the enter callback refuses; and
  * a file callback that stops the walk after k files stops both after the same k
- * with the same status. */
+ * with the same status. The note a file gets is its note callback's (dsq_walk: for
+ * every file; dsq_walk_ahead: when it was ahead, else none). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ typedef struct trace {
     size_t len, cap;
     long files, stop_at;
     int stop_status;
+    uint64_t note;    /* note_out */
+    long noted, bad_notes; /* files with a note, with another than their own */
 } trace;
 
 static void say(trace *t, const char *s)
@@ -50,6 +53,10 @@ static int on_file(void *ctx, const char *full, const char *rel, int link, const
 {
     trace *t = ctx;
     char line[8192];
+    if (t->note) {
+        t->noted++;
+        t->bad_notes += !sb || t->note != (uint64_t)sb->st_ino * 3 + (uint64_t)sb->st_size;
+    }
     snprintf(line, sizeof line, "file %s | %s | %d | %lld %lld", full, rel, link,
              sb ? (long long)sb->st_size : -1LL, sb ? (long long)sb->st_ino : -1LL);
     say(t, line);
@@ -73,13 +80,21 @@ static int on_enter(void *ctx, const char *full, const char *rel)
     return strcmp(base ? base + 1 : rel, "no") == 0;
 }
 
+/* The note of a file (on the walk's thread with dsq_walk_ahead): never 0. */
+static uint64_t on_note(void *ctx, const char *full, const struct stat *sb)
+{
+    (void)ctx;
+    (void)full;
+    return (uint64_t)sb->st_ino * 3 + (uint64_t)sb->st_size;
+}
+
 static int walk_with(int ahead, const char *root, const char *skip, long stop_at, trace *t)
 {
     memset(t, 0, sizeof *t);
     t->stop_at = stop_at;
     t->stop_status = 7;
     dsq_walk_params p = {.file = on_file, .problem = on_problem, .ctx = t, .skip_dir = skip,
-                         .enter = on_enter};
+                         .enter = on_enter, .note = on_note, .note_out = &t->note};
     return ahead ? dsq_walk_ahead(&p, root) : dsq_walk(&p, root);
 }
 
@@ -130,6 +145,10 @@ static void test_ahead_calls_back_as_walk(void)
     CHECK_INT(a.files, 3000 + 5 + 1); /* big/, the four files walked, the link to a file */
     CHECK(strstr(a.buf, "dangling.log") && strstr(a.buf, "up: symbolic link loop"));
     CHECK(!strstr(a.buf, "hidden.log"));
+    CHECK_INT(a.noted, a.files); /* dsq_walk: every file noted */
+    CHECK_INT(a.bad_notes, 0);
+    CHECK_INT(b.bad_notes, 0); /* ahead: some, each its own */
+    CHECK(b.noted <= b.files);
     free(a.buf);
     free(b.buf);
     /* stopped by the file callback after k files: the same files, the same status */
