@@ -62,6 +62,20 @@ static int (*target_fn(void))(const char *, size_t, dsq_match *)
     return NULL;
 }
 
+/* line (len <= 4096) with each digit changed as the line's own bytes say (so the
+ * fuzzer steers which digits change, and how), in copy with its sentinel and
+ * padding (4096 + 1 + 64 bytes). */
+static const char *digits_changed(const char *line, size_t len, char *copy)
+{
+    unsigned x = 0;
+    for (size_t i = 0; i < len; i++) {
+        x = x * 31 + (unsigned char)line[i];
+        copy[i] = line[i] >= '0' && line[i] <= '9' ? (char)('0' + (x >> 7) % 10) : line[i];
+    }
+    memset(copy + len, line[len], 1 + 64);
+    return copy;
+}
+
 /* The NCCL memo (fam_nccl.h): the line, then the line with its digits changed as
  * its own bytes say; where the memo answers, the answer must be the parser's. Each
  * line the parser takes is kept, as the scanner keeps it. */
@@ -72,16 +86,7 @@ static void nccl_memo_line(const char *line, size_t len)
     if (len > 4096)
         return;
     for (int round = 0; round < 2; round++) {
-        const char *p = line;
-        if (round == 1) {
-            unsigned x = 0;
-            for (size_t i = 0; i < len; i++) {
-                x = x * 31 + (unsigned char)line[i];
-                copy[i] = line[i] >= '0' && line[i] <= '9' ? (char)('0' + (x >> 7) % 10) : line[i];
-            }
-            memset(copy + len, line[len], 1 + 64); /* the sentinel and padding */
-            p = copy;
-        }
+        const char *p = round == 1 ? digits_changed(line, len, copy) : line;
         dsq_match got, want;
         dsq_scan_match_init(&got);
         dsq_scan_match_init(&want);
@@ -130,16 +135,7 @@ static int shapes_line(void *ctx, const char *line, size_t len, unsigned flags)
     if (len > 4096)
         return 0;
     for (int round = 0; round < 2; round++) {
-        const char *p = line;
-        if (round == 1) {
-            unsigned x = 0;
-            for (size_t i = 0; i < len; i++) {
-                x = x * 31 + (unsigned char)line[i];
-                copy[i] = line[i] >= '0' && line[i] <= '9' ? (char)('0' + (x >> 7) % 10) : line[i];
-            }
-            memset(copy + len, line[len], 1 + 64); /* the sentinel and padding */
-            p = copy;
-        }
+        const char *p = round == 1 ? digits_changed(line, len, copy) : line;
         dsq_match got, want;
         dsq_scan_match_init(&got);
         dsq_scan_match_init(&want);
