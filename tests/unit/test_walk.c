@@ -110,7 +110,7 @@ static int make_tree(const char *root, int nfiles)
     char name[64];
     for (int i = 0; i < nfiles; i++) {
         snprintf(name, sizeof name, "big/f%05d.log", (i * 7919) % nfiles);
-        if (test_write_file(root, name, "x\n", 2 + (size_t)(i % 3)) != 0)
+        if (test_write_file(root, name, "x\nyz", 2 + (size_t)(i % 3)) != 0) /* sizes 2-4 */
             return -1;
     }
     static const char *const files[] = {"a/one.log", "a/b/two.log", "a/b/c/three.log",
