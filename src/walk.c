@@ -178,12 +178,12 @@ int dsq_walk(const dsq_walk_params *p, const char *path)
 /* What the walk's thread found, in order: a file (full path, where rel starts, the
  * link flag and the stat) or a problem. */
 typedef struct ahead_item {
-    char *full; /* NULL: a problem */
+    char *full;     /* NULL: a problem */
+    dsq_error *err; /* the problem (allocated: problems are rare, items many) */
     size_t rel_at;
     uint64_t note;
     int link, has_sb;
     struct stat sb;
-    dsq_error err;
 } ahead_item;
 
 #define AHEAD_CHUNK 64 /* items handed over at once */
@@ -241,6 +241,7 @@ static int ahead_file(void *ctx, const char *full, const char *rel, int link, co
     ahead_item *it = ahead_slot(a);
     if (!it || !(it->full = strdup(full)))
         return DSQ_ENOMEM; /* (or stopped: then no one reads it) */
+    it->err = NULL;
     it->rel_at = (size_t)(rel - full);
     it->note = a->user->note && sb &&
                        atomic_load_explicit(&a->waiting, memory_order_relaxed) >= AHEAD_NOTE_MIN
@@ -258,10 +259,10 @@ static void ahead_problem(void *ctx, const dsq_error *err)
 {
     ahead *a = ctx;
     ahead_item *it = ahead_slot(a);
-    if (!it)
+    if (!it || !(it->err = malloc(sizeof *it->err)))
         return;
     it->full = NULL;
-    it->err = *err;
+    *it->err = *err;
     a->nfill++;
 }
 
@@ -286,8 +287,11 @@ static void *ahead_main(void *arg)
 
 static void free_chunk(ahead_item *c, int from, int n)
 {
-    for (int i = from; i < n; i++)
+    for (int i = from; i < n; i++) {
         free(c[i].full);
+        if (!c[i].full)
+            free(c[i].err);
+    }
     free(c);
 }
 
@@ -333,7 +337,9 @@ int dsq_walk_ahead(const dsq_walk_params *p, const char *path)
             ahead_item *it = &c[i];
             if (!it->full) {
                 if (p->problem)
-                    p->problem(p->ctx, &it->err);
+                    p->problem(p->ctx, it->err);
+                free(it->err);
+                it->err = NULL;
                 continue;
             }
             if (p->note_out)
