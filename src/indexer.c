@@ -1062,15 +1062,15 @@ static int prepare_file(dsq_indexer *ix, const char *path, const char *run, char
         return 0;
     }
     /* walking for workers, the file is only stat'ed (by the walk, when it did so
-     * already): its reader fingerprints it */
+     * already): its reader fingerprints it; during a re-run the walk's thread may
+     * have read its fingerprint ahead (walk_note), for skip_unchanged only */
     if (resolved == 0 && ix->defer && ix->walk_sb) {
         dsq_input_info_of(ix->walk_sb, fi);
-        if (ix->walk_note) { /* read ahead: for skip_unchanged only (below) */
+        if (ix->walk_note) {
             fi->fingerprint = ix->walk_note;
             fi->fp_known = 1;
         }
-    }
-    else if (resolved != 0 ||
+    } else if (resolved != 0 ||
              (ix->defer ? dsq_input_stat_quick(abs, fi, &e) : dsq_input_stat(abs, fi, &e)) != 0) {
         if (e.code == 0)
             dsq_error_set(&e, DSQ_EIO, "%s", strerror(errno));
