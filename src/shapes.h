@@ -14,8 +14,9 @@
  * a letter, '.'), never by which digit a value has, so a line that differs only in
  * the digits of its values takes the same path through them. Values set without a
  * source (computed), NCCL lines (their handler reads the recognizer's private
- * parse) and lines after a prefix that set a time keep their shape out: the
- * recognizers run for them as before. DSQ_LINE_SHAPES=check runs the recognizers
+ * parse; fam_nccl.h's memo answers a run of channel lines instead) and lines after
+ * a prefix that set a time keep their shape out: the recognizers run for them as
+ * before. DSQ_LINE_SHAPES=check runs the recognizers
  * on every line the cache answered and aborts on any difference (tests use it).
  */
 #ifndef DSQ_SHAPES_H
