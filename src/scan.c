@@ -873,33 +873,22 @@ void dsq_scan_recognize(dsq_match *m, const char *line, size_t len)
     }
 }
 
-/* DSQ_LINE_SHAPES=check: the recognizers' match of a line the shapes answered,
- * from the match as the prefix layers left it; a difference is a bug in a shape
- * (or a recognizer that decides by a digit's value), reported and fatal. */
-static void check_shape(const dsq_match *before, const dsq_match *got, const char *line,
-                        size_t len)
+/* DSQ_LINE_SHAPES=check: the recognizers' match of a line a line shape or the NCCL
+ * memo (`by`) answered, from the match as the prefix layers left it; it must be that
+ * answer (for an NCCL line, the parse its handler reads too). A difference is a bug
+ * in the shape or memo (or a recognizer that decides by a digit's value), reported
+ * and fatal. */
+static void check_answer(const dsq_match *before, const dsq_match *got, const char *line,
+                         size_t len, const char *by)
 {
     dsq_match want = *before;
     dsq_scan_recognize(&want, line, len);
-    if (dsq_shapes_same_match(&want, got))
+    if (dsq_shapes_same_match(&want, got) &&
+        (want.family != DSQ_FAM_NCCL ||
+         dsq_nccl_line_same((const dsq_nccl_line *)want.aux.bytes,
+                            (const dsq_nccl_line *)got->aux.bytes)))
         return;
-    fprintf(stderr, "dsq: line shape gave another match than the recognizers for: %.*s\n",
-            (int)len, line);
-    abort();
-}
-
-/* DSQ_LINE_SHAPES=check: the recognizers' match of a line the NCCL memo answered,
- * which must be the memo's (the parse the handler reads too), else abort. */
-static void check_memo(const dsq_match *before, const dsq_match *got, const char *line,
-                       size_t len)
-{
-    dsq_match want = *before;
-    dsq_scan_recognize(&want, line, len);
-    if (dsq_shapes_same_match(&want, got) && want.family == DSQ_FAM_NCCL &&
-        dsq_nccl_line_same((const dsq_nccl_line *)want.aux.bytes,
-                           (const dsq_nccl_line *)got->aux.bytes))
-        return;
-    fprintf(stderr, "dsq: the NCCL memo gave another match than the recognizers for: %.*s\n",
+    fprintf(stderr, "dsq: %s gave another match than the recognizers for: %.*s\n", by,
             (int)len, line);
     abort();
 }
@@ -921,7 +910,7 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
             before = *m;
         if (dsq_nccl_memo_match(&sc->nccl_memo, line, len, m)) {
             if (sc->shapes_check)
-                check_memo(&before, m, line, len);
+                check_answer(&before, m, line, len, "the NCCL memo");
             return;
         }
         dsq_scan_recognize(m, line, len);
@@ -934,7 +923,7 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
         before = *m;
     if (dsq_shapes_apply(sc->shapes, line, len, m)) {
         if (sc->shapes_check)
-            check_shape(&before, m, line, len);
+            check_answer(&before, m, line, len, "line shape");
         sc->line_ids = dsq_shapes_ids(sc->shapes);
         return;
     }

@@ -62,38 +62,33 @@ static int read_names(DIR *d, char ***names)
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        char *nm = strdup(e->d_name);
         if (n == cap) {
-            char **more = nm && n < INT_MAX / 2 ? realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v) : NULL;
-            if (!more) {
-                free(nm);
-                nm = NULL;
-            } else {
-                v = more;
-            }
+            char **more = n < INT_MAX / 2 ? realloc(v, (cap ? 2 * cap : 64) * sizeof *v) : NULL;
+            if (!more)
+                goto nomem;
+            v = more;
+            cap = cap ? 2 * cap : 64;
         }
-        if (!nm) {
-            while (n)
-                free(v[--n]);
-            free(v);
-            errno = ENOMEM;
-            return -1;
-        }
-        v[n++] = nm;
+        if (!(v[n] = strdup(e->d_name)))
+            goto nomem;
+        n++;
         errno = 0;
     }
-    if (errno) {
-        int e2 = errno;
-        while (n)
-            free(v[--n]);
-        free(v);
-        errno = e2;
-        return -1;
-    }
+    if (errno)
+        goto fail;
     if (n > 1)
         qsort(v, n, sizeof *v, by_name);
     *names = v;
     return (int)n;
+nomem:
+    errno = ENOMEM;
+fail:;
+    int e2 = errno;
+    while (n)
+        free(v[--n]);
+    free(v);
+    errno = e2;
+    return -1;
 }
 
 /* Each entry is stat'ed relative to the directory's descriptor: one name looked up,
