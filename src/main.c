@@ -26,6 +26,7 @@
 #include "error.h"
 #include "explain.h"
 #include "gunzip.h"
+#include "hugepages.h"
 #include "unzip.h"
 #include "indexer.h"
 #include "linescan.h"
@@ -94,7 +95,8 @@ static const char usage_text[] =
     "  --only problems  (explain) only warning, error and failure lines\n"
     "  --version    print the version, the line-splitting backend (DSQ_LINES_BACKEND=\n"
     "               scalar|avx2 forces one) and whether line shapes answer repeated lines\n"
-    "               (DSQ_LINE_SHAPES=0 turns them off, =check checks every answer)\n"
+    "               (DSQ_LINE_SHAPES=0 turns them off, =check checks every answer) and\n"
+    "               whether dsq index asks for huge pages (DSQ_HUGE_PAGES=0: it does not)\n"
     "\n"
     "Query language:\n"
     "  AGG [FIELD] [, AGG FIELD ...] [by KEY[, KEY]] [where COND] [since T] [until T]\n"
@@ -884,7 +886,8 @@ int main(int argc, char **argv)
         }
         if (version) {
             const char *shapes = getenv("DSQ_LINE_SHAPES");
-            printf("dsq %s (line splitting: %s%s)\ngzip: %s\nzip members: %s\nline shapes: %s\n",
+            printf("dsq %s (line splitting: %s%s)\ngzip: %s\nzip members: %s\nline shapes: %s\n"
+                   "huge pages (index): %s\n",
                    DSQ_VERSION, dsq_linescan_name(dsq_linescan_resolve(DSQ_LINESCAN_AUTO)),
                    DSQ_BUILD_NOTE, dsq_gunzip_backend(),
                    dsq_unzip_available() ? "ISA-L (libarchive reads the headers)" : "zlib (libarchive)",
@@ -892,7 +895,8 @@ int main(int argc, char **argv)
                    : strcmp(shapes, "0") == 0 ? "off (DSQ_LINE_SHAPES=0)"
                    : strcmp(shapes, "check") == 0 ? "on, every answer checked (DSQ_LINE_SHAPES=check)"
                    : strcmp(shapes, "stats") == 0 ? "on, counts on stderr (DSQ_LINE_SHAPES=stats)"
-                                                  : "on");
+                                                  : "on",
+                   dsq_hugepages_state());
         }
         else
             fputs(usage_text, help ? stdout : stderr);
@@ -904,6 +908,7 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         code = 0;
     } else if (strcmp(c.args[0], "index") == 0) {
+        dsq_hugepages_restart(argv); /* returns when it did not start dsq again */
         code = cmd_index(&c);
     } else if (strcmp(c.args[0], "explain") == 0) {
         code = cmd_explain(&c);

@@ -1,11 +1,12 @@
 #!/bin/sh
 # Installs what dsq needs on Debian/Ubuntu, only if something is missing.
 #   tools/deps.sh          build dependencies
-#   tools/deps.sh --test   build + test dependencies (compressors, zip, python3, mdb_dump)
+#   tools/deps.sh --test   build + test dependencies (compressors, zip, python3, mdb_dump,
+#                          strace)
 set -eu
 pkgs="build-essential cmake pkg-config re2c libzstd-dev liblmdb-dev libarchive-dev liblzma-dev libisal-dev"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs zstd gzip xz-utils bzip2 tar zip python3 lmdb-utils"
+  pkgs="$pkgs zstd gzip xz-utils bzip2 tar zip python3 lmdb-utils strace"
 fi
 missing=""
 for p in $pkgs; do

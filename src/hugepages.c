@@ -1,0 +1,78 @@
+/* Huge pages for malloc's heaps (see hugepages.h). */
+#include "hugepages.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TUNABLE "glibc.malloc.hugetlb"
+#define RESTARTED "DSQ_HUGE_PAGES_RESTARTED" /* set for the started program only */
+#define THP_MODE "/sys/kernel/mm/transparent_hugepage/enabled"
+
+int dsq_hugepages_plan(const char *opt, const char *tunables, const char *preload,
+                       const char *thp_mode, char *out, size_t n, const char **why)
+{
+    const char *w = NULL;
+    int len = -1;
+    if (opt && strcmp(opt, "0") == 0)
+        w = "off (DSQ_HUGE_PAGES=0)";
+    else if (preload && strstr(preload, "vgpreload"))
+        w = "off (under valgrind)";
+    else if (tunables && strstr(tunables, TUNABLE))
+        w = "as GLIBC_TUNABLES says";
+    else if (!thp_mode || !strstr(thp_mode, "[madvise]"))
+        w = thp_mode && strstr(thp_mode, "[always]") ? "by the kernel (THP always)"
+                                                     : "off (the kernel has no THP madvise mode)";
+    else if ((len = tunables && *tunables ? snprintf(out, n, "%s:" TUNABLE "=1", tunables)
+                                          : snprintf(out, n, TUNABLE "=1")) < 0 ||
+             (size_t)len >= n)
+        w = "off (GLIBC_TUNABLES too long)";
+    if (why)
+        *why = w ? w : "on (" TUNABLE "=1)";
+    return w == NULL;
+}
+
+static const char *thp_mode(char *buf, size_t n)
+{
+    FILE *f = fopen(THP_MODE, "re");
+    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[got] = 0;
+    return got ? buf : NULL;
+}
+
+void dsq_hugepages_restart(char **argv)
+{
+    char mode[128], tunables[4096];
+    const char *old = getenv("GLIBC_TUNABLES");
+    if (getenv(RESTARTED)) {
+        unsetenv(RESTARTED);
+        return;
+    }
+    if (!dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), old, getenv("LD_PRELOAD"),
+                            thp_mode(mode, sizeof mode), tunables, sizeof tunables, NULL))
+        return;
+    char *keep = old ? strdup(old) : NULL;
+    if ((old && !keep) || setenv("GLIBC_TUNABLES", tunables, 1) != 0 ||
+        setenv(RESTARTED, "1", 1) != 0)
+        goto restore;
+    execv("/proc/self/exe", argv); /* returns only when it failed */
+restore:
+    unsetenv(RESTARTED);
+    if (keep)
+        setenv("GLIBC_TUNABLES", keep, 1);
+    else
+        unsetenv("GLIBC_TUNABLES");
+    free(keep);
+}
+
+const char *dsq_hugepages_state(void)
+{
+    char mode[128], tunables[4096];
+    const char *why = NULL;
+    dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), getenv("GLIBC_TUNABLES"),
+                       getenv("LD_PRELOAD"), thp_mode(mode, sizeof mode), tunables, sizeof tunables, &why);
+    return why;
+}

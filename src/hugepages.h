@@ -1,0 +1,35 @@
+/* Transparent huge pages for malloc's heaps while indexing.
+ *
+ * On a virtual machine each first touch of a 4 KiB page is a fault costing ~12 us
+ * (this project's 2-core bench machine): an index run touches every page of its peak
+ * memory once, so a 121 MB peak (a big job's launcher log) cost ~29,000 faults, about
+ * 0.35 s of CPU. With the kernel's THP mode "madvise", glibc's tunable
+ * glibc.malloc.hugetlb=1 asks for 2 MiB pages for its heaps (one fault each), but
+ * glibc reads tunables from the environment only at start: `dsq index` starts itself
+ * again with GLIBC_TUNABLES extended, once (not under valgrind). DSQ_HUGE_PAGES=0
+ * turns it off; a GLIBC_TUNABLES that names glibc.malloc.hugetlb already is left as
+ * it is.
+ */
+#ifndef DSQ_HUGEPAGES_H
+#define DSQ_HUGEPAGES_H
+
+#include <stddef.h>
+
+/* What to do, from the environment's values (NULL: unset; preload is LD_PRELOAD,
+ * which names valgrind's libraries under valgrind: a program started again would
+ * leave it) and the text of /sys/kernel/mm/transparent_hugepage/enabled (NULL:
+ * unreadable). 1 and the
+ * GLIBC_TUNABLES value to start again with in out[0..n); 0 when nothing is to be
+ * done (also when out is too small). why (may be NULL) gets a short reason. */
+int dsq_hugepages_plan(const char *opt, const char *tunables, const char *preload,
+                       const char *thp_mode, char *out, size_t n, const char **why);
+
+/* Starts this program again (execv of /proc/self/exe with argv) when
+ * dsq_hugepages_plan says so; returns when it did not (the environment as it
+ * was, but for the restart marker, which it removes). */
+void dsq_hugepages_restart(char **argv);
+
+/* One line for dsq --version: whether dsq index asks for huge pages, and why not. */
+const char *dsq_hugepages_state(void);
+
+#endif

@@ -1,0 +1,51 @@
+/* dsq_hugepages_plan: dsq index starts itself again with glibc.malloc.hugetlb=1
+ * appended to GLIBC_TUNABLES only when the kernel's THP mode is madvise, the user
+ * did not turn it off (DSQ_HUGE_PAGES=0) and GLIBC_TUNABLES does not name the tunable
+ * already, and not under valgrind; the reason for --version in every case. */
+#include <string.h>
+
+#include "hugepages.h"
+#include "test.h"
+
+#define MADVISE "always [madvise] never\n"
+
+static void test_plan_appends_the_tunable(void)
+{
+    char out[256];
+    const char *why = NULL;
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, NULL, MADVISE, out, sizeof out, &why), 1);
+    CHECK_STR(out, "glibc.malloc.hugetlb=1");
+    CHECK_STR(why, "on (glibc.malloc.hugetlb=1)");
+    CHECK_INT(dsq_hugepages_plan(NULL, "", NULL, MADVISE, out, sizeof out, NULL), 1);
+    CHECK_STR(out, "glibc.malloc.hugetlb=1");
+    CHECK_INT(dsq_hugepages_plan("1", "glibc.malloc.check=3", "libfoo.so", MADVISE, out, sizeof out, NULL), 1);
+    CHECK_STR(out, "glibc.malloc.check=3:glibc.malloc.hugetlb=1");
+}
+
+static void test_plan_leaves_it_alone(void)
+{
+    char out[64];
+    const char *why = NULL;
+    CHECK_INT(dsq_hugepages_plan("0", NULL, NULL, MADVISE, out, sizeof out, &why), 0);
+    CHECK_STR(why, "off (DSQ_HUGE_PAGES=0)");
+    CHECK_INT(dsq_hugepages_plan(NULL, "glibc.malloc.hugetlb=0", NULL, MADVISE, out, sizeof out, &why), 0);
+    CHECK_STR(why, "as GLIBC_TUNABLES says");
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so",
+                                 MADVISE, out, sizeof out, &why), 0);
+    CHECK_STR(why, "off (under valgrind)");
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, NULL, "[always] madvise never\n", out, sizeof out, &why), 0);
+    CHECK_STR(why, "by the kernel (THP always)");
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, NULL, "always madvise [never]\n", out, sizeof out, &why), 0);
+    CHECK_STR(why, "off (the kernel has no THP madvise mode)");
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, NULL, NULL, out, sizeof out, &why), 0);
+    CHECK_STR(why, "off (the kernel has no THP madvise mode)");
+    /* room for the value and its terminator, or nothing */
+    char tiny[22];
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, NULL, MADVISE, tiny, sizeof tiny, &why), 0);
+    CHECK_STR(why, "off (GLIBC_TUNABLES too long)");
+    char fits[23];
+    CHECK_INT(dsq_hugepages_plan(NULL, NULL, NULL, MADVISE, fits, sizeof fits, &why), 1);
+    CHECK_STR(fits, "glibc.malloc.hugetlb=1");
+}
+
+TEST_MAIN(T(test_plan_appends_the_tunable), T(test_plan_leaves_it_alone))
