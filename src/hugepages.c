@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define TUNABLE "glibc.malloc.hugetlb"
@@ -66,6 +67,21 @@ restore:
     else
         unsetenv("GLIBC_TUNABLES");
     free(keep);
+}
+
+int dsq_hugepages_in_use(void)
+{
+    const char *t = getenv("GLIBC_TUNABLES");
+    return t && strstr(t, TUNABLE "=1") != NULL;
+}
+
+void dsq_hugepages_enough(void)
+{
+    static int done; /* (the writer's thread alone calls it) */
+    if (done || !dsq_hugepages_in_use())
+        return;
+    done = 1;
+    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 }
 
 const char *dsq_hugepages_state(void)

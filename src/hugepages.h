@@ -29,6 +29,13 @@ int dsq_hugepages_plan(const char *opt, const char *tunables, const char *preloa
  * was, but for the restart marker, which it removes). */
 void dsq_hugepages_restart(char **argv);
 
+/* Whether this process's heaps take huge pages (GLIBC_TUNABLES holds
+ * glibc.malloc.hugetlb=1). */
+int dsq_hugepages_in_use(void);
+/* No more huge pages for this process (prctl PR_SET_THP_DISABLE; the ones it has
+ * stay): past some resident size a 4 KiB page's memory matters more than its fault. */
+void dsq_hugepages_enough(void);
+
 /* One line for dsq --version: whether dsq index asks for huge pages, and why not. */
 const char *dsq_hugepages_state(void);
 

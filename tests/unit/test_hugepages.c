@@ -1,8 +1,11 @@
 /* dsq_hugepages_plan: dsq index starts itself again with glibc.malloc.hugetlb=1
  * appended to GLIBC_TUNABLES only when the kernel's THP mode is madvise, the user
  * did not turn it off (DSQ_HUGE_PAGES=0) and GLIBC_TUNABLES does not name the tunable
- * already, and not under valgrind; the reason for --version in every case. */
+ * already, and not under valgrind; the reason for --version in every case; and
+ * dsq_hugepages_enough stops them for the process. */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "hugepages.h"
 #include "test.h"
@@ -48,4 +51,20 @@ static void test_plan_leaves_it_alone(void)
     CHECK_STR(fits, "glibc.malloc.hugetlb=1");
 }
 
-TEST_MAIN(T(test_plan_appends_the_tunable), T(test_plan_leaves_it_alone))
+/* in use as the environment says; enough stops them for the process when in use */
+static void test_enough_stops_them(void)
+{
+    unsetenv("GLIBC_TUNABLES");
+    CHECK_INT(dsq_hugepages_in_use(), 0);
+    dsq_hugepages_enough(); /* not in use: nothing to stop */
+    CHECK_INT(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), 0);
+    setenv("GLIBC_TUNABLES", "glibc.malloc.check=0:glibc.malloc.hugetlb=0", 1);
+    CHECK_INT(dsq_hugepages_in_use(), 0);
+    setenv("GLIBC_TUNABLES", "glibc.malloc.check=0:glibc.malloc.hugetlb=1", 1);
+    CHECK_INT(dsq_hugepages_in_use(), 1);
+    dsq_hugepages_enough();
+    CHECK_INT(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), 1);
+    unsetenv("GLIBC_TUNABLES");
+}
+
+TEST_MAIN(T(test_plan_appends_the_tunable), T(test_plan_leaves_it_alone), T(test_enough_stops_them))
