@@ -88,7 +88,7 @@ const char *dsq_hugepages_state(void)
 {
     char mode[128], tunables[4096];
     const char *why = NULL;
-    dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), getenv("GLIBC_TUNABLES"),
-                       getenv("LD_PRELOAD"), thp_mode(mode, sizeof mode), tunables, sizeof tunables, &why);
+    dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), getenv("GLIBC_TUNABLES"), getenv("LD_PRELOAD"),
+                       thp_mode(mode, sizeof mode), tunables, sizeof tunables, &why);
     return why;
 }

@@ -18,9 +18,9 @@
 /* What to do, from the environment's values (NULL: unset; preload is LD_PRELOAD,
  * which names valgrind's libraries under valgrind: a program started again would
  * leave it) and the text of /sys/kernel/mm/transparent_hugepage/enabled (NULL:
- * unreadable). 1 and the
- * GLIBC_TUNABLES value to start again with in out[0..n); 0 when nothing is to be
- * done (also when out is too small). why (may be NULL) gets a short reason. */
+ * unreadable). 1 and the GLIBC_TUNABLES value to start again with in out[0..n); 0
+ * when nothing is to be done (also when out is too small). why (may be NULL) gets
+ * a short reason. */
 int dsq_hugepages_plan(const char *opt, const char *tunables, const char *preload,
                        const char *thp_mode, char *out, size_t n, const char **why);
 
