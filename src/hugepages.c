@@ -59,7 +59,15 @@ void dsq_hugepages_restart(char **argv)
     if ((old && !keep) || setenv("GLIBC_TUNABLES", tunables, 1) != 0 ||
         setenv(RESTARTED, "1", 1) != 0)
         goto restore;
-    execv("/proc/self/exe", argv); /* returns only when it failed */
+    /* the binary's own path first: its name is the process's (ps, top), where
+     * /proc/self/exe would name it "exe"; the link itself when that is gone */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        execv(self, argv); /* returns only when it failed */
+    }
+    execv("/proc/self/exe", argv);
 restore:
     unsetenv(RESTARTED);
     if (keep)

@@ -24,7 +24,7 @@
 int dsq_hugepages_plan(const char *opt, const char *tunables, const char *preload,
                        const char *thp_mode, char *out, size_t n, const char **why);
 
-/* Starts this program again (execv of /proc/self/exe with argv) when
+/* Starts this program again (execv of its own path, from /proc/self/exe, with argv) when
  * dsq_hugepages_plan says so; returns when it did not (the environment as it
  * was, but for the restart marker, which it removes). */
 void dsq_hugepages_restart(char **argv);
