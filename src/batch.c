@@ -15,8 +15,8 @@ int dsq_batch_init(dsq_batch *b, size_t cap)
 {
     b->len = 0;
     b->cap = pad8(cap < 64 ? 64 : cap);
-    b->buf = malloc(b->cap);
-    return b->buf ? 0 : DSQ_ENOMEM;
+    b->buf = NULL; /* allocated by the first message (see batch.h) */
+    return 0;
 }
 
 void dsq_batch_free(dsq_batch *b)
@@ -33,6 +33,8 @@ static int message(dsq_batch *b, uint32_t type, size_t n, unsigned char **out)
 {
     size_t need = HDR + pad8(n);
     if (n > UINT32_MAX)
+        return DSQ_ENOMEM;
+    if (!b->buf && need <= b->cap && !(b->buf = malloc(b->cap)))
         return DSQ_ENOMEM;
     if (b->cap - b->len < need) {
         if (b->len > 0)
@@ -113,7 +115,7 @@ int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev)
 void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b)
 {
     it->p = b->buf;
-    it->end = b->buf + b->len;
+    it->end = b->buf ? b->buf + b->len : NULL;
 }
 
 int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void **data, size_t *n)
