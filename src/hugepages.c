@@ -44,17 +44,24 @@ static const char *thp_mode(char *buf, size_t n)
     return got ? buf : NULL;
 }
 
+/* dsq_hugepages_plan from this process's environment and the kernel's mode. */
+static int plan_here(char *out, size_t n, const char **why)
+{
+    char mode[128];
+    return dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), getenv("GLIBC_TUNABLES"),
+                              getenv("LD_PRELOAD"), thp_mode(mode, sizeof mode), out, n, why);
+}
+
 void dsq_hugepages_restart(char **argv)
 {
-    char mode[128], tunables[4096];
-    const char *old = getenv("GLIBC_TUNABLES");
+    char tunables[4096];
     if (getenv(RESTARTED)) {
         unsetenv(RESTARTED);
         return;
     }
-    if (!dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), old, getenv("LD_PRELOAD"),
-                            thp_mode(mode, sizeof mode), tunables, sizeof tunables, NULL))
+    if (!plan_here(tunables, sizeof tunables, NULL))
         return;
+    const char *old = getenv("GLIBC_TUNABLES");
     char *keep = old ? strdup(old) : NULL;
     if ((old && !keep) || setenv("GLIBC_TUNABLES", tunables, 1) != 0 ||
         setenv(RESTARTED, "1", 1) != 0)
@@ -94,9 +101,8 @@ void dsq_hugepages_enough(void)
 
 const char *dsq_hugepages_state(void)
 {
-    char mode[128], tunables[4096];
+    char tunables[4096];
     const char *why = NULL;
-    dsq_hugepages_plan(getenv("DSQ_HUGE_PAGES"), getenv("GLIBC_TUNABLES"), getenv("LD_PRELOAD"),
-                       thp_mode(mode, sizeof mode), tunables, sizeof tunables, &why);
+    plan_here(tunables, sizeof tunables, &why);
     return why;
 }
