@@ -1,6 +1,7 @@
 /* Huge pages for malloc's heaps (see hugepages.h). */
 #include "hugepages.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,13 @@ int dsq_hugepages_in_use(void)
 {
     const char *t = getenv("GLIBC_TUNABLES");
     return t && strstr(t, TUNABLE "=1") != NULL;
+}
+
+int dsq_hugepages_one_arena(void)
+{
+    const char *t = getenv("GLIBC_TUNABLES");
+    return dsq_hugepages_in_use() && !strstr(t, "glibc.malloc.arena_max") &&
+           mallopt(M_ARENA_MAX, 1) == 1;
 }
 
 void dsq_hugepages_enough(void)

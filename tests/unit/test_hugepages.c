@@ -2,15 +2,31 @@
  * appended to GLIBC_TUNABLES only when the kernel's THP mode is madvise, the user
  * did not turn it off (DSQ_HUGE_PAGES=0) and GLIBC_TUNABLES does not name the tunable
  * already, and not under valgrind; the reason for --version in every case; and
- * dsq_hugepages_enough stops them for the process. */
+ * dsq_hugepages_enough stops them for the process; with them, dsq_hugepages_one_arena
+ * has threads allocate from the main arena's heap. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "hugepages.h"
 #include "test.h"
 
 #define MADVISE "always [madvise] never\n"
+
+/* AddressSanitizer's allocator is not glibc's: no arenas to look at */
+#if defined(__SANITIZE_ADDRESS__)
+#define GLIBC_MALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GLIBC_MALLOC 0
+#endif
+#endif
+#ifndef GLIBC_MALLOC
+#define GLIBC_MALLOC 1
+#endif
 
 static void test_plan_appends_the_tunable(void)
 {
@@ -67,4 +83,32 @@ static void test_enough_stops_them(void)
     unsetenv("GLIBC_TUNABLES");
 }
 
-TEST_MAIN(T(test_plan_appends_the_tunable), T(test_plan_leaves_it_alone), T(test_enough_stops_them))
+static void *alloc_in_thread(void *arg)
+{
+    *(void **)arg = malloc(4096);
+    return NULL;
+}
+
+static void test_one_arena_for_every_thread(void)
+{
+    setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1);
+    CHECK_INT(dsq_hugepages_one_arena(), 0); /* no huge pages: arenas as they are */
+    setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=4", 1);
+    CHECK_INT(dsq_hugepages_one_arena(), 0); /* the user's arena_max stays */
+    setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);
+    CHECK_INT(dsq_hugepages_one_arena(), GLIBC_MALLOC);
+    unsetenv("GLIBC_TUNABLES");
+    /* the first thread of this test program: its memory comes from the main arena,
+     * the heap below the program break (a thread's own arena is mapped elsewhere) */
+    void *p = NULL;
+    pthread_t th;
+    CHECK_INT(pthread_create(&th, NULL, alloc_in_thread, &p), 0);
+    CHECK_INT(pthread_join(th, NULL), 0);
+    CHECK(p != NULL);
+    if (GLIBC_MALLOC)
+        CHECK(p != NULL && (uintptr_t)p < (uintptr_t)sbrk(0));
+    free(p);
+}
+
+TEST_MAIN(T(test_plan_appends_the_tunable), T(test_plan_leaves_it_alone), T(test_enough_stops_them),
+          T(test_one_arena_for_every_thread))
