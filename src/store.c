@@ -31,6 +31,7 @@
 #include "hugepages.h"
 #include "rollup.h"
 #include "sergroup.h"
+#include "syncer.h"
 #include "varint.h"
 
 #define INITIAL_MAP ((size_t)1 << 34) /* 16 GiB of address space, not of disk */
@@ -76,7 +77,8 @@ struct dsq_store {
     int lock_fd;
     int statm_fd; /* /proc/self/statm, opened at the first look (-1: not yet, -2: cannot) */
     uint64_t size_at_open; /* writers: data.mdb's size when opened (see note_growth) */
-    struct timespec last_sync; /* writers: commits are synced to disk a second apart */
+    struct timespec last_sync; /* writers: commits are synced to disk a second apart, */
+    dsq_syncer *syncer;        /* in the background (the last one at the end waited for) */
     uint64_t commits;  /* writes committed since open (dsq_store_commits) */
     uint64_t reopens;  /* times the environment was opened again (dsq_store_reopens) */
     ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
@@ -870,6 +872,10 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     }
     if ((status = init_tables(st, err)))
         goto fail;
+    if (!st->readonly && dsq_syncer_new(data_path, &st->syncer) != 0) {
+        status = dsq_error_set(err, DSQ_ENOMEM, "opening index");
+        goto fail;
+    }
     if (st->readonly && (rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->rtxn))) {
         status = lmdb_error(err, rc, "reading index");
         goto fail;
@@ -896,6 +902,7 @@ void dsq_store_close(dsq_store *st)
         mdb_cursor_close(st->dict_cur);
     if (st->rtxn)
         mdb_txn_abort(st->rtxn);
+    dsq_syncer_free(st->syncer); /* (waits for a sync under way) */
     if (st->env && !st->readonly)
         mdb_env_sync(st->env, 1); /* errors were reported by dsq_store_sync, if called */
     if (st->env)
@@ -2712,22 +2719,29 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     st->dict_saved = dsq_dict_count(st->dict);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec - st->last_sync.tv_sec >= SYNC_SECONDS)
-        return dsq_store_sync(st, err);
-    return 0;
+    if (now.tv_sec - st->last_sync.tv_sec >= SYNC_SECONDS && dsq_syncer_begin(st->syncer)) {
+        st->last_sync = now;
+        release_map(st->dir, "data.mdb");
+    }
+    int e = dsq_syncer_error(st->syncer);
+    return e ? write_error(st, err, e, "writing the index to disk") : 0;
 }
 
 int dsq_store_sync(dsq_store *st, dsq_error *err)
 {
     clock_gettime(CLOCK_MONOTONIC, &st->last_sync);
-    int rc = st->readonly || !st->env ? 0 : mdb_env_sync(st->env, 1);
+    if (st->readonly || !st->env)
+        return 0;
+    dsq_syncer_wait(st->syncer);
+    int rc = dsq_syncer_error(st->syncer);
+    if (!rc)
+        rc = mdb_env_sync(st->env, 1);
     if (rc)
         return write_error(st, err, rc, "writing the index to disk");
     /* The index's pages the writer has read stay in the page cache, but letting go of
      * their mapping keeps the indexer's resident size flat however big the index
      * grows (they are mapped again, from the cache, when next read). */
-    if (!st->readonly)
-        release_map(st->dir, "data.mdb");
+    release_map(st->dir, "data.mdb");
     return 0;
 }
 
