@@ -495,11 +495,13 @@ static int cmd_index(cli *c)
     }
     if (refuse_shards_dir(c, "index"))
         return EXIT_USAGE;
-    dsq_store_params sp = {.dir = c->db, .readonly = 0};
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
                              .progress = on_progress, .ctx = c,
                              .shard_k = c->shard_k, .shard_n = c->shard_n,
                              .jobs = index_jobs(c)};
+    /* with worker threads the writer does not wait for its periodic syncs (-j 1: one
+     * thread does everything) */
+    dsq_store_params sp = {.dir = c->db, .readonly = 0, .sync_behind = ip.jobs > 1};
     if (c->tty && !c->quiet)
         count_inputs(c);
     if (dsq_store_open(&sp, &st, &err) != 0)

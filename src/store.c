@@ -78,7 +78,8 @@ struct dsq_store {
     int statm_fd; /* /proc/self/statm, opened at the first look (-1: not yet, -2: cannot) */
     uint64_t size_at_open; /* writers: data.mdb's size when opened (see note_growth) */
     struct timespec last_sync; /* writers: commits are synced to disk a second apart, */
-    dsq_syncer *syncer;        /* in the background (the last one at the end waited for) */
+    dsq_syncer *syncer;        /* in the background with sync_behind (NULL: waited for;
+                                  the last one, at the end, is waited for either way) */
     uint64_t commits;  /* writes committed since open (dsq_store_commits) */
     uint64_t reopens;  /* times the environment was opened again (dsq_store_reopens) */
     ZSTD_CCtx *zc;      /* event blocks and rollup chunks are stored compressed */
@@ -872,7 +873,7 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     }
     if ((status = init_tables(st, err)))
         goto fail;
-    if (!st->readonly && dsq_syncer_new(data_path, &st->syncer) != 0) {
+    if (!st->readonly && params->sync_behind && dsq_syncer_new(data_path, &st->syncer) != 0) {
         status = dsq_error_set(err, DSQ_ENOMEM, "opening index");
         goto fail;
     }
@@ -2719,7 +2720,11 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     st->dict_saved = dsq_dict_count(st->dict);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec - st->last_sync.tv_sec >= SYNC_SECONDS && dsq_syncer_begin(st->syncer)) {
+    if (now.tv_sec - st->last_sync.tv_sec < SYNC_SECONDS)
+        return 0;
+    if (!st->syncer)
+        return dsq_store_sync(st, err);
+    if (dsq_syncer_begin(st->syncer)) {
         st->last_sync = now;
         release_map(st->dir, "data.mdb");
     }
@@ -2732,8 +2737,11 @@ int dsq_store_sync(dsq_store *st, dsq_error *err)
     clock_gettime(CLOCK_MONOTONIC, &st->last_sync);
     if (st->readonly || !st->env)
         return 0;
-    dsq_syncer_wait(st->syncer);
-    int rc = dsq_syncer_error(st->syncer);
+    int rc = 0;
+    if (st->syncer) {
+        dsq_syncer_wait(st->syncer);
+        rc = dsq_syncer_error(st->syncer);
+    }
     if (!rc)
         rc = mdb_env_sync(st->env, 1);
     if (rc)

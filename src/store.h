@@ -66,6 +66,8 @@ typedef struct dsq_store dsq_store;
 typedef struct dsq_store_params {
     const char *dir;  /* the environment directory; created by writers if missing */
     int readonly;     /* 1: open for queries (no lock file, no writes) */
+    int sync_behind;  /* writers: 1 has the periodic syncs run on a thread of their own
+                         (syncer.h), 0 waits for each (one thread does everything) */
 } dsq_store_params;
 
 typedef struct dsq_block_key {

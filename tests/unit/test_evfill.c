@@ -117,7 +117,7 @@ static void write_source(dsq_rollup *roll, const dsq_event *ev, int n, uint32_t 
 
 static void test_setup(void)
 {
-    dsq_store_params p = {dir, 0};
+    dsq_store_params p = {dir, 0, 0};
     dsq_error err;
     dsq_error_clear(&err);
     dsq_rollup *roll = NULL;

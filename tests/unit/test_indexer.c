@@ -107,7 +107,7 @@ static int open_ctx_jobs(ctx *c, const char *db, const char *run, unsigned jobs)
     char dir[256];
     snprintf(dir, sizeof dir, "%s/%s", tmp, db);
     memset(c, 0, sizeof *c);
-    dsq_store_params sp = {dir, 0};
+    dsq_store_params sp = {dir, 0, 0};
     dsq_error err;
     dsq_error_clear(&err);
     if (dsq_store_open(&sp, &c->st, &err) != 0)
@@ -229,7 +229,7 @@ static void test_index_and_query(void)
     /* what was committed is there for a read-only reader */
     char dir[256];
     snprintf(dir, sizeof dir, "%s/db", tmp);
-    dsq_store_params rp = {dir, 1};
+    dsq_store_params rp = {dir, 1, 0};
     dsq_store *ro = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -364,7 +364,7 @@ static void test_jobs_same_index(void)
     for (int i = 0; i < 2; i++) {
         char dir[256];
         snprintf(dir, sizeof dir, "%s/%s", tmp, dbs[i]);
-        dsq_store_params sp = {dir, 1};
+        dsq_store_params sp = {dir, 1, 0};
         dsq_error err;
         dsq_error_clear(&err);
         CHECK_INT(dsq_store_open(&sp, &st[i], &err), 0);
@@ -417,7 +417,7 @@ static void test_jobs_same_dictionary(void)
         close_ctx(&x);
         char dir[256];
         snprintf(dir, sizeof dir, "%s/%s", tmp, ways[k].db);
-        dsq_store_params sp = {dir, 1};
+        dsq_store_params sp = {dir, 1, 0};
         dsq_error err;
         dsq_error_clear(&err);
         CHECK_INT(dsq_store_open(&sp, &st[k], &err), 0);
@@ -475,7 +475,7 @@ static dsq_store *open_read(const char *db)
 {
     char dir[256];
     snprintf(dir, sizeof dir, "%s/%s", tmp, db);
-    dsq_store_params sp = {dir, 1};
+    dsq_store_params sp = {dir, 1, 0};
     dsq_store *st = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -583,7 +583,7 @@ static void test_progress_inside_one_file(void)
         setenv("DSQ_READAHEAD", ways[k].ahead, 1);
         dsq_store *st = NULL;
         dsq_indexer *ix = NULL;
-        dsq_store_params sp = {dir, 0};
+        dsq_store_params sp = {dir, 0, 0};
         dsq_error err;
         dsq_error_clear(&err);
         prog p = {.size = zn};

@@ -119,7 +119,7 @@ static void source(uint32_t sid, const char *path, const char *run)
 static void test_setup(void)
 {
     CHECK_INT(test_tmpdir_new(tmp), 0);
-    dsq_store_params p = {tmp, 0};
+    dsq_store_params p = {tmp, 0, 0};
     dsq_error err;
     dsq_error_clear(&err);
     CHECK_INT(dsq_store_open(&p, &st, &err), 0);
@@ -309,7 +309,7 @@ static void expect_error(const char *text, long long off, long long len, const c
  * whose counts they would change). */
 static void test_add_attributes(void)
 {
-    dsq_store_params p = {tmp, 0};
+    dsq_store_params p = {tmp, 0, 0};
     dsq_error err;
     dsq_error_clear(&err);
     dsq_store_close(st);

@@ -65,7 +65,7 @@ static void make_events(void)
 /* Writes the events of sources [lo, hi] into the index at dir, source by source. */
 static dsq_store *write_index(const char *dir, int lo, int hi)
 {
-    dsq_store_params p = {dir, 0};
+    dsq_store_params p = {dir, 0, 0};
     dsq_store *st = NULL;
     dsq_rollup *roll = NULL;
     dsq_error err;

@@ -496,7 +496,7 @@ static void test_builder_grows_then_writes_only_its_own(void)
 {
     char tmp[64];
     CHECK_INT(test_tmpdir_new(tmp), 0);
-    dsq_store_params p = {tmp, 0};
+    dsq_store_params p = {tmp, 0, 0};
     dsq_store *st = NULL;
     dsq_rollup *r = NULL;
     dsq_error err;
@@ -554,7 +554,7 @@ static int builder_open(builder_fx *fx)
     fx->r = NULL;
     dsq_error_clear(&fx->err);
     CHECK_INT(test_tmpdir_new(fx->tmp), 0);
-    dsq_store_params p = {fx->tmp, 0};
+    dsq_store_params p = {fx->tmp, 0, 0};
     CHECK_INT(dsq_store_open(&p, &fx->st, &fx->err), 0);
     if (!fx->st)
         return -1;

@@ -86,7 +86,7 @@ static char *runs_csv(dsq_store *const *st, int n)
 
 static dsq_store *open_store(const char *dir, int ro)
 {
-    dsq_store_params p = {dir, ro};
+    dsq_store_params p = {dir, ro, 0};
     dsq_store *st = NULL;
     dsq_error err;
     dsq_error_clear(&err);

@@ -118,7 +118,7 @@ static void test_indexer_keeps_its_shard(void)
         for (int pass = 0; pass < 2; pass++) {
             char db[256];
             snprintf(db, sizeof db, "%s/shard-%u", tmp, k);
-            dsq_store_params sp = {db, 0};
+            dsq_store_params sp = {db, 0, 0};
             dsq_store *st = NULL;
             dsq_indexer *ix = NULL;
             dsq_error err;

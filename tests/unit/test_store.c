@@ -17,7 +17,7 @@
 
 static dsq_store *open_store(const char *dir, int readonly)
 {
-    dsq_store_params p = {dir, readonly};
+    dsq_store_params p = {dir, readonly, 0};
     dsq_store *st = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -2233,7 +2233,7 @@ static void test_second_writer_refused(void)
     char tmp[64];
     CHECK_INT(test_tmpdir_new(tmp), 0);
     dsq_store *a = open_store(tmp, 0);
-    dsq_store_params p = {tmp, 0};
+    dsq_store_params p = {tmp, 0, 0};
     dsq_store *b = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -2256,7 +2256,7 @@ static void test_second_writer_refused(void)
     if (pid == 0) {
         dsq_store *c = NULL;
         int refused = dsq_store_open(&p, &c, &err) == DSQ_EINDEX;
-        dsq_store_params rp = {tmp, 1};
+        dsq_store_params rp = {tmp, 1, 0};
         int read_ok = dsq_store_open(&rp, &c, &err) == 0 &&
                       dsq_dict_find(dsq_store_dict(c), "x", 1) == 1;
         dsq_store_close(c);
@@ -2278,7 +2278,7 @@ static void test_missing_or_foreign_dir(void)
     char tmp[64], dir[128];
     CHECK_INT(test_tmpdir_new(tmp), 0);
     snprintf(dir, sizeof dir, "%s/no-such-index", tmp);
-    dsq_store_params p = {dir, 1};
+    dsq_store_params p = {dir, 1, 0};
     dsq_store *st = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -2298,7 +2298,7 @@ static void test_missing_or_foreign_dir(void)
     /* a writer cannot create its directory under a file */
     CHECK_INT(test_write_file(tmp, "file", "x", 1), 0);
     snprintf(dir, sizeof dir, "%s/file/idx", tmp);
-    dsq_store_params w = {dir, 0};
+    dsq_store_params w = {dir, 0, 0};
     dsq_error_clear(&err);
     CHECK_INT(dsq_store_open(&w, &st, &err), DSQ_EINDEX);
     CHECK(strstr(err.msg, "cannot create") != NULL);
@@ -2318,7 +2318,7 @@ static int count_block(void *ctx, const dsq_block_key *k, const void *data, size
 /* A reader of dir opens it and finds nothing in it. */
 static void expect_reads_empty(const char *dir)
 {
-    dsq_store_params p = {dir, 1};
+    dsq_store_params p = {dir, 1, 0};
     dsq_store *st = NULL;
     dsq_error err;
     dsq_error_clear(&err);
@@ -2396,7 +2396,7 @@ static void test_schema_mismatch(void)
     mdb_env_close(env);
 
     for (int ro = 0; ro < 2; ro++) {
-        dsq_store_params p = {tmp, ro};
+        dsq_store_params p = {tmp, ro, 0};
         dsq_error err;
         dsq_error_clear(&err);
         st = NULL;
