@@ -65,6 +65,7 @@
 #include "dict.h"
 #include "error.h"
 #include "gunzip.h"
+#include "lazymem.h"
 #include "linescan.h"
 #include "unxz.h"
 #include "unzip.h"
@@ -223,8 +224,9 @@ int dsq_input_new(dsq_input **out)
     in->unzip_by = dsq_unzip_available() ? DSQ_INPUT_GZIP_ISAL : DSQ_INPUT_GZIP_LIBARCHIVE;
     in->dctx = ZSTD_createDCtx();
     in->zout_cap = ZSTD_DStreamOutSize() * 8;
-    in->zout = malloc(in->zout_cap);
-    in->rbuf = malloc(READ_MAX); /* once: reading a file allocates nothing (pages are touched as used) */
+    /* once: reading a file allocates nothing; a small file touches a few pages */
+    in->zout = dsq_lazy_alloc(in->zout_cap);
+    in->rbuf = dsq_lazy_alloc(READ_MAX);
     if (!in->dctx || !in->zout || !in->rbuf) {
         dsq_input_free(in);
         return DSQ_ENOMEM;
@@ -239,7 +241,7 @@ void dsq_input_free(dsq_input *in)
         return;
     dsq_input_close(in);
     ZSTD_freeDCtx(in->dctx);
-    free(in->zout);
+    dsq_lazy_free(in->zout);
     free(in->zring);
     free(in->zsrc_buf);
     dsq_gunzip_free(in->gz);
@@ -248,7 +250,7 @@ void dsq_input_free(dsq_input *in)
     dsq_unxz_free(in->xz_member);
     dsq_unzip_free(in->uz);
     free(in->gz_out);
-    free(in->rbuf);
+    dsq_lazy_free(in->rbuf);
     free(in);
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dsq/dsq.h"
+#include "lazymem.h"
 
 #define DSQ_LINES_DEFAULT_MAX (1u << 20)
 
@@ -37,7 +38,7 @@ int dsq_lines_new(const dsq_lines_params *params, dsq_lines **out)
     lb->p = *params;
     if (lb->p.max_line == 0)
         lb->p.max_line = DSQ_LINES_DEFAULT_MAX;
-    lb->carry = malloc(lb->p.max_line + DSQ_LINES_PAD + 1);
+    lb->carry = dsq_lazy_alloc(lb->p.max_line + DSQ_LINES_PAD + 1); /* a line's tail at a time */
     if (!lb->carry) {
         free(lb);
         return DSQ_ENOMEM;
@@ -50,7 +51,7 @@ void dsq_lines_free(dsq_lines *lb)
 {
     if (!lb)
         return;
-    free(lb->carry);
+    dsq_lazy_free(lb->carry);
     free(lb);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dsq/dsq.h"
+#include "lazymem.h"
 #include "num.h"
 #include "timeconv.h"
 
@@ -100,7 +101,7 @@ int dsq_shapes_new(dsq_shapes **out)
     dsq_shapes *s = calloc(1, sizeof *s);
     if (!s)
         return DSQ_ENOMEM;
-    s->sets = calloc((size_t)SETS * WAYS, sizeof *s->sets);
+    s->sets = dsq_lazy_alloc((size_t)SETS * WAYS * sizeof *s->sets); /* a few sets used */
     if (!s->sets) {
         free(s);
         return DSQ_ENOMEM;
@@ -114,7 +115,7 @@ void dsq_shapes_free(dsq_shapes *s)
 {
     if (!s)
         return;
-    free(s->sets);
+    dsq_lazy_free(s->sets);
     free(s);
 }
 

@@ -1,0 +1,60 @@
+/* Big buffers in 4 KiB pages touched as used (see lazymem.h). */
+#include "lazymem.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* The mapping's size, kept before the buffer (one cache line, so the buffer stays
+ * 64-byte aligned). */
+#define HEAD 64
+#define LAZY_MAX ((size_t)1 << 40) /* more is no request of dsq's: refused */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LAZY_MAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define LAZY_MAP 0
+#endif
+#endif
+#ifndef LAZY_MAP
+#define LAZY_MAP 1
+#endif
+
+#if LAZY_MAP
+void *dsq_lazy_alloc(size_t n)
+{
+    size_t len = n + HEAD;
+    if (n == 0 || n > LAZY_MAX)
+        return NULL;
+    unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, len, MADV_NOHUGEPAGE); /* (the kernel's THP mode "always" would give some) */
+    memcpy(p, &len, sizeof len);
+    return p + HEAD;
+}
+
+void dsq_lazy_free(void *p)
+{
+    if (!p)
+        return;
+    unsigned char *base = (unsigned char *)p - HEAD;
+    size_t len;
+    memcpy(&len, base, sizeof len);
+    munmap(base, len);
+}
+#else
+void *dsq_lazy_alloc(size_t n)
+{
+    if (n == 0 || n > LAZY_MAX)
+        return NULL;
+    size_t len = (n + HEAD - 1) / HEAD * HEAD;
+    void *p = aligned_alloc(HEAD, len);
+    if (p)
+        memset(p, 0, len);
+    return p;
+}
+
+void dsq_lazy_free(void *p) { free(p); }
+#endif
