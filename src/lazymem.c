@@ -45,16 +45,7 @@ void dsq_lazy_free(void *p)
     munmap(base, len);
 }
 #else
-void *dsq_lazy_alloc(size_t n)
-{
-    if (n == 0 || n > LAZY_MAX)
-        return NULL;
-    size_t len = (n + HEAD - 1) / HEAD * HEAD;
-    void *p = aligned_alloc(HEAD, len);
-    if (p)
-        memset(p, 0, len);
-    return p;
-}
+void *dsq_lazy_alloc(size_t n) { return n && n <= LAZY_MAX ? calloc(1, n) : NULL; }
 
 void dsq_lazy_free(void *p) { free(p); }
 #endif

@@ -9,14 +9,14 @@
  * setup of `dsq index` alone took 6 huge pages (12 MB resident, 8-26 ms before the
  * first worker started) where it touches 1.3 MB. Such buffers get a mapping of their
  * own here, in 4 KiB pages, zero-filled and touched as used. Under AddressSanitizer
- * they come from aligned_alloc (zeroed), so its checks still cover them.
+ * they come from calloc, so its checks still cover them.
  */
 #ifndef DSQ_LAZYMEM_H
 #define DSQ_LAZYMEM_H
 
 #include <stddef.h>
 
-/* n bytes (0 < n <= 2^40), zeroed, 64-byte aligned; NULL when out of memory. */
+/* n bytes (0 < n <= 2^40), zeroed, aligned as malloc's; NULL when out of memory. */
 void *dsq_lazy_alloc(size_t n);
 /* Frees what dsq_lazy_alloc gave (NULL: nothing). */
 void dsq_lazy_free(void *p);

@@ -20,12 +20,19 @@ static void make_file(const char *path)
     }
 }
 
+/* A new empty file's name in path (a mkstemp template). */
+static void make_temp(char *path)
+{
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+}
+
 static void test_sync_begins_and_is_waited_for(void)
 {
     char path[] = "/tmp/dsq-test-syncer-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
+    make_temp(path);
     make_file(path);
     dsq_syncer *s = NULL;
     CHECK_INT(dsq_syncer_new(path, &s), 0);
@@ -55,9 +62,7 @@ static void test_failed_sync_is_reported_once(void)
 static void test_file_replaced_is_synced_by_path(void)
 {
     char path[] = "/tmp/dsq-test-syncer-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
+    make_temp(path);
     dsq_syncer *s = NULL;
     CHECK_INT(dsq_syncer_new(path, &s), 0);
     unlink(path); /* gone: the sync fails */
