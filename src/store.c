@@ -251,6 +251,10 @@ static const packing pack_chunks = {1, 512, 1024, -5, "writing rollups"};
 /* a source's rollup keys (srcroll_put): zstd only for big ones */
 static const packing pack_srcroll = {3, 4096, 0, 0, "writing rollups"};
 #define SYNC_SECONDS 1
+/* syncs in the background (sync_behind) cost the writer nothing: they run four times as
+ * often, so the last one, which the end waits for, has less to write (the single log's
+ * final fdatasync 10.5 -> 6.5 ms at 100 ms apart) */
+#define SYNC_BEHIND_MS 250
 #define STALE_KEY "stale" /* meta: some run rollups are marked stale (settle_runrolls) */
 
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
@@ -2720,7 +2724,9 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     st->dict_saved = dsq_dict_count(st->dict);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec - st->last_sync.tv_sec < SYNC_SECONDS)
+    int64_t ms = (int64_t)(now.tv_sec - st->last_sync.tv_sec) * 1000 +
+                 (now.tv_nsec - st->last_sync.tv_nsec) / 1000000;
+    if (ms < (st->syncer ? SYNC_BEHIND_MS : SYNC_SECONDS * 1000))
         return 0;
     if (!st->syncer)
         return dsq_store_sync(st, err);
