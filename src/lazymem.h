@@ -2,8 +2,9 @@
  *
  * While indexing, malloc's heap takes 2 MiB pages (hugepages.h): one fault, and the
  * whole 2 MiB zeroed, at the first touch of any of its bytes. On this project's
- * bench machine (a VM) that zeroing costs 1.4-4.3 ms a huge page, against ~12 us for
- * a 4 KiB page, so memory that is touched sparsely costs more in huge pages: each
+ * bench machine (a VM) that costs 0.13-4.3 ms a huge page (cold host memory the slow
+ * end), against ~12.5 us for a 4 KiB page (the guest's page-table writes trap), so
+ * memory that is touched sparsely costs more in huge pages: each
  * scanner's line-shape table (2 MB, a few sets used), an input's 1 MB decode buffers
  * (a small file fills a few pages), a splitter's 1 MB carry (a line's tail). The
  * setup of `dsq index` alone took 6 huge pages (12 MB resident, 8-26 ms before the
