@@ -5,21 +5,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "sanitizer.h"
+
 /* The mapping's size, kept before the buffer (one cache line, so the buffer stays
  * 64-byte aligned). */
 #define HEAD 64
 #define LAZY_MAX ((size_t)1 << 40) /* more is no request of dsq's: refused */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LAZY_MAP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define LAZY_MAP 0
-#endif
-#endif
-#ifndef LAZY_MAP
-#define LAZY_MAP 1
-#endif
+#define LAZY_MAP (!DSQ_SANITIZED)
 
 #if LAZY_MAP
 void *dsq_lazy_alloc(size_t n)

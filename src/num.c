@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sanitizer.h"
+
 static const double pow10_tab[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
@@ -318,16 +320,7 @@ NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const 
 /* Whether 17 bytes from p (a sign and 16) lie in p's page, so reading them cannot
  * fault even past end (bytes past end are masked out and never count). Not under
  * AddressSanitizer, which rightly reports any read past the buffer. */
-#if defined(__SANITIZE_ADDRESS__)
-#define NUM_PAGE_READS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define NUM_PAGE_READS 0
-#endif
-#endif
-#ifndef NUM_PAGE_READS
-#define NUM_PAGE_READS 1
-#endif
+#define NUM_PAGE_READS (!DSQ_SANITIZED)
 
 static int in_page(const char *p) { return NUM_PAGE_READS && ((uintptr_t)p & 4095) <= 4096 - 17; }
 

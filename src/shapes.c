@@ -8,6 +8,7 @@
 #include "dsq/dsq.h"
 #include "lazymem.h"
 #include "num.h"
+#include "sanitizer.h"
 #include "timeconv.h"
 
 #if defined(__SSE2__)
@@ -173,16 +174,7 @@ static unsigned same16(const shape *sh, size_t i, const unsigned char *b)
 
 /* Reading 16 bytes from p cannot fault when they lie in p's page (bytes past the
  * line are masked out). Not under AddressSanitizer, which reports such reads. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SHAPE_PAGE_READS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define SHAPE_PAGE_READS 0
-#endif
-#endif
-#ifndef SHAPE_PAGE_READS
-#define SHAPE_PAGE_READS 1
-#endif
+#define SHAPE_PAGE_READS (!DSQ_SANITIZED)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

@@ -12,21 +12,13 @@
 #include <unistd.h>
 
 #include "hugepages.h"
+#include "sanitizer.h"
 #include "test.h"
 
 #define MADVISE "always [madvise] never\n"
 
 /* AddressSanitizer's allocator is not glibc's: no arenas to look at */
-#if defined(__SANITIZE_ADDRESS__)
-#define GLIBC_MALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GLIBC_MALLOC 0
-#endif
-#endif
-#ifndef GLIBC_MALLOC
-#define GLIBC_MALLOC 1
-#endif
+#define GLIBC_MALLOC (!DSQ_SANITIZED)
 
 static void test_plan_appends_the_tunable(void)
 {
