@@ -11,10 +11,11 @@ struct dsq_bq {
     pthread_cond_t not_empty, not_full;
     size_t cap, head, count;
     int closed;
+    int newest_first; /* pop takes the newest (dsq_bq_new_pool) */
     void **ring;
 };
 
-int dsq_bq_new(size_t cap, dsq_bq **out)
+static int make(size_t cap, int newest_first, dsq_bq **out)
 {
     dsq_bq *q = calloc(1, sizeof *q);
     if (!q || cap == 0 || !(q->ring = calloc(cap, sizeof *q->ring))) {
@@ -22,11 +23,22 @@ int dsq_bq_new(size_t cap, dsq_bq **out)
         return DSQ_ENOMEM;
     }
     q->cap = cap;
+    q->newest_first = newest_first;
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->not_empty, NULL);
     pthread_cond_init(&q->not_full, NULL);
     *out = q;
     return 0;
+}
+
+int dsq_bq_new(size_t cap, dsq_bq **out)
+{
+    return make(cap, 0, out);
+}
+
+int dsq_bq_new_pool(size_t cap, dsq_bq **out)
+{
+    return make(cap, 1, out);
 }
 
 void dsq_bq_free(dsq_bq *q)
@@ -62,8 +74,12 @@ void *dsq_bq_pop(dsq_bq *q)
     while (q->count == 0 && !q->closed)
         pthread_cond_wait(&q->not_empty, &q->mu);
     if (q->count > 0) {
-        p = q->ring[q->head];
-        q->head = (q->head + 1) % q->cap;
+        if (q->newest_first) {
+            p = q->ring[(q->head + q->count - 1) % q->cap];
+        } else {
+            p = q->ring[q->head];
+            q->head = (q->head + 1) % q->cap;
+        }
         q->count--;
         pthread_cond_signal(&q->not_full);
     }

@@ -1161,7 +1161,9 @@ typedef struct msg_file_end {
  * batches, not a few big ones, let it go on with the next small files while the writer
  * is still on the other worker's big one (6 of 1 MiB kept both cores 70-80 % busy;
  * 96 of 64 KiB, the same memory: 100-run archive -20 %, 1000 runs -23 %, one big file
- * -13 %; 192 gained nothing more). */
+ * -13 %; 192 gained nothing more). The free batches are a pool (bq.h): the one the
+ * writer handed back last is filled next, so a worker whose writer keeps up touches
+ * a few batches' pages, not all 96 (a fresh page costs a fault). */
 #define WORKER_BATCHES 96
 #define WORKER_BATCH_BYTES ((size_t)64 << 10)
 /* all workers' batches together stay under this (smaller batches with many workers) */
@@ -1676,7 +1678,7 @@ static int worker_init(dsq_indexer *ix, worker *w, size_t batch_bytes)
     if (dsq_scan_new(&sp, &w->scan))
         return DSQ_ENOMEM;
     dsq_lines_params lp = {ix->p.max_line, dsq_scan_line, w->scan};
-    if (dsq_lines_new(&lp, &w->lines) || dsq_bq_new(WORKER_BATCHES, &w->free_q) ||
+    if (dsq_lines_new(&lp, &w->lines) || dsq_bq_new_pool(WORKER_BATCHES, &w->free_q) ||
         dsq_bq_new(WORKER_BATCHES, &w->full_q))
         return DSQ_ENOMEM;
     for (int i = 0; i < WORKER_BATCHES; i++)

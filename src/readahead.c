@@ -25,6 +25,7 @@
 
 #include "bq.h"
 #include "error.h"
+#include "lazymem.h"
 
 enum rec_kind { R_MEMBER = 1, R_DATA, R_ERROR, R_END, R_REF };
 
@@ -357,7 +358,7 @@ static void *decoder_main(void *arg)
 static void free_ring(dsq_readahead *ra)
 {
     for (int i = 0; ra->slots && i < ra->nbufs; i++)
-        free(ra->slots[i].p);
+        dsq_lazy_free(ra->slots[i].p);
     free(ra->slots);
     dsq_bq_free(ra->free_q);
     dsq_bq_free(ra->full_q);
@@ -365,15 +366,19 @@ static void free_ring(dsq_readahead *ra)
     ra->free_q = ra->full_q = NULL;
 }
 
-/* The ring, its queues and the thread, once per handle. */
+/* The ring, its queues and the thread, once per handle. The buffers' pages are
+ * touched as used (lazymem.h): a big .zst log's chunks stay in the input's own
+ * ring and its buffers carry references only (4 x 2 MiB had been faulted in as huge
+ * pages before the decoder started, 8 MB of the single log's peak); the free
+ * buffers are a pool, the one handed back last taken first. */
 static int make_ring(dsq_readahead *ra)
 {
     int rc = DSQ_ENOMEM;
     if (!(ra->slots = calloc((size_t)ra->nbufs, sizeof *ra->slots)) ||
-        dsq_bq_new((size_t)ra->nbufs, &ra->free_q) || dsq_bq_new((size_t)ra->nbufs, &ra->full_q))
+        dsq_bq_new_pool((size_t)ra->nbufs, &ra->free_q) || dsq_bq_new((size_t)ra->nbufs, &ra->full_q))
         goto cleanup;
     for (int i = 0; i < ra->nbufs; i++)
-        if (!(ra->slots[i].p = malloc(ra->cap)) || dsq_bq_push(ra->free_q, &ra->slots[i]))
+        if (!(ra->slots[i].p = dsq_lazy_alloc(ra->cap)) || dsq_bq_push(ra->free_q, &ra->slots[i]))
             goto cleanup;
     if (pthread_create(&ra->th, NULL, decoder_main, ra) != 0)
         goto cleanup;

@@ -1,4 +1,4 @@
-/* Bounded blocking queue: first in first out, a full queue makes push wait until a
+/* Bounded blocking queue: first in first out (a pool: last in first out), a full queue makes push wait until a
  * pop, close wakes waiters (push fails, pop drains then returns NULL), and a
  * producer and a consumer thread pass 100k items through a small ring in order. */
 #include <pthread.h>
@@ -21,6 +21,36 @@ static void test_fifo(void)
     }
     dsq_bq_free(q);
     CHECK(dsq_bq_new(0, &q) != 0); /* a queue holds something */
+}
+
+/* a pool hands back the pointer pushed last (the buffer used last), across the
+ * ring's wrap too, and still waits and closes as a queue does */
+static void test_pool_newest_first(void)
+{
+    dsq_bq *q = NULL;
+    int v[4];
+    CHECK_INT(dsq_bq_new_pool(4, &q), 0);
+    for (int i = 0; i < 4; i++)
+        CHECK_INT(dsq_bq_push(q, &v[i]), 0);
+    CHECK(dsq_bq_pop(q) == &v[3]);
+    CHECK(dsq_bq_pop(q) == &v[2]);
+    CHECK_INT(dsq_bq_push(q, &v[3]), 0); /* back in, first out again */
+    CHECK(dsq_bq_pop(q) == &v[3]);
+    for (int round = 0; round < 5; round++) { /* a FIFO's head moved: the ring wraps */
+        CHECK(dsq_bq_pop(q) == &v[1]);
+        CHECK_INT(dsq_bq_push(q, &v[2]), 0);
+        CHECK_INT(dsq_bq_push(q, &v[1]), 0);
+        CHECK(dsq_bq_pop(q) == &v[1]);
+        CHECK(dsq_bq_pop(q) == &v[2]);
+        CHECK_INT(dsq_bq_push(q, &v[1]), 0);
+    }
+    CHECK(dsq_bq_pop(q) == &v[1]);
+    CHECK(dsq_bq_pop(q) == &v[0]);
+    dsq_bq_close(q);
+    CHECK(dsq_bq_pop(q) == NULL);
+    CHECK_INT(dsq_bq_push(q, &v[0]), -1);
+    dsq_bq_free(q);
+    CHECK(dsq_bq_new_pool(0, &q) != 0);
 }
 
 static void *pop_later(void *arg)
@@ -96,4 +126,4 @@ static void test_threads_in_order(void)
     dsq_bq_free(q);
 }
 
-TEST_MAIN(T(test_fifo), T(test_full_waits), T(test_close), T(test_threads_in_order))
+TEST_MAIN(T(test_fifo), T(test_pool_newest_first), T(test_full_waits), T(test_close), T(test_threads_in_order))
