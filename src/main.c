@@ -910,8 +910,7 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         code = 0;
     } else if (strcmp(c.args[0], "index") == 0) {
-        dsq_hugepages_restart(argv); /* returns when it did not start dsq again */
-        dsq_hugepages_one_arena();
+        dsq_hugepages_start();
         code = cmd_index(&c);
     } else if (strcmp(c.args[0], "explain") == 0) {
         code = cmd_explain(&c);
