@@ -178,6 +178,12 @@ struct dsq_indexer {
     int walk_done, stop;
     struct worker *w;
     int nw;
+    /* the prefetcher (see prefetch_main): the next job it looks at, the jobs below
+     * pf_until it may read ahead, and its thread (guarded by mu) */
+    size_t pf_next, pf_until;
+    int pf_quit, pf_started;
+    pthread_cond_t pf_cv; /* pf_until grew, a job came that it waits for, or quit */
+    pthread_t pf_th;
     /* with workers, files are committed in groups: the jobs written since the last
      * commit, and their numbers (added to st once committed) */
     size_t *group;
@@ -478,6 +484,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     ix->progress_bytes = params->progress_bytes ? params->progress_bytes : PROGRESS_BYTES;
     pthread_mutex_init(&ix->mu, NULL);
     pthread_cond_init(&ix->cv, NULL);
+    pthread_cond_init(&ix->pf_cv, NULL);
     dsq_lines_params lp = {params->max_line, dsq_scan_line, NULL};
     dsq_scan_params sp = {.dict = dsq_store_dict(params->store), .emit = on_event, .ctx = ix};
     if (dsq_input_new(&ix->in) || dsq_scan_new(&sp, &ix->scan) ||
@@ -532,6 +539,7 @@ void dsq_indexer_free(dsq_indexer *ix)
     free(ix->group);
     pthread_mutex_destroy(&ix->mu);
     pthread_cond_destroy(&ix->cv);
+    pthread_cond_destroy(&ix->pf_cv);
     free(ix);
 }
 
@@ -1230,6 +1238,8 @@ static int add_job(dsq_indexer *ix, int kind, const char *path, const char *abs,
     }
     ix->jobs[ix->njobs++] = j;
     pthread_cond_broadcast(&ix->cv);
+    if (ix->pf_until >= ix->njobs) /* the prefetcher waits for this one */
+        pthread_cond_signal(&ix->pf_cv);
     pthread_mutex_unlock(&ix->mu);
     return 0;
 }
@@ -1242,6 +1252,7 @@ static void clear_jobs(dsq_indexer *ix)
         free(ix->jobs[i].err);
     }
     ix->njobs = ix->next_job = ix->jobs_done = 0;
+    ix->pf_next = ix->pf_until = 0;
 }
 
 /* Lets go of the jobs the writer is done with, moving the rest to the front; only
@@ -1260,6 +1271,8 @@ static void trim_jobs(dsq_indexer *ix)
     ix->njobs -= k;
     /* workers took every job index written before k (problems they skip) */
     ix->next_job = ix->next_job > k ? ix->next_job - k : 0;
+    ix->pf_next = ix->pf_next > k ? ix->pf_next - k : 0;
+    ix->pf_until = ix->pf_until > k ? ix->pf_until - k : 0;
     pthread_mutex_unlock(&ix->mu);
     ix->jobs_done = 0;
 }
@@ -1561,6 +1574,55 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
     return w_put(w, MSG_MEMBER_END, &m, sizeof m, mi->name, strlen(mi->name) + 1);
 }
 
+/* Prefetching. A cold file (not in the page cache: a nightly run's archive) has a
+ * worker wait for the disk, one file at a time (1000 runs: 1.69 s against 0.88 s
+ * with the files in memory). A worker whose file had to be read from the disk
+ * (dsq_readahead_was_cold) has the prefetcher look at the next PREFETCH_AHEAD
+ * jobs: each one that is not in memory is asked of the kernel without waiting
+ * (dsq_input_prefetch: posix_fadvise WILLNEED), and each such one extends the reach
+ * by as much again, so a cold archive is read ahead of the workers while a warm one
+ * costs nothing (no worker ever finds a cold file: the prefetcher never opens one). */
+#define PREFETCH_AHEAD 64
+
+/* A worker found its file cold: the prefetcher looks ahead of the next job. */
+static void prefetch_from(dsq_indexer *ix)
+{
+    pthread_mutex_lock(&ix->mu);
+    if (ix->next_job + PREFETCH_AHEAD > ix->pf_until) {
+        ix->pf_until = ix->next_job + PREFETCH_AHEAD;
+        pthread_cond_signal(&ix->pf_cv);
+    }
+    pthread_mutex_unlock(&ix->mu);
+}
+
+static void *prefetch_main(void *arg)
+{
+    dsq_indexer *ix = arg;
+    char path[PATH_MAX];
+    pthread_mutex_lock(&ix->mu);
+    while (!ix->pf_quit && !ix->stop) {
+        if (ix->pf_next < ix->next_job) /* (the workers took it already) */
+            ix->pf_next = ix->next_job;
+        size_t end = ix->pf_until < ix->njobs ? ix->pf_until : ix->njobs;
+        while (ix->pf_next < end && ix->jobs[ix->pf_next].kind != JOB_INDEX)
+            ix->pf_next++;
+        if (ix->pf_next >= end) { /* (its own condition: the workers' wakes often) */
+            pthread_cond_wait(&ix->pf_cv, &ix->mu);
+            continue;
+        }
+        const job *j = &ix->jobs[ix->pf_next++];
+        snprintf(path, sizeof path, "%s", j->abs);
+        uint64_t size = (uint64_t)j->fi.size;
+        pthread_mutex_unlock(&ix->mu);
+        int cold = dsq_input_prefetch(path, size) == 1;
+        pthread_mutex_lock(&ix->mu);
+        if (cold && ix->pf_next + PREFETCH_AHEAD > ix->pf_until)
+            ix->pf_until = ix->pf_next + PREFETCH_AHEAD;
+    }
+    pthread_mutex_unlock(&ix->mu);
+    return NULL;
+}
+
 /* index_members and the reading part of index_file_once, in a worker. */
 static int w_file(worker *w, const job *j)
 {
@@ -1579,6 +1641,8 @@ static int w_file(worker *w, const job *j)
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
     } else if (!(rc = w_put(w, MSG_FILE_START, &fi.fingerprint, sizeof fi.fingerprint, NULL, 0))) {
         dsq_member_info mi;
+        if (dsq_readahead_was_cold(w->ra))
+            prefetch_from(w->ix);
         w->plain = strcmp(dsq_readahead_format(w->ra), "plain") == 0;
         w->fed = 0;
         w->ahead_ok = w->ahead_mode != AHEAD_NEVER && !w->plain &&
@@ -1694,6 +1758,7 @@ static void stop_workers(dsq_indexer *ix)
     pthread_mutex_lock(&ix->mu);
     ix->stop = 1;
     pthread_cond_broadcast(&ix->cv);
+    pthread_cond_signal(&ix->pf_cv);
     pthread_mutex_unlock(&ix->mu);
     for (int i = 0; i < ix->nw; i++) {
         if (ix->w[i].free_q)
@@ -1915,6 +1980,9 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
         else
             ix->w[i].started = 1;
     }
+    ix->pf_quit = 0;
+    ix->pf_next = ix->pf_until = 0;
+    ix->pf_started = !status && pthread_create(&ix->pf_th, NULL, prefetch_main, ix) == 0;
     if (!status) {
         dsq_walk_params ahead = *wp; /* walk_enter and walk_note on the walk's thread */
         ahead.note = walk_note;
@@ -1936,6 +2004,14 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
         if (ix->w[i].started)
             pthread_join(ix->w[i].th, NULL);
         worker_free(&ix->w[i]);
+    }
+    if (ix->pf_started) {
+        pthread_mutex_lock(&ix->mu);
+        ix->pf_quit = 1;
+        pthread_cond_signal(&ix->pf_cv);
+        pthread_mutex_unlock(&ix->mu);
+        pthread_join(ix->pf_th, NULL);
+        ix->pf_started = 0;
     }
     free(ix->w);
     ix->w = NULL;

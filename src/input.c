@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* block by block decoding (ZSTD_decompressContinue) */
 #include <zstd.h>
@@ -105,6 +106,7 @@ struct dsq_input {
     const unsigned char *map; /* the file's bytes: rbuf, or a mapping (mapped) */
     size_t size;
     int mapped;
+    int cold; /* the open's read waited for the disk (dsq_input_was_cold) */
     unsigned char *rbuf;     /* small files are read into this (READ_MAX bytes) */
     int64_t mtime_ns;
     int member_done;         /* plain/zstd: the one member was handed out */
@@ -753,11 +755,27 @@ static int map_file(dsq_input *in, int fd, dsq_error *err)
     return 0;
 }
 
+/* Whether a read of fd at 0 would wait for the disk: a read of what is in memory
+ * only (RWF_NOWAIT) gave less than asked or EAGAIN. dst gets what it read (n bytes
+ * asked, *got read). A kernel without RWF_NOWAIT (EOPNOTSUPP) says no. */
+static int would_wait(int fd, unsigned char *dst, size_t n, size_t *got)
+{
+    struct iovec iov = {dst, n};
+    ssize_t r;
+    do
+        r = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
+    while (r < 0 && errno == EINTR);
+    *got = r > 0 ? (size_t)r : 0;
+    return r < 0 ? errno == EAGAIN : (size_t)r < n;
+}
+
 /* The whole of a small file (up to READ_MAX) into rbuf; a file cut short meanwhile
- * is what was read. */
+ * is what was read. What is in memory is read first without waiting (RWF_NOWAIT):
+ * when the rest has to come from the disk, the file was cold. */
 static int read_file(dsq_input *in, int fd, dsq_error *err)
 {
     size_t got = 0;
+    in->cold = would_wait(fd, in->rbuf, in->size, &got);
     while (got < in->size) {
         ssize_t n = pread(fd, in->rbuf + got, in->size - got, (off_t)got);
         if (n < 0 && errno == EINTR)
@@ -773,6 +791,25 @@ static int read_file(dsq_input *in, int fd, dsq_error *err)
     return 0;
 }
 
+int dsq_input_was_cold(const dsq_input *in) { return in->cold; }
+
+int dsq_input_prefetch(const char *path, uint64_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME: only for the file's owner */
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    unsigned char byte;
+    size_t got;
+    int cold = size > 0 && would_wait(fd, &byte, 1, &got);
+    if (cold)
+        posix_fadvise(fd, 0, (off_t)(size < DSQ_INPUT_PREFETCH_MAX ? size : DSQ_INPUT_PREFETCH_MAX),
+                      POSIX_FADV_WILLNEED);
+    close(fd);
+    return cold;
+}
+
 int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
 {
     struct stat sb;
@@ -786,6 +823,12 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     in->decode_limit = (uint64_t)in->size > DSQ_INPUT_MAX_DECODED / DSQ_INPUT_MAX_RATIO
                            ? (uint64_t)in->size * DSQ_INPUT_MAX_RATIO
                            : DSQ_INPUT_MAX_DECODED;
+    in->cold = 0;
+    if (in->size > READ_MAX) { /* its first page tells */
+        unsigned char byte;
+        size_t got;
+        in->cold = would_wait(fd, &byte, 1, &got);
+    }
     int rc = in->size > READ_MAX ? map_file(in, fd, err) : in->size ? read_file(in, fd, err) : 0;
     close(fd);
     if (rc)

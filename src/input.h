@@ -108,6 +108,18 @@ int dsq_input_unzipped(const dsq_input *in);
 /* Opens path and detects its format. */
 int dsq_input_open(dsq_input *in, const char *path, dsq_error *err);
 
+/* 1 when the open had to wait for the disk for the file's bytes (some were not in
+ * the page cache: a small file's read, a big one's first page), else 0. */
+int dsq_input_was_cold(const dsq_input *in);
+
+/* Starts reading a file that is not in memory, without waiting for it: when its
+ * first page is not in the page cache, asks the kernel to read its first
+ * DSQ_INPUT_PREFETCH_MAX bytes (or all of it) in the background
+ * (POSIX_FADV_WILLNEED). 1 when it asked, 0 when the file is in memory (nothing
+ * done), -1 when it does not open. */
+int dsq_input_prefetch(const char *path, uint64_t size);
+#define DSQ_INPUT_PREFETCH_MAX ((uint64_t)8 << 20)
+
 /* Format name of the open file: "plain", "zstd", "gzip", "tar", "zip"... */
 const char *dsq_input_format(const dsq_input *in);
 

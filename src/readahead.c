@@ -180,6 +180,8 @@ int dsq_readahead_fingerprint(const dsq_readahead *ra, dsq_file_info *fi)
 
 const char *dsq_readahead_format(const dsq_readahead *ra) { return dsq_input_format(ra->in); }
 
+int dsq_readahead_was_cold(const dsq_readahead *ra) { return dsq_input_was_cold(ra->in); }
+
 int dsq_readahead_started(const dsq_readahead *ra) { return ra->started; }
 
 /* --- the decoder thread -------------------------------------------------------- */

@@ -61,6 +61,8 @@ int dsq_readahead_open(dsq_readahead *ra, const char *path, dsq_error *err);
 int dsq_readahead_fingerprint(const dsq_readahead *ra, dsq_file_info *fi);
 /* Format of the open file (dsq_input_format). */
 const char *dsq_readahead_format(const dsq_readahead *ra);
+/* dsq_input_was_cold of the file open (before it started decoding ahead). */
+int dsq_readahead_was_cold(const dsq_readahead *ra);
 
 /* Hands the rest of the open file to the decoder thread. 0; DSQ_ENOMEM when the
  * thread or the ring cannot be made (the file is then still read directly, so a

@@ -211,7 +211,8 @@ run_dsq index --help
 expect_contains "--help documents -j" "-j N" "$OUT$ERR"
 
 # the default on one CPU (a one-CPU Slurm task): two workers (and the walk's thread,
-# walk.h's dsq_walk_ahead, and the periodic syncs', syncer.h), not one thread; and
+# walk.h's dsq_walk_ahead, the periodic syncs', syncer.h, and the prefetcher's,
+# indexer.c), not one thread; and
 # DSQ_JOBS=1 is one thread (its syncs waited for). Counted with strace where it and taskset exist.
 if command -v strace >/dev/null && command -v taskset >/dev/null &&
     taskset -c 0 true 2>/dev/null; then
@@ -221,7 +222,7 @@ if command -v strace >/dev/null && command -v taskset >/dev/null &&
             "$DSQ" --db "$DSQ_TMP/t-db" -q index "$A" >/dev/null 2>&1
         grep -c CLONE_THREAD "$DSQ_TMP/clone.txt" # (not the leak checker's tracer)
     }
-    expect_eq "default on one CPU: 2 worker threads, the walk's and the syncs'" 4 "$(threads -u DSQ_JOBS)"
+    expect_eq "default on one CPU: 2 worker threads, the walk's, the syncs' and the prefetcher's" 5 "$(threads -u DSQ_JOBS)"
     expect_eq "DSQ_JOBS=1: no thread" 0 "$(threads DSQ_JOBS=1)"
 fi
 e2e_finish

@@ -3,7 +3,11 @@
  * exact bytes read back. Inputs are made in a temp dir with libzstd and
  * libarchive's write API. Damaged inputs must give an error after what could be
  * read, never a crash. */
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "dsq/dsq.h"
@@ -198,6 +202,90 @@ static void test_read_or_mapped(void)
     dsq_input_free(in);
     free(got.p);
     free(z.p);
+    free(text);
+}
+
+/* Drops path's pages from the page cache (clean: written back first) and tells
+ * whether none is left (mincore): not on a file system that keeps files in memory
+ * (tmpfs), where being cold cannot be tested. */
+static int evict(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat sb;
+    int gone = 0;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size > 0) {
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        long page = sysconf(_SC_PAGESIZE);
+        size_t pages = ((size_t)sb.st_size + (size_t)page - 1) / (size_t)page;
+        unsigned char *vec = malloc(pages);
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (vec && m != MAP_FAILED && mincore(m, (size_t)sb.st_size, vec) == 0) {
+            gone = 1;
+            for (size_t i = 0; i < pages; i++)
+                gone &= !(vec[i] & 1);
+        }
+        if (m != MAP_FAILED)
+            munmap(m, (size_t)sb.st_size);
+        free(vec);
+    }
+    if (fd >= 0)
+        close(fd);
+    return gone;
+}
+
+/* A file read from the disk is cold, the same file read again is not (a small
+ * file read whole, a big one mapped); prefetching one that is cold asks for it (1)
+ * and one in memory is left alone (0); a missing file does not open (-1). What is
+ * read is the file either way. */
+static void test_cold_and_prefetch(void)
+{
+    size_t sizes[] = {5000, (3u << 20) + 11};
+    char *text = malloc(sizes[1]);
+    dsq_input *in = NULL;
+    if (!text || dsq_input_new(&in) != 0) {
+        CHECK(0);
+        free(text);
+        return;
+    }
+    for (size_t i = 0; i < sizes[1]; i++)
+        text[i] = i % 50 == 49 ? '\n' : (char)('a' + i % 26);
+    dsq_error err;
+    dsq_error_clear(&err);
+    buf got = {0};
+    for (int k = 0; k < 2; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "cold%d.log", k);
+        CHECK_INT(test_write_file(tmp, name, text, sizes[k]), 0);
+        const char *p = path_of(name);
+        int evicted = evict(p);
+        if (!evicted)
+            fprintf(stderr, "  (%s stays in memory here: its cold read is not tested)\n", name);
+        dsq_member_info mi;
+        CHECK_INT(dsq_input_open(in, p, &err), 0);
+        CHECK_INT(dsq_input_was_cold(in), evicted);
+        CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
+        got.n = 0;
+        CHECK_INT(read_member(in, &got, &err), 0);
+        CHECK(got.n == sizes[k] && memcmp(got.p, text, sizes[k]) == 0);
+        dsq_input_close(in);
+        CHECK_INT(dsq_input_open(in, p, &err), 0);
+        CHECK_INT(dsq_input_was_cold(in), 0); /* in memory now */
+        dsq_input_close(in);
+        CHECK_INT(dsq_input_prefetch(p, sizes[k]), 0);
+        if (evict(p)) {
+            CHECK_INT(dsq_input_prefetch(p, sizes[k]), 1);
+            int cold = 1; /* the kernel's read ends: the file is in memory */
+            for (int tries = 0; tries < 200 && cold; tries++) {
+                usleep(10000);
+                cold = dsq_input_prefetch(p, sizes[k]);
+            }
+            CHECK_INT(cold, 0);
+        }
+    }
+    CHECK_INT(dsq_input_prefetch(path_of("no-such-file"), 10), -1);
+    dsq_input_free(in);
+    free(got.p);
     free(text);
 }
 
@@ -1612,7 +1700,7 @@ static void test_big_compressed_map_let_go(void)
 static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
-TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_zstd), T(test_zstd_small_file_one_chunk), T(test_zstd_block_by_block), T(test_truncated_zstd),
+TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_cold_and_prefetch), T(test_zstd), T(test_zstd_small_file_one_chunk), T(test_zstd_block_by_block), T(test_truncated_zstd),
           T(test_zstd_cases_block_by_block),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
