@@ -4,12 +4,13 @@
 #
 #   bench/bench_speed.sh [-b BUILD]... [-n REPEATS] [-s SINGLE_SIZE] [-a ARCHIVE_SIZE]
 #                        [-r RUNS] [-H HOSTS] [-R RANKS] [-m FILES] [-J BIG_HOSTS]
-#                        [-S BIG_SIZE] [-d DIR] [-k]
+#                        [-S BIG_SIZE] [-d DIR] [-k] [-c]
 #     defaults: -b build -n 3 -s 200M -a 300M -r 100 -H 4 -R 8 -m 8000 -J 256 -S 100M
 #     -d $BENCH_DIR/speed
 #     (BENCH_DIR defaults to /tmp/dsq-bench); sizes are text bytes, K/M/G = 10^3/6/9
 #     -b twice or more: one set of dsq rows per build (DIR/dsq or a dsq binary)
 #     -k: keep the last index of each input in DIR (default: removed)
+#     -c: no cold archive row
 #     DSQ_INDEX_ARGS: extra arguments for every `dsq index` (e.g. "-j 2")
 #
 # Inputs (tools/gen-archive.py, deterministic, cached in DIR: delete DIR to regenerate):
@@ -19,6 +20,9 @@
 #                    container (.log, .log.zst, .log.gz, run.tar.zst, run.tar.gz, .zip)
 #   archive, again   `dsq index` over the archive into the index it just built (nothing
 #                    changed: every file is skipped)
+#   archive, cold    the archive again, its files' pages dropped from the page cache
+#                    before every timed run (posix_fadvise DONTNEED; directories and
+#                    inodes stay cached), as a nightly run finds its logs (-c: left out)
 #   one run          FILES per-rank files (copies of one of the archive's) in one run
 #                    directory: the cost of a run's size (-m 0: left out)
 #   big job .zst     one pdsh-prefixed launcher log of BIG_SIZE of a big job: BIG_HOSTS hosts
@@ -37,14 +41,15 @@ set -euo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")/.." && pwd)
 builds=() reps=3 ssize=200M asize=300M runs=100 hosts=4 ranks=8 keep=0 onerun=8000 bighosts=256
+cold=1
 bigsize=100M
 dir=${BENCH_DIR:-/tmp/dsq-bench}/speed
-while getopts b:n:s:a:r:H:R:m:J:S:d:k o; do
+while getopts b:n:s:a:r:H:R:m:J:S:d:kc o; do
   case $o in
     b) builds+=("$OPTARG") ;; n) reps=$OPTARG ;; s) ssize=$OPTARG ;; a) asize=$OPTARG ;;
     r) runs=$OPTARG ;; H) hosts=$OPTARG ;; R) ranks=$OPTARG ;; d) dir=$OPTARG ;; k) keep=1 ;;
-    m) onerun=$OPTARG ;; J) bighosts=$OPTARG ;; S) bigsize=$OPTARG ;;
-    *) sed -n '4,13p' "$0" >&2; exit 2 ;;
+    m) onerun=$OPTARG ;; J) bighosts=$OPTARG ;; S) bigsize=$OPTARG ;; c) cold=0 ;;
+    *) sed -n '4,14p' "$0" >&2; exit 2 ;;
   esac
 done
 [ ${#builds[@]} -gt 0 ] || builds=("$here/build")
@@ -125,6 +130,15 @@ decode_all() { # every file of the archive, decompressed by its own tool, to std
   find "$1" -type f -name '*.log' -print0 | xargs -0 -r cat
 }
 stat_all() { find "$1" -type f -printf '%s %T@\n'; }
+# drops the pages of every file under $1 from the page cache (clean pages: they were
+# written long before); nothing for any other input
+drop_pages() {
+  [ "$label" = "archive, cold" ] || return 0
+  find "$1" -type f -print0 | python3 -c 'import os, sys
+for p in sys.stdin.buffer.read().split(b"\0"):
+    if p:
+        fd = os.open(p, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)'
+}
 
 # ---- one input: baseline + ugrep + dsq per build -------------------------------------
 # Round by round: each round times the baseline, ugrep, the stat of every file (the
@@ -146,8 +160,10 @@ bench_input() {
   local -a base_t=() ug_t=() st_t=() times=() rsss=() again=() again_rss=() outs=() order=()
   for ((i = 0; i < reps; i++)); do
     note "$label: round $((i + 1)) of $reps: $bname$([ $have_ugrep = 1 ] && echo ", ugrep"), $n build(s)"
+    drop_pages "$input"
     base_t+=("$(wall "$@")")
     if [ $have_ugrep = 1 ]; then
+      drop_pages "$input"
       if [ -d "$input" ]; then ug_t+=("$(wall ugrep -z -r -c Max_MA "$input")")
       else ug_t+=("$(wall ugrep -z -c Max_MA "$input")"); fi
     fi
@@ -156,6 +172,7 @@ bench_input() {
     for ((j = 0; j < n; j++)); do order+=($((i % 2 ? n - 1 - j : j))); done
     for k in "${order[@]}"; do
       db=$dir/db-$k; rm -rf "$db"
+      drop_pages "$input"
       t=$(now)
       # shellcheck disable=SC2086 # DSQ_INDEX_ARGS is a list of words
       out=$(/usr/bin/time -f %M -o "$dir/rss" "${bins[$k]}" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
@@ -192,6 +209,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 bench_input single.log.zst "$single.zst" "zstd -dc" zstd -dcq "$single.zst"
 bench_input single.log.gz "$single.gz" "gzip -dc" gzip -dc "$single.gz"
 bench_input archive "$arch" "decompress all" decode_all "$arch"
+[ "$cold" = 1 ] && bench_input "archive, cold" "$arch" "decompress all" decode_all "$arch"
 [ "$onerun" -gt 0 ] && bench_input "one run" "$one" "decompress all" decode_all "$one"
 [ "$bighosts" -gt 0 ] && bench_input "big job .zst" "$big.zst" "zstd -dc" zstd -dcq "$big.zst"
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
