@@ -1,8 +1,9 @@
 /* A bounded blocking queue of pointers, for handing work between threads.
  *
- * First in, first out (a pool: last in, first out); push waits while the queue is full, pop while it is empty.
- * Closing wakes every waiter: push then fails and pop returns what is left, then
- * NULL. The ring is allocated once (at new); push and pop never allocate.
+ * First in, first out (a pool: last in, first out); push waits while the queue is
+ * full, pop while it is empty. Closing wakes every waiter: push then fails and pop
+ * returns what is left, then NULL. The ring is allocated once (at new); push and pop
+ * never allocate.
  */
 #ifndef DSQ_BQ_H
 #define DSQ_BQ_H

@@ -1252,7 +1252,6 @@ static void clear_jobs(dsq_indexer *ix)
         free(ix->jobs[i].err);
     }
     ix->njobs = ix->next_job = ix->jobs_done = 0;
-    ix->pf_next = ix->pf_until = 0;
 }
 
 /* Lets go of the jobs the writer is done with, moving the rest to the front; only

@@ -757,7 +757,8 @@ static int map_file(dsq_input *in, int fd, dsq_error *err)
 
 /* Whether a read of fd at 0 would wait for the disk: a read of what is in memory
  * only (RWF_NOWAIT) gave less than asked or EAGAIN. dst gets what it read (n bytes
- * asked, *got read). A kernel without RWF_NOWAIT (EOPNOTSUPP) says no. */
+ * asked, *got read; got may be NULL). A kernel without RWF_NOWAIT (EOPNOTSUPP) says
+ * no. */
 static int would_wait(int fd, unsigned char *dst, size_t n, size_t *got)
 {
     struct iovec iov = {dst, n};
@@ -765,7 +766,8 @@ static int would_wait(int fd, unsigned char *dst, size_t n, size_t *got)
     do
         r = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
     while (r < 0 && errno == EINTR);
-    *got = r > 0 ? (size_t)r : 0;
+    if (got)
+        *got = r > 0 ? (size_t)r : 0;
     return r < 0 ? errno == EAGAIN : (size_t)r < n;
 }
 
@@ -800,9 +802,8 @@ int dsq_input_prefetch(const char *path, uint64_t size)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    unsigned char byte;
-    size_t got;
-    int cold = size > 0 && would_wait(fd, &byte, 1, &got);
+    unsigned char first;
+    int cold = size > 0 && would_wait(fd, &first, 1, NULL);
     if (cold)
         posix_fadvise(fd, 0, (off_t)(size < DSQ_INPUT_PREFETCH_MAX ? size : DSQ_INPUT_PREFETCH_MAX),
                       POSIX_FADV_WILLNEED);
@@ -823,12 +824,8 @@ int dsq_input_open(dsq_input *in, const char *path, dsq_error *err)
     in->decode_limit = (uint64_t)in->size > DSQ_INPUT_MAX_DECODED / DSQ_INPUT_MAX_RATIO
                            ? (uint64_t)in->size * DSQ_INPUT_MAX_RATIO
                            : DSQ_INPUT_MAX_DECODED;
-    in->cold = 0;
-    if (in->size > READ_MAX) { /* its first page tells */
-        unsigned char byte;
-        size_t got;
-        in->cold = would_wait(fd, &byte, 1, &got);
-    }
+    unsigned char first; /* a big file's first page tells whether it is cold */
+    in->cold = in->size > READ_MAX && would_wait(fd, &first, 1, NULL);
     int rc = in->size > READ_MAX ? map_file(in, fd, err) : in->size ? read_file(in, fd, err) : 0;
     close(fd);
     if (rc)
