@@ -377,7 +377,8 @@ static int make_ring(dsq_readahead *ra)
 {
     int rc = DSQ_ENOMEM;
     if (!(ra->slots = calloc((size_t)ra->nbufs, sizeof *ra->slots)) ||
-        dsq_bq_new_pool((size_t)ra->nbufs, &ra->free_q) || dsq_bq_new((size_t)ra->nbufs, &ra->full_q))
+        dsq_bq_new_pool((size_t)ra->nbufs, &ra->free_q) ||
+        dsq_bq_new((size_t)ra->nbufs, &ra->full_q))
         goto cleanup;
     for (int i = 0; i < ra->nbufs; i++)
         if (!(ra->slots[i].p = dsq_lazy_alloc(ra->cap)) || dsq_bq_push(ra->free_q, &ra->slots[i]))

@@ -1,6 +1,7 @@
-/* Bounded blocking queue: first in first out (a pool: last in first out), a full queue makes push wait until a
- * pop, close wakes waiters (push fails, pop drains then returns NULL), and a
- * producer and a consumer thread pass 100k items through a small ring in order. */
+/* Bounded blocking queue: first in first out (a pool: last in first out), a full
+ * queue makes push wait until a pop, close wakes waiters (push fails, pop drains
+ * then returns NULL), and a producer and a consumer thread pass 100k items through
+ * a small ring in order. */
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -126,4 +127,5 @@ static void test_threads_in_order(void)
     dsq_bq_free(q);
 }
 
-TEST_MAIN(T(test_fifo), T(test_pool_newest_first), T(test_full_waits), T(test_close), T(test_threads_in_order))
+TEST_MAIN(T(test_fifo), T(test_pool_newest_first), T(test_full_waits), T(test_close),
+          T(test_threads_in_order))
