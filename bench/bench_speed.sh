@@ -131,9 +131,8 @@ decode_all() { # every file of the archive, decompressed by its own tool, to std
 }
 stat_all() { find "$1" -type f -printf '%s %T@\n'; }
 # drops the pages of every file under $1 from the page cache (clean pages: they were
-# written long before); nothing for any other input
+# written long before)
 drop_pages() {
-  [ "$label" = "archive, cold" ] || return 0
   find "$1" -type f -print0 | python3 -c 'import os, sys
 for p in sys.stdin.buffer.read().split(b"\0"):
     if p:
@@ -158,12 +157,14 @@ bench_input() {
   esac
   local i j k n=${#bins[@]} t db out
   local -a base_t=() ug_t=() st_t=() times=() rsss=() again=() again_rss=() outs=() order=()
+  local prep=: # what runs before each timed command: the cold row drops the files' pages
+  [ "$label" = "archive, cold" ] && prep=drop_pages
   for ((i = 0; i < reps; i++)); do
     note "$label: round $((i + 1)) of $reps: $bname$([ $have_ugrep = 1 ] && echo ", ugrep"), $n build(s)"
-    drop_pages "$input"
+    $prep "$input"
     base_t+=("$(wall "$@")")
     if [ $have_ugrep = 1 ]; then
-      drop_pages "$input"
+      $prep "$input"
       if [ -d "$input" ]; then ug_t+=("$(wall ugrep -z -r -c Max_MA "$input")")
       else ug_t+=("$(wall ugrep -z -c Max_MA "$input")"); fi
     fi
@@ -172,7 +173,7 @@ bench_input() {
     for ((j = 0; j < n; j++)); do order+=($((i % 2 ? n - 1 - j : j))); done
     for k in "${order[@]}"; do
       db=$dir/db-$k; rm -rf "$db"
-      drop_pages "$input"
+      $prep "$input"
       t=$(now)
       # shellcheck disable=SC2086 # DSQ_INDEX_ARGS is a list of words
       out=$(/usr/bin/time -f %M -o "$dir/rss" "${bins[$k]}" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
