@@ -253,7 +253,7 @@ static __attribute__((noinline)) int parse_plain(const char *p, const char *end,
  * compare finds the digits and the '.', one shuffle packs the digits right-aligned
  * without the '.', and three multiply-adds sum them (up to 15 digits). */
 static int have_sse41;
-static unsigned char num_shuffle[16][16][16]; /* [k integer digits][f fraction digits] */
+static unsigned char num_shuffle[16 * 16][16]; /* [k integer digits * 16 + f fraction digits] */
 
 __attribute__((constructor)) static void num_init(void)
 {
@@ -264,7 +264,7 @@ __attribute__((constructor)) static void num_init(void)
             int n = k + f;
             for (int lane = 0; lane < 16; lane++) {
                 int i = lane - (16 - n); /* the i-th digit of the number */
-                num_shuffle[k][f][lane] = (unsigned char)(i < 0 ? 0x80 : i < k ? i : i + 1);
+                num_shuffle[k * 16 + f][lane] = (unsigned char)(i < 0 ? 0x80 : i < k ? i : i + 1);
             }
         }
 }
@@ -272,16 +272,20 @@ __attribute__((constructor)) static void num_init(void)
 /* The value of the k + f digits of t (bytes minus '0'; a '.' after the first k when
  * f > 0): one shuffle packs them right-aligned without the '.', three multiply-adds
  * sum them (k + f <= 15). */
-static inline NUM_SSE uint64_t sum_digits(__m128i t, int k, int f)
+static inline NUM_SSE uint64_t sum_shuffled(__m128i d)
 {
-    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[k][f];
-    __m128i d = _mm_shuffle_epi8(t, _mm_loadu_si128(shuf));
     __m128i m1 = _mm_maddubs_epi16(d, _mm_set1_epi16(0x010A)); /* bytes 10, 1, 10, 1, ... */
     __m128i m2 = _mm_madd_epi16(m1, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
     __m128i m3 = _mm_packus_epi32(m2, m2);
     __m128i m4 = _mm_madd_epi16(m3, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
     return (uint64_t)(uint32_t)_mm_cvtsi128_si32(m4) * 100000000u +
            (uint32_t)_mm_extract_epi32(m4, 1);
+}
+
+static inline NUM_SSE uint64_t sum_digits(__m128i t, int k, int f)
+{
+    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[k * 16 + f];
+    return sum_shuffled(_mm_shuffle_epi8(t, _mm_loadu_si128(shuf)));
 }
 
 NUM_SSE static int parse_sse(const char *p, const char *end, double *out, const char **stop)
@@ -365,9 +369,10 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
     }
     if (q != n || k + f == 0 || k + f > 14 || n > 255)
         return; /* more after the number, or not the plain path's */
-    *pl = (dsq_num_plan){1, (uint8_t)i, (uint8_t)(i && p[0] == '-'), (uint8_t)(n - i),
-                         (uint8_t)k, (uint8_t)f, (uint8_t)ex, (uint8_t)exneg,
-                         (uint8_t)(ex ? exat - i : 0)};
+    int neg = i && p[0] == '-';
+    *pl = (dsq_num_plan){neg ? -pow10_tab[f] : pow10_tab[f], (uint16_t)(k * 16 + f), 1,
+                         (uint8_t)i, (uint8_t)neg, (uint8_t)(n - i), (uint8_t)k, (uint8_t)f,
+                         (uint8_t)ex, (uint8_t)exneg, (uint8_t)(ex ? exat - i : 0)};
 }
 
 #ifdef NUM_SSE
@@ -384,7 +389,9 @@ static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p
         memcpy(b, p, pl->k + (pl->f ? 1u + pl->f : 0u)); /* the mantissa's bytes */
         v = _mm_loadu_si128((const __m128i *)(const void *)b);
     }
-    return sum_digits(_mm_sub_epi8(v, _mm_set1_epi8('0')), pl->k, pl->f);
+    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[pl->shuf];
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    return sum_shuffled(_mm_shuffle_epi8(t, _mm_loadu_si128(shuf)));
 }
 #endif
 
@@ -412,7 +419,7 @@ static inline double planned_value(const dsq_num_plan *pl, uint64_t mant, const 
 {
     if (__builtin_expect(pl->ex != 0, 0))
         return exponent_value(pl, mant, p);
-    return scaled(mant, -(int)pl->f, pl->neg);
+    return (double)mant / pl->div; /* scaled(mant, -f, neg): -(a / b) is a / -b */
 }
 
 static double planned_plain(const dsq_num_plan *pl, const char *p)

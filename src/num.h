@@ -31,6 +31,9 @@ int dsq_num_parse(const char *p, const char *end, double *out, const char **stop
  * dsq_num_parse gives, without finding their digits again. The caller has checked
  * that every digit of each layout is one (the other bytes are the layout's). */
 typedef struct dsq_num_plan {
+    double div;   /* the value is the digits' integer divided by this: 10^f, negated
+                     for a '-' (the same bits as a division then a negation) */
+    uint16_t shuf; /* the digit shuffle of k and f (num.c) */
     uint8_t ok;   /* 1: the layout is planned (0: use dsq_num_parse) */
     uint8_t skip; /* bytes of sign */
     uint8_t neg, n, k, f;
