@@ -26,6 +26,24 @@
 /* A span of the match: left as the prefix layers set it, an offset into the line,
  * or a pointer outside the line (a name the recognizer holds as a literal). */
 enum { REF_KEEP = 0, REF_LINE, REF_ABS };
+
+/* A span replay writes at byte `at` of the match: n bytes at `off` in the line, or
+ * (lit_span) a span outside it. */
+typedef struct rel_span {
+    uint16_t at, off;
+    uint32_t n;
+} rel_span;
+
+/* A field's name in the line and its unit: f[i] at byte `at` of the match. */
+typedef struct rel_field {
+    uint16_t at, off, n;
+    uint8_t unit;
+} rel_field;
+
+typedef struct lit_span {
+    size_t at;
+    dsq_span v;
+} lit_span;
 typedef struct ref {
     const char *abs;
     uint32_t off, n;
@@ -34,7 +52,6 @@ typedef struct ref {
 
 /* the match's spans a shape may set: host, func, body, label, text, proc, f[].name */
 #define SPANS_MAX (6 + DSQ_MATCH_MAXF)
-_Static_assert(SPANS_MAX <= 32, "span_rel has a bit for each");
 
 typedef struct source {
     uint16_t off, n;
@@ -53,18 +70,19 @@ typedef struct shape {
     dsq_civil civil;
     uint8_t funit[DSQ_MATCH_MAXF];
     uint8_t vunit[DSQ_MATCH_MAXV];
-    /* the spans replay writes (those not REF_KEEP): span_v[j] at byte span_at[j] of
-       the match, its p an offset into the line when bit j of span_rel is set */
-    uint8_t nspans;
-    uint32_t span_rel;
-    uint16_t span_at[SPANS_MAX];
-    dsq_span span_v[SPANS_MAX];
+    /* the spans replay writes (those not REF_KEEP): into the line, or not */
+    uint8_t nrel, nlit, nrelf;
+    uint8_t funits; /* a field's name is not in the line: funit[] gives the units */
+    rel_span rel[SPANS_MAX];
+    rel_field relf[DSQ_MATCH_MAXF];
+    lit_span lit[SPANS_MAX];
     source src[DSQ_MATCH_MAXSRC];
     /* the values whose layout is planned (num.h), read in one call straight into
        the match: plan[j] at plan_off[j] in the line, to plan_dst[j] in the match;
        the other sources are src[rest[0..nrest)] */
-    uint8_t nplan, nrest;
+    uint8_t nplan, nrest, nrestv;
     uint8_t rest[DSQ_MATCH_MAXSRC];
+    uint8_t restv[DSQ_MATCH_MAXSRC]; /* those of the rest that are values */
     uint16_t plan_off[DSQ_MATCH_MAXSRC], plan_dst[DSQ_MATCH_MAXSRC];
     dsq_num_plan plan[DSQ_MATCH_MAXSRC];
     dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
@@ -73,8 +91,9 @@ typedef struct shape {
     uint64_t minute[2];
     int64_t minute_t;
     unsigned char bytes[SHAPE_LINE_MAX + 16]; /* the line and its sentinel (what follows:
-                                                  an earlier shape's, never compared) */
-    unsigned char wild[SHAPE_LINE_MAX + 16];  /* 0xFF where a source digit is */
+                                                  an earlier shape's, never compared),
+                                                  '0' where a source digit is */
+    unsigned char wild[SHAPE_LINE_MAX + 16];  /* 9 where a source digit is, else 0 */
 } shape;
 
 /* What dsq_shapes_apply saw of a line it did not know, for dsq_shapes_learn. */
@@ -157,7 +176,9 @@ static uint64_t shape_key(const char *line, size_t len, uint64_t state)
 }
 
 /* Whether the line's bytes are the shape's: the same bytes but where a source
- * digit was, which must be a digit. The sentinel line[len] is compared too. */
+ * digit was, which must be a digit. The sentinel line[len] is compared too. One
+ * test does both: the byte minus the shape's ('0' at a source digit) is at most
+ * wild[] (9 there, 0 elsewhere), as an unsigned byte. */
 #if defined(__SSE2__)
 /* Bits of the 16 bytes at b that are the shape's at i (see same_bytes). */
 static unsigned same16(const shape *sh, size_t i, const unsigned char *b)
@@ -165,10 +186,8 @@ static unsigned same16(const shape *sh, size_t i, const unsigned char *b)
     __m128i vb = _mm_loadu_si128((const __m128i *)(const void *)b);
     __m128i va = _mm_loadu_si128((const __m128i *)(const void *)(sh->bytes + i));
     __m128i vw = _mm_loadu_si128((const __m128i *)(const void *)(sh->wild + i));
-    __m128i t = _mm_sub_epi8(vb, _mm_set1_epi8('0'));
-    __m128i dig = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
-    __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(va, vb), _mm_and_si128(dig, vw));
-    return (unsigned)_mm_movemask_epi8(ok);
+    __m128i d = _mm_sub_epi8(vb, va);
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, vw), d));
 }
 #endif
 
@@ -187,27 +206,25 @@ __attribute__((constructor)) static void shapes_init(void)
     have_avx2 = __builtin_cpu_supports("avx2") != 0;
 }
 
-/* same16 on 32 bytes. */
-static SHAPE_AVX2 inline uint32_t same32(const shape *sh, size_t i, const unsigned char *b)
+/* same16 on 32 bytes, as a mask of bytes (0xFF: the shape's). */
+static SHAPE_AVX2 inline __m256i same32(const shape *sh, size_t i, const unsigned char *b)
 {
     __m256i vb = _mm256_loadu_si256((const __m256i *)(const void *)b);
     __m256i va = _mm256_loadu_si256((const __m256i *)(const void *)(sh->bytes + i));
     __m256i vw = _mm256_loadu_si256((const __m256i *)(const void *)(sh->wild + i));
-    __m256i t = _mm256_sub_epi8(vb, _mm256_set1_epi8('0'));
-    __m256i dig = _mm256_cmpeq_epi8(_mm256_min_epu8(t, _mm256_set1_epi8(9)), t);
-    __m256i ok = _mm256_or_si256(_mm256_cmpeq_epi8(va, vb), _mm256_and_si256(dig, vw));
-    return (uint32_t)_mm256_movemask_epi8(ok);
+    __m256i d = _mm256_sub_epi8(vb, va);
+    return _mm256_cmpeq_epi8(_mm256_min_epu8(d, vw), d);
 }
 
 /* same_bytes of n >= 32 bytes (the sentinel counted), 32 at a time, the last 32
- * overlapping the ones before: nothing is read past the sentinel. */
+ * overlapping the ones before: nothing is read past the sentinel. The masks are
+ * combined and tested once: a line checked is nearly always its shape's. */
 static SHAPE_AVX2 int same_bytes_avx2(const shape *sh, const unsigned char *b, size_t n)
 {
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        if (same32(sh, i, b + i) != 0xFFFFFFFFu)
-            return 0;
-    return i == n || same32(sh, n - 32, b + n - 32) == 0xFFFFFFFFu;
+    __m256i ok = same32(sh, n - 32, b + n - 32);
+    for (size_t i = 0; i + 32 <= n; i += 32)
+        ok = _mm256_and_si256(ok, same32(sh, i, b + i));
+    return (uint32_t)_mm256_movemask_epi8(ok) == 0xFFFFFFFFu;
 }
 #endif
 
@@ -229,7 +246,7 @@ static int same_bytes(const shape *sh, const char *line, size_t len)
     }
 #endif
     for (; i < n; i++) {
-        if (sh->wild[i] ? (unsigned)(b[i] - '0') > 9 : sh->bytes[i] != b[i])
+        if ((unsigned char)(b[i] - sh->bytes[i]) > sh->wild[i])
             return 0;
     }
     return 1;
@@ -246,16 +263,15 @@ static int same_skeleton(const shape *sh, const char *line, size_t len)
     return 1;
 }
 
-/* What the prefix layers left in m, as far as recognizers could tell it apart;
- * -1 when m has something a shape does not keep (a time, values). */
+/* What the prefix layers left in m (shapes.h: a kind, host, body, rank or time),
+ * as far as recognizers could tell it apart; -1 when m has something a shape does
+ * not keep (a time) or cannot pack. */
 static int64_t prefix_state(const dsq_match *m, const char *line, size_t len)
 {
-    if (m->t_us != DSQ_TIME_NONE || m->tod_us >= 0 || m->civil.mo || m->nf || m->nv || m->ev ||
-        m->nsrc || m->func.n || m->label.n || m->text.n || m->proc.n)
-        return -1;
     int body = !m->body.p ? 0 : m->body.p == line && m->body.n == len ? 1 : -1;
-    if (body < 0 || m->kind < 0 || m->kind > 255 || m->level < 0 || m->level > 15 ||
-        m->family < 0 || m->family > 255 || m->rank < -1 || m->rank > 0xFFFFFF)
+    if (m->t_us != DSQ_TIME_NONE || m->tod_us >= 0 || body < 0 || (unsigned)m->kind > 255 ||
+        (unsigned)m->level > 15 || (unsigned)m->family > 255 ||
+        (unsigned)(m->rank + 1) > 0x1000000)
         return -1;
     return (int64_t)((uint64_t)(uint32_t)(m->rank + 1) << 24 | (uint64_t)m->kind << 16 |
                      (uint64_t)m->family << 8 | (uint64_t)m->level << 4 |
@@ -310,7 +326,8 @@ static int replay(shape *sh, const char *line, size_t len, dsq_match *m)
     double vals[DSQ_MATCH_MAXSRC];
     int rank = sh->rank;
     int64_t t_us = sh->t_us;
-    dsq_civil civil = {0}; /* a CIVIL_MD source comes with a civil stamp (add_source) */
+    dsq_civil civil; /* read only when the shape has a civil stamp, as a CIVIL_MD
+                        source's does (add_source) */
     if (sh->civil.mo)
         civil = sh->civil;
     if (!read_sources(sh, line, len, vals, &rank, &t_us, &civil))
@@ -325,27 +342,35 @@ static int replay(shape *sh, const char *line, size_t len, dsq_match *m)
         m->civil = civil;
     else
         m->civil.mo = 0;
-    for (int j = 0; j < sh->nspans; j++) { /* the line's spans at their offsets */
-        dsq_span v = sh->span_v[j];
-        if (sh->span_rel >> j & 1)
-            v.p = line + (uintptr_t)v.p;
-        memcpy((char *)m + sh->span_at[j], &v, sizeof v);
+    for (int j = 0; j < sh->nrelf; j++) { /* fields named in the line, their units */
+        rel_field r = sh->relf[j];
+        dsq_mfield *f = (dsq_mfield *)(void *)((char *)m + r.at);
+        f->name.p = line + r.off;
+        f->name.n = r.n;
+        f->unit = r.unit;
     }
+    for (int j = 0; j < sh->nrel; j++) { /* the line's other spans at their offsets */
+        rel_span r = sh->rel[j];
+        dsq_span v = {line + r.off, r.n};
+        memcpy((char *)m + r.at, &v, sizeof v);
+    }
+    for (int j = 0; j < sh->nlit; j++)
+        memcpy((char *)m + sh->lit[j].at, &sh->lit[j].v, sizeof sh->lit[j].v);
     m->ev = sh->ev;
     m->nf = sh->nf;
     m->nv = sh->nv;
-    for (int i = 0; i < sh->nf; i++)
+    for (int i = 0; sh->funits && i < sh->nf; i++)
         m->f[i].unit = sh->funit[i];
     for (int i = 0; i < sh->nv; i++)
         m->unit[i] = sh->vunit[i];
     /* their digits are digits (same_bytes): no search for them */
     dsq_num_planned_at(sh->plan, sh->plan_off, sh->nplan, line, m, sh->plan_dst);
-    for (int j = 0; j < sh->nrest; j++) {
-        const source *sr = &sh->src[sh->rest[j]];
+    for (int j = 0; j < sh->nrestv; j++) { /* values read whole (read_sources) */
+        const source *sr = &sh->src[sh->restv[j]];
         if (sr->kind == DSQ_SRC_FIELD)
-            m->f[sr->slot].v = vals[sh->rest[j]];
-        else if (sr->kind == DSQ_SRC_V)
-            m->v[sr->slot] = vals[sh->rest[j]];
+            m->f[sr->slot].v = vals[sh->restv[j]];
+        else
+            m->v[sr->slot] = vals[sh->restv[j]];
     }
     m->nsrc = 0;
     return 1;
@@ -480,8 +505,10 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
     }
     size_t off = (size_t)(p - line);
     for (size_t i = off; i < off + sr->n; i++)
-        if ((unsigned)(line[i] - '0') <= 9)
-            sh->wild[i] = 0xFF;
+        if ((unsigned)(line[i] - '0') <= 9) {
+            sh->wild[i] = 9;
+            sh->bytes[i] = '0';
+        }
     sh->src[sh->nsrc] = (source){(uint16_t)off, sr->n, sr->kind, sr->slot};
     dsq_num_plan *pl = &sh->plan[sh->nplan];
     int value = sr->kind == DSQ_SRC_FIELD || sr->kind == DSQ_SRC_V;
@@ -494,6 +521,8 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
         sh->plan_dst[sh->nplan++] = (uint16_t)(sr->kind == DSQ_SRC_FIELD ? field_v : v);
     } else {
         sh->rest[sh->nrest++] = sh->nsrc;
+        if (value)
+            sh->restv[sh->nrestv++] = sh->nsrc;
     }
     sh->nsrc++;
     return 1;
@@ -507,11 +536,10 @@ static ref add_span(shape *sh, size_t at, dsq_span out, dsq_span in, const char 
     ref r = ref_of(out, in, line, len);
     if (r.how == REF_KEEP)
         return r;
-    int j = sh->nspans++;
-    sh->span_at[j] = (uint16_t)at;
-    sh->span_v[j] = (dsq_span){r.how == REF_LINE ? (const char *)(uintptr_t)r.off : r.abs, r.n};
     if (r.how == REF_LINE)
-        sh->span_rel |= 1u << j;
+        sh->rel[sh->nrel++] = (rel_span){(uint16_t)at, (uint16_t)r.off, r.n};
+    else
+        sh->lit[sh->nlit++] = (lit_span){at, {r.abs, r.n}};
     return r;
 }
 
@@ -538,7 +566,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
-    sh->nsrc = sh->nplan = sh->nrest = 0;
+    sh->nsrc = sh->nplan = sh->nrest = sh->nrestv = 0;
     sh->minute[0] = sh->minute[1] = 0;
     sh->state = nt->state;
     sh->next[0] = sh->next[1] = -1;
@@ -572,8 +600,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     sh->tod_us = m->tod_us;
     sh->civil = m->civil.mo ? m->civil : (dsq_civil){0};
     dsq_span none = {NULL, 0};
-    sh->nspans = 0;
-    sh->span_rel = 0;
+    sh->nrel = sh->nlit = sh->nrelf = sh->funits = 0;
     add_span(sh, offsetof(dsq_match, host), m->host, nt->host, line, len);
     add_span(sh, offsetof(dsq_match, func), m->func, none, line, len);
     add_span(sh, offsetof(dsq_match, body), m->body, nt->body, line, len);
@@ -584,8 +611,16 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     sh->ids.label_same = !has_wild(sh, label);
     sh->ids.text_same = !has_wild(sh, text);
     for (int i = 0; i < m->nf; i++) {
-        size_t at = offsetof(dsq_match, f) + (size_t)i * sizeof m->f[0] + offsetof(dsq_mfield, name);
-        if (has_wild(sh, add_span(sh, at, m->f[i].name, none, line, len)))
+        size_t at = offsetof(dsq_match, f) + (size_t)i * sizeof m->f[0];
+        ref name = ref_of(m->f[i].name, none, line, len);
+        if (name.how == REF_LINE) { /* the name and the unit together */
+            sh->relf[sh->nrelf++] = (rel_field){(uint16_t)at, (uint16_t)name.off,
+                                                (uint16_t)name.n, m->f[i].unit};
+        } else {
+            sh->funits = 1;
+            add_span(sh, at + offsetof(dsq_mfield, name), m->f[i].name, none, line, len);
+        }
+        if (has_wild(sh, name))
             sh->ids.f_vary |= 1u << i;
         sh->funit[i] = m->f[i].unit;
     }
