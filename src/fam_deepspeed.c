@@ -350,6 +350,22 @@ static int json_start(dsq_ds_state *st, const dsq_match *m)
     return 1;
 }
 
+/* What dsq_ds_handle does with a DeepSpeed line while idle (mode none): nothing
+ * unless json_start or an empty message opens a block, or extra_attrs emits. The
+ * bytes looked at are literal bytes of the line (none is a digit those read). */
+int dsq_ds_quiet(const dsq_match *m)
+{
+    if (m->family != DSQ_FAM_DEEPSPEED || m->ev == DSQ_EV_ATTR ||
+        (m->ev == 0 && m->func.n == 4 && memcmp(m->func.p, "main", 4) == 0))
+        return 0;
+    if (m->kind != DSQ_MK_DS_LOG)
+        return 1;
+    const char *p = m->body.p, *end = p + m->body.n;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    return end > p && end[-1] != '{'; /* a message, not a block's opening */
+}
+
 int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                   size_t len)
 {

@@ -39,5 +39,8 @@ typedef struct dsq_ds_state {
 int dsq_ds_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                   size_t len);
 int dsq_ds_finish(void *state, const dsq_line_ctx *lc);
+/* dsq_family_def quiet: a DeepSpeed line that neither opens a block (a JSON print,
+ * a header whose message follows) nor carries attributes. */
+int dsq_ds_quiet(const dsq_match *m);
 
 #endif

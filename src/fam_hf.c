@@ -163,6 +163,17 @@ static int maybe_open(dsq_hf_state *st, const dsq_line_ctx *lc, const dsq_match 
     return 0;
 }
 
+/* While idle (no setup block, no JSON), dsq_hf_handle does nothing with an HF line
+ * unless maybe_open opens a block. */
+int dsq_hf_quiet(const dsq_match *m)
+{
+    if (m->family != DSQ_FAM_HF)
+        return 0;
+    dsq_span b = dsq_span_trim(m->body);
+    return !span_is(b, running_training) && !(b.n && b.p[b.n - 1] == '{') &&
+           !(m->level == DSQ_LV_NONE && m->nf == 1 && span_is(m->label, "Num examples"));
+}
+
 int dsq_hf_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                   size_t len)
 {

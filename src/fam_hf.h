@@ -31,5 +31,7 @@ typedef struct dsq_hf_state {
 int dsq_hf_handle(void *state, const dsq_line_ctx *lc, const dsq_match *m, const char *line,
                   size_t len);
 int dsq_hf_finish(void *state, const dsq_line_ctx *lc);
+/* dsq_family_def quiet: an HF line that opens no block (the setup, a JSON dict). */
+int dsq_hf_quiet(const dsq_match *m);
 
 #endif

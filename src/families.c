@@ -16,12 +16,14 @@
 
 const dsq_family_def dsq_families[] = {
     {.family = DSQ_FAM_DEEPSPEED, .name = "deepspeed", .recognize = dsq_gram_deepspeed,
-     .state_size = sizeof(dsq_ds_state), .handle = dsq_ds_handle, .finish = dsq_ds_finish},
+     .state_size = sizeof(dsq_ds_state), .handle = dsq_ds_handle, .finish = dsq_ds_finish,
+     .quiet = dsq_ds_quiet},
     {.family = DSQ_FAM_NCCL, .name = "nccl", .recognize = dsq_gram_nccl,
      .state_size = sizeof(dsq_nccl_state), .handle = dsq_nccl_handle, .finish = dsq_nccl_finish,
      .reset = dsq_nccl_reset},
     {.family = DSQ_FAM_HF, .name = "hf", .recognize = dsq_gram_hf,
-     .state_size = sizeof(dsq_hf_state), .handle = dsq_hf_handle, .finish = dsq_hf_finish},
+     .state_size = sizeof(dsq_hf_state), .handle = dsq_hf_handle, .finish = dsq_hf_finish,
+     .quiet = dsq_hf_quiet},
     {.family = DSQ_FAM_MEGATRON, .name = "megatron", .recognize = dsq_gram_megatron},
     {.family = DSQ_FAM_MMENGINE, .name = "mmengine", .recognize = dsq_gram_mmengine},
     {.family = DSQ_FAM_GLOG, .name = "glog", .recognize = dsq_gram_glog,

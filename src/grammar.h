@@ -184,6 +184,9 @@ typedef struct dsq_emit_ids {
     uint32_t f_vary; /* bit i: f[i]'s name differs from line to line (never kept) */
     uint8_t label_same, text_same;
     uint8_t f_all;   /* every f[i] found (none varies): copied as they are */
+    uint8_t quiet_known;
+    uint64_t quiet;  /* bit k: the scanner's handler k is quiet for the shape's lines
+                        (dsq_family_def.quiet), once quiet_known */
 } dsq_emit_ids;
 
 /* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields
@@ -224,6 +227,13 @@ typedef struct dsq_family_def {
                                    a stream touches little of) */
     unsigned watch;       /* 1u << family: the handler also sees these families' lines
                              (the torchrun report begins at a traceback's exception) */
+    /* When set: 1 if handle() changes nothing and emits nothing, returning 0, for a
+     * line with this match while the state is not active, whatever digits the
+     * line's values, rank and stamp have (so a line shape's first match tells for
+     * all its lines); its answer may depend only on bytes that are not such digits.
+     * The scanner then skips the call for the shape's lines (DSQ_LINE_SHAPES=check
+     * makes the call and aborts if the state changed). */
+    int (*quiet)(const struct dsq_match *m);
 } dsq_family_def;
 
 extern const dsq_family_def dsq_families[];

@@ -133,6 +133,7 @@ struct dsq_scan {
     int deferring;
     dsq_shapes *shapes; /* NULL: DSQ_LINE_SHAPES=0 */
     int shapes_check;   /* DSQ_LINE_SHAPES=check: every shape's answer checked */
+    unsigned char *check_state; /* shapes_check: a handler's state before a call */
     int shapes_stats;   /* DSQ_LINE_SHAPES=stats: counts on stderr when freed */
     int after_nccl;     /* the line before was NCCL's: no shape lookup for this one */
     dsq_nccl_memo nccl_memo; /* with shapes on: the last NCCL channel line, for the next */
@@ -189,6 +190,11 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
     }
     const char *shapes = getenv("DSQ_LINE_SHAPES");
     sc->shapes_check = shapes && strcmp(shapes, "check") == 0;
+    if (sc->shapes_check && sc->fam_state_size &&
+        !(sc->check_state = malloc(sc->fam_state_size))) {
+        dsq_scan_free(sc);
+        return DSQ_ENOMEM;
+    }
     sc->shapes_stats = shapes && strcmp(shapes, "stats") == 0;
     if (!sc->p.no_shapes && !(shapes && strcmp(shapes, "0") == 0) &&
         dsq_shapes_new(&sc->shapes) != 0) {
@@ -204,6 +210,7 @@ void dsq_scan_free(dsq_scan *sc)
     if (!sc)
         return;
     free(sc->fam_state);
+    free(sc->check_state);
     if (sc->shapes && sc->shapes_stats) {
         const dsq_shapes_stats *st = dsq_shapes_stats_get(sc->shapes);
         fprintf(stderr, "dsq: line shapes: %llu lines answered, %llu recognized, %llu shapes "
@@ -525,70 +532,105 @@ static uint32_t field_id(dsq_scan *sc, const char *p, size_t n)
     return id;
 }
 
-int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
+/* An event being built: in its queue slot when the line's events wait (no copy of
+ * it after), else in `local`; the header zeroed, the rest written as it comes. */
+static dsq_event *event_start(dsq_scan *sc, dsq_event *local)
 {
-    dsq_scan *sc = lc->sc;
-    /* built in its queue slot when the line's events wait (no copy of it after), else
-     * on the stack; the header zeroed, the fields written as they come */
-    dsq_event local;
-    int queued = sc->deferring && sc->nqueued < LINE_EVENTS;
-    dsq_event *e = queued ? &sc->queue[sc->nqueued] : &local;
+    dsq_event *e = sc->deferring && sc->nqueued < LINE_EVENTS ? &sc->queue[sc->nqueued] : local;
     memset(e, 0, offsetof(dsq_event, f));
-    e->kind = (uint16_t)a->ev;
-    e->rank = a->set_rank ? a->rank : lc->rank;
-    e->host = a->host.n ? dsq_dict_intern(sc->p.dict, a->host.p, a->host.n) : lc->host;
-    e->t_us = a->t_us ? a->t_us : lc->t_us;
-    e->line = a->lineno ? a->lineno : lc->lineno;
-    dsq_emit_ids *ids = a->ids;
-    if (a->label.n) {
+    return e;
+}
+
+/* The event's label, text and fields, their names interned or kept in ids (a
+ * shape's, may be NULL). */
+static inline int event_names(dsq_scan *sc, dsq_event *e, dsq_span label, dsq_span text,
+                              const dsq_mfield *f, int nf, dsq_emit_ids *ids)
+{
+    if (label.n) {
         if (ids && ids->label_same && ids->label)
             e->label = ids->label;
-        else if ((e->label = intern_trimmed(sc, a->label)) != 0 && ids && ids->label_same)
+        else if ((e->label = intern_trimmed(sc, label)) != 0 && ids && ids->label_same)
             ids->label = e->label;
     }
-    if (a->text.n) {
+    if (text.n) {
         if (ids && ids->text_same && ids->text)
             e->text = ids->text;
-        else if ((e->text = intern_trimmed(sc, a->text)) != 0 && ids && ids->text_same)
+        else if ((e->text = intern_trimmed(sc, text)) != 0 && ids && ids->text_same)
             ids->text = e->text;
     }
     /* the shape's field ids once found (bit i of vary set: found for each line) */
     uint32_t vary = ids ? ids->f_vary : ~0u;
-    int nf = a->nf < DSQ_EV_MAXF ? a->nf : DSQ_EV_MAXF;
+    nf = nf < DSQ_EV_MAXF ? nf : DSQ_EV_MAXF;
     if (ids && ids->f_all) {
         for (int i = 0; i < nf; i++)
-            e->f[i] = (dsq_field){ids->f[i], a->f[i].unit, a->f[i].v};
+            e->f[i] = (dsq_field){ids->f[i], f[i].unit, f[i].v};
     } else {
         for (int i = 0; i < nf; i++) {
             uint32_t id = vary >> i & 1 ? 0 : ids->f[i];
             if (!id) {
-                if (!(id = field_id(sc, a->f[i].name.p, a->f[i].name.n)))
+                if (!(id = field_id(sc, f[i].name.p, f[i].name.n)))
                     return DSQ_ENOMEM;
                 if (!(vary >> i & 1))
                     ids->f[i] = id;
             }
-            e->f[i] = (dsq_field){id, a->f[i].unit, a->f[i].v};
+            e->f[i] = (dsq_field){id, f[i].unit, f[i].v};
         }
         if (ids && !vary)
             ids->f_all = 1; /* a shape's lines have as many fields: all found now */
     }
     e->nf = (uint8_t)(nf > 0 ? nf : 0);
-    if (!queued)
+    return 0;
+}
+
+/* Queues the event built in its slot, or emits it. */
+static int event_end(dsq_scan *sc, dsq_event *e)
+{
+    if (e != &sc->queue[sc->nqueued]) /* (the slot is taken only while there is room) */
         return emit(sc, e);
     sc->st.events++;
     sc->nqueued++;
     return 0;
 }
 
+int dsq_scan_emit(const dsq_line_ctx *lc, const dsq_emit_args *a)
+{
+    dsq_scan *sc = lc->sc;
+    dsq_event local;
+    dsq_event *e = event_start(sc, &local);
+    e->kind = (uint16_t)a->ev;
+    e->rank = a->set_rank ? a->rank : lc->rank;
+    e->host = a->host.n ? dsq_dict_intern(sc->p.dict, a->host.p, a->host.n) : lc->host;
+    e->t_us = a->t_us ? a->t_us : lc->t_us;
+    e->line = a->lineno ? a->lineno : lc->lineno;
+    int rc = event_names(sc, e, a->label, a->text, a->f, a->nf, a->ids);
+    return rc ? rc : event_end(sc, e);
+}
+
+/* The line's own event (m->ev), as dsq_scan_emit with the line's host, rank,
+ * time and number. */
+static int emit_line_event(dsq_scan *sc, const dsq_line_ctx *lc, const dsq_match *m)
+{
+    dsq_event local;
+    dsq_event *e = event_start(sc, &local);
+    e->kind = (uint16_t)m->ev;
+    e->rank = lc->rank;
+    e->host = lc->host;
+    e->t_us = lc->t_us;
+    e->line = lc->lineno;
+    int rc = event_names(sc, e, m->label, m->text, m->f, m->nf, sc->line_ids);
+    return rc ? rc : event_end(sc, e);
+}
+
 /* Offers the line to every stateful family that wants it. A handler returning 1
- * claims the line for its family (continuation lines of a traceback, a table). */
+ * claims the line for its family (continuation lines of a traceback, a table).
+ * Handlers in `quiet` are not asked unless active (dsq_family_def.quiet). */
 static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, const char *line,
-                        size_t len)
+                        size_t len, uint64_t quiet)
 {
     /* the handlers in order, each asked when it is active or the line's family (as the
      * handlers before it left it) is one it sees: the next is found from the bits */
     uint64_t left = sc->nhandlers < 64 ? (1ull << sc->nhandlers) - 1 : ~0ull;
-    for (uint64_t go; (go = (sc->wants[m->family] | sc->active) & left) != 0;) {
+    for (uint64_t go; (go = ((sc->wants[m->family] & ~quiet) | sc->active) & left) != 0;) {
         int k = __builtin_ctzll(go);
         uint64_t bit = 1ull << k;
         left &= ~(bit | (bit - 1));
@@ -607,6 +649,44 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
         }
     }
     return 0;
+}
+
+/* The handlers quiet for the lines of the shape whose ids these are, found at its
+ * first line that asks. */
+static uint64_t quiet_handlers(const dsq_scan *sc, dsq_emit_ids *ids, const dsq_match *m)
+{
+    if (!ids->quiet_known) {
+        ids->quiet = 0;
+        for (int k = 0; k < sc->nhandlers; k++) {
+            const dsq_family_def *d = &dsq_families[sc->handler[k]];
+            if (d->quiet && d->quiet(m))
+                ids->quiet |= 1ull << k;
+        }
+        ids->quiet_known = 1;
+    }
+    return ids->quiet;
+}
+
+/* DSQ_LINE_SHAPES=check: asks each idle handler in `quiet` anyway (run_handlers
+ * will not) and aborts unless it returned 0, left its state as it was and emitted
+ * nothing. */
+static void check_quiet(dsq_scan *sc, const dsq_line_ctx *lc, const dsq_match *m,
+                        const char *line, size_t len, uint64_t quiet)
+{
+    for (uint64_t q = quiet & ~sc->active; q; q &= q - 1) {
+        int i = sc->handler[__builtin_ctzll(q)];
+        const dsq_family_def *d = &dsq_families[i];
+        unsigned char *st = sc->fam_state + sc->fam_off[i];
+        ((dsq_fam_state *)(void *)st)->claim_level = DSQ_LV_NONE;
+        memcpy(sc->check_state, st, d->state_size);
+        uint64_t events = sc->st.events;
+        int rc = d->handle(st, lc, m, line, len);
+        if (rc == 0 && sc->st.events == events && memcmp(sc->check_state, st, d->state_size) == 0)
+            continue;
+        fprintf(stderr, "dsq: the %s handler is not quiet for: %.*s\n", d->name, (int)len,
+                line);
+        abort();
+    }
 }
 
 /* Peels prefix layers (each may name the host, rank or time), leaving the rest in
@@ -973,15 +1053,16 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
     sc->deferring = 1;
     if (m.kind >= DSQ_MK_DS_MEM_LABEL && m.kind <= DSQ_MK_DS_MEM_CPU)
         rc = memory_line(sc, &m, host, rank);
-    else if (m.ev) {
-        dsq_emit_args a; /* every member set: an initializer cleared it with rep stos */
-        a.ev = m.ev, a.label = m.label, a.text = m.text, a.f = m.f, a.nf = m.nf;
-        a.t_us = 0, a.lineno = 0, a.host.p = NULL, a.host.n = 0, a.set_rank = a.rank = 0;
-        a.ids = sc->line_ids;
-        rc = dsq_scan_emit(&lc, &a);
+    else if (m.ev)
+        rc = emit_line_event(sc, &lc, &m);
+    if (!rc && sc->fam_state) {
+        uint64_t quiet = sc->line_ids ? quiet_handlers(sc, sc->line_ids, &m) : 0;
+        if (quiet && sc->shapes_check) {
+            check_quiet(sc, &lc, &m, rest, rest_n, quiet);
+            quiet = 0;
+        }
+        rc = run_handlers(sc, &lc, &m, rest, rest_n, quiet);
     }
-    if (!rc && sc->fam_state)
-        rc = run_handlers(sc, &lc, &m, rest, rest_n);
     if (sc->p.observe)
         sc->p.observe(sc->p.observe_ctx, &m, line, len, flags);
     int rrc = release_events(sc);

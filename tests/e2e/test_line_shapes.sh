@@ -22,6 +22,31 @@ python3 "$DSQ_SRC/tools/gen-archive.py" "$A/gen" --runs 12 --hosts 2 --ranks 4 -
     --seed 3 -j 1 >/dev/null 2>&1 || die "gen-archive.py failed"
 python3 "$DSQ_SRC/tools/gen-archive.py" --single "$A/launcher.log" --hosts 4 --ranks 8 \
     --size 4M --seed 5 >/dev/null 2>&1 || die "gen-archive.py --single failed"
+# lines a family's handler acts on (attributes, a JSON block, a message on the next
+# line, the launcher's command, HF's setup block), each seen often enough to be
+# answered by a shape: their handlers are not quiet (dsq_family_def.quiet) for them
+mkdir -p "$A/handled"
+for rep in 1 2 3 4 5; do
+    for h in 1 2 3 4; do
+        s="2024-07-2$rep 21:3$h:05,39$h"
+        cat <<EOF
+gpu00$h: [$s] [INFO] [logging.py:96:log_dist] [Rank $h] Creating torch.bfloat16 ZeRO stage 3 optimizer
+gpu00$h: [$s] [INFO] [config.py:991:print] activation_checkpointing_config {
+gpu00$h: "partition_activations": false,
+gpu00$h: "number_checkpoints": $rep$h
+gpu00$h: }
+gpu00$h: [$s] [INFO] [engine.py:12$h:_configure_optimizer]
+gpu00$h: Using client Optimizer as basic optimizer
+gpu00$h: Config: alpha=0.00001$h, betas=(0.900000, 0.999000), weight_decay=0.00000$rep, adam_w=1
+gpu00$h: [$s] [INFO] [runner.py:60$h:main] cmd = /usr/bin/python$rep -u -m deepspeed.launcher.launch --master_port=2950$h train.py
+gpu00$h: [$s] [INFO] [logging.py:96:log_dist] [Rank $h] step=$rep$h, skipped=0, lr=[1e-0$rep], mom=[[0.9, 0.999]]
+gpu00$h: {'loss': 1.$rep$h, 'grad_norm': 0.$h, 'learning_rate': $rep.0e-05, 'epoch': 0.0$h}
+gpu00$h: ***** Running training *****
+gpu00$h:   Num examples = 1$rep$h
+gpu00$h:   Num Epochs = $rep
+EOF
+    done
+done >"$A/handled/ds.log"
 if [ -d "${DSQ_CORPUS:-}" ]; then
     mkdir -p "$A/corpus"
     cp "$DSQ_CORPUS"/*.log "$A/corpus/" 2>/dev/null || true

@@ -427,7 +427,48 @@ static void test_every_byte_compared(void)
     }
 }
 
+/* A handler is quiet (dsq_family_def.quiet: its call skipped for a shape's lines
+ * while idle) for the lines it only lets pass, never for one it acts on. */
+static void test_handlers_quiet_for_lines_they_pass(void)
+{
+    static const struct {
+        const char *line;
+        int quiet;
+    } cases[] = {
+        {"[2024-07-01 00:03:37,244] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | "
+         "fwd_microstep: 9357.71 | bwd_microstep: 18715.43", 1},
+        {"[2024-07-01 00:03:37,244] [INFO] [timer.py:260:stop] epoch=0/micro_step=8/"
+         "global_step=1, RunningAvgSamplesPerSec=51.4628361589, CurrSamplesPerSec=47.52", 1},
+        {"{'loss': 2.2059, 'grad_norm': 0.6049427643941, 'learning_rate': 2.0e-05, "
+         "'epoch': 0.04}", 1},
+        /* an attribute, a JSON block, a message on the next line, the launcher */
+        {"[2024-07-20 21:30:05,394] [INFO] [logging.py:96:log_dist] [Rank 0] Creating "
+         "torch.bfloat16 ZeRO stage 3 optimizer", 0},
+        {"[2024-07-20 21:30:42,881] [INFO] [config.py:991:print] activation_checkpointing_config {",
+         0},
+        {"[2024-03-01 18:29:08,854] [INFO] [memory_profile_utils.py:28:get_nvidia_gpu_memory] ", 0},
+        {"[2021-02-08 22:59:17,910] [INFO] [runner.py:355:main] cmd = /opt/conda/bin/python -u "
+         "-m deepspeed.launcher.launch --master_port=29500 ./trainer.py", 0},
+        {"***** Running training *****", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        line_buf b = mk(cases[i].line, strlen(cases[i].line));
+        dsq_match m;
+        dsq_scan_match_init(&m);
+        dsq_scan_recognize(&m, b.p, b.n);
+        int quiet = 0;
+        for (size_t f = 0; f < dsq_nfamilies; f++)
+            if (dsq_families[f].quiet && dsq_families[f].quiet(&m))
+                quiet = 1;
+        if (quiet != cases[i].quiet)
+            fprintf(stderr, "case %zu: %s\n", i, cases[i].line);
+        CHECK_INT(quiet, cases[i].quiet);
+        free(b.p);
+    }
+}
+
 TEST_MAIN({"test_every_byte_compared", test_every_byte_compared},
+          {"test_handlers_quiet_for_lines_they_pass", test_handlers_quiet_for_lines_they_pass},
           {"test_same_shape_other_digits_replayed", test_same_shape_other_digits_replayed},
           {"test_other_bytes_not_replayed", test_other_bytes_not_replayed},
           {"test_shapes_refused", test_shapes_refused},
