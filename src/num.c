@@ -375,26 +375,6 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
                          (uint8_t)ex, (uint8_t)exneg, (uint8_t)(ex ? exat - i : 0)};
 }
 
-#ifdef NUM_SSE
-/* The digits of the layout, summed as parse_sse sums them. The 16 bytes are read in
- * place when they lie in p's page; else the number's bytes are copied (never bytes
- * past it). */
-static inline NUM_SSE uint64_t planned_sse(const dsq_num_plan *pl, const char *p)
-{
-    __m128i v;
-    if (in_page(p)) {
-        v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    } else {
-        char b[16] = {0};
-        memcpy(b, p, pl->k + (pl->f ? 1u + pl->f : 0u)); /* the mantissa's bytes */
-        v = _mm_loadu_si128((const __m128i *)(const void *)b);
-    }
-    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[pl->shuf];
-    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-    return sum_shuffled(_mm_shuffle_epi8(t, _mm_loadu_si128(shuf)));
-}
-#endif
-
 /* The same for a layout with an exponent (p: the number after its sign); one that
  * takes the scale past 10^+-22 is read by dsq_num_parse (its general path). Out of
  * line: the plain layouts' loop stays as tight as without exponents. */
@@ -433,12 +413,57 @@ static double planned_plain(const dsq_num_plan *pl, const char *p)
 }
 
 #ifdef NUM_SSE
+/* The digits of the layout in the 16 bytes v (from its first digit), summed as
+ * parse_sse sums them. */
+static inline NUM_SSE uint64_t planned_digits(const dsq_num_plan *pl, __m128i v)
+{
+    const __m128i *shuf = (const __m128i *)(const void *)num_shuffle[pl->shuf];
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    return sum_shuffled(_mm_shuffle_epi8(t, _mm_loadu_si128(shuf)));
+}
+
+/* A value planned_at_sse leaves out: its 16 bytes are not all in its page (the
+ * number's are copied, never a byte past it), or its exponent is not "e-NN". */
+static __attribute__((noinline)) NUM_SSE double planned_slow(const dsq_num_plan *pl,
+                                                             const char *p)
+{
+    char b[16] = {0};
+    memcpy(b, p, pl->k + (pl->f ? 1u + pl->f : 0u)); /* the mantissa's bytes */
+    uint64_t mant = planned_digits(pl, _mm_loadu_si128((const __m128i *)(const void *)b));
+    return pl->ex ? exponent_value(pl, mant, p) : (double)mant / pl->div;
+}
+
+/* The values in two passes: the loop reads the 16 bytes in place and makes no call
+ * (its registers then need no saving); the few it leaves out go after it. */
 static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, int n,
                                    const char *base, unsigned char *out, const uint16_t *out_off)
 {
+    uint64_t slow = 0;
     for (int i = 0; i < n; i++) {
-        const char *p = base + off[i] + pl[i].skip;
-        double v = planned_value(&pl[i], planned_sse(&pl[i], p), p);
+        const dsq_num_plan *q = &pl[i];
+        const char *p = base + off[i] + q->skip;
+        double div = q->div;
+        if (q->ex) { /* a learning rate's "2.0e-05": scaled by 10^-(5 + f) here */
+            int scale = 23;
+            if (q->ex == 2 && q->exneg)
+                scale = (p[q->exat] - '0') * 10 + (p[q->exat + 1] - '0') + q->f;
+            if (scale > 22) {
+                slow |= 1ull << i;
+                continue;
+            }
+            div = q->neg ? -pow10_tab[scale] : pow10_tab[scale];
+        }
+        if (!in_page(p)) {
+            slow |= 1ull << i;
+            continue;
+        }
+        __m128i bytes = _mm_loadu_si128((const __m128i *)(const void *)p);
+        double v = (double)planned_digits(q, bytes) / div;
+        memcpy(out + out_off[i], &v, sizeof v);
+    }
+    for (; slow; slow &= slow - 1) {
+        int i = __builtin_ctzll(slow);
+        double v = planned_slow(&pl[i], base + off[i] + pl[i].skip);
         memcpy(out + out_off[i], &v, sizeof v);
     }
 }

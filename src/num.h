@@ -44,7 +44,8 @@ typedef struct dsq_num_plan {
 
 void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl);
 /* The number of layout pl[i] at base + off[i] stored as a double at (char *)out +
- * out_off[i], for i < n: a line's values in one call, each where its match keeps it. */
+ * out_off[i], for i < n <= 64: a line's values in one call, each where its match
+ * keeps it. */
 void dsq_num_planned_at(const dsq_num_plan *pl, const uint16_t *off, int n, const char *base,
                         void *out, const uint16_t *out_off);
 

@@ -144,6 +144,7 @@ struct dsq_scan {
     size_t fam_off[64];         /* offset of each registry row's state */
     unsigned char handler[64];  /* registry rows with a handler, in order */
     int nhandlers;
+    uint64_t handlers_all;      /* a bit for each handler */
     uint64_t active;            /* bit k: handler[k]'s state was active after its last call
                                    (only a handler changes its state): no load of the state
                                    of a handler the line does not concern */
@@ -184,6 +185,7 @@ int dsq_scan_new(const dsq_scan_params *params, dsq_scan **out)
         sc->fam_off[i] = sc->fam_state_size;
         sc->fam_state_size += (dsq_families[i].state_size + 15) & ~(size_t)15;
     }
+    sc->handlers_all = sc->nhandlers < 64 ? (1ull << sc->nhandlers) - 1 : ~0ull;
     if (sc->fam_state_size && !(sc->fam_state = calloc(1, sc->fam_state_size))) {
         dsq_scan_free(sc);
         return DSQ_ENOMEM;
@@ -629,7 +631,7 @@ static int run_handlers(dsq_scan *sc, const dsq_line_ctx *lc, dsq_match *m, cons
 {
     /* the handlers in order, each asked when it is active or the line's family (as the
      * handlers before it left it) is one it sees: the next is found from the bits */
-    uint64_t left = sc->nhandlers < 64 ? (1ull << sc->nhandlers) - 1 : ~0ull;
+    uint64_t left = sc->handlers_all;
     for (uint64_t go; (go = ((sc->wants[m->family] & ~quiet) | sc->active) & left) != 0;) {
         int k = __builtin_ctzll(go);
         uint64_t bit = 1ull << k;

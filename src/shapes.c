@@ -79,10 +79,12 @@ typedef struct shape {
     source src[DSQ_MATCH_MAXSRC];
     /* the values whose layout is planned (num.h), read in one call straight into
        the match: plan[j] at plan_off[j] in the line, to plan_dst[j] in the match;
-       the other sources are src[rest[0..nrest)] */
-    uint8_t nplan, nrest, nrestv;
-    uint8_t rest[DSQ_MATCH_MAXSRC];
-    uint8_t restv[DSQ_MATCH_MAXSRC]; /* those of the rest that are values */
+       the values not planned are src[restv[0..nrestv)], read whole; the rank's,
+       the stamp's (STAMP_MS or STAMP_S) and the civil stamp's sources are
+       src[rank_src], src[time_src], src[civil_src] (-1: none) */
+    uint8_t nplan, nrestv;
+    int8_t rank_src, time_src, civil_src;
+    uint8_t restv[DSQ_MATCH_MAXSRC];
     uint16_t plan_off[DSQ_MATCH_MAXSRC], plan_dst[DSQ_MATCH_MAXSRC];
     dsq_num_plan plan[DSQ_MATCH_MAXSRC];
     dsq_emit_ids ids; /* filled by the scanner as it emits the shape's events */
@@ -292,56 +294,52 @@ static int64_t stamp_minute(shape *sh, const char *p)
     return sh->minute_t;
 }
 
-/* The values of the shape's sources in this line; 0 if one does not read as it
- * did when the shape was learned (it always does: a guard). */
-static int read_sources(shape *sh, const char *line, size_t len, double *vals, int *rank,
-                        int64_t *t_us, dsq_civil *civil)
+/* The values of the shape's sources read whole (not planned) in this line; 0 if
+ * one does not read as it did when the shape was learned (it always does: a
+ * guard). */
+static int read_values(const shape *sh, const char *line, size_t len, double *vals)
 {
-    const char *end = line + len;
-    for (int j = 0; j < sh->nrest; j++) { /* the planned values are read in replay */
-        int i = sh->rest[j];
-        const source *sr = &sh->src[i];
-        const char *p = line + sr->off, *stop = NULL;
-        switch (sr->kind) {
-        case DSQ_SRC_FIELD:
-        case DSQ_SRC_V:
-            if (dsq_num_parse(p, end, &vals[i], &stop) != 0 || stop != p + sr->n)
-                return 0;
-            break;
-        case DSQ_SRC_RANK:
-            *rank = dsq_time_digits(p, sr->n);
-            break;
-        case DSQ_SRC_STAMP_MS: *t_us = stamp_minute(sh, p) + dsq_time_stamp_ms_rest(p); break;
-        case DSQ_SRC_STAMP_S: *t_us = stamp_minute(sh, p) + dsq_time_stamp_s_rest(p); break;
-        case DSQ_SRC_CIVIL_MD: DSQ_TIME_CIVIL_MD(civil, p); break;
-        default: return 0;
-        }
+    for (int j = 0; j < sh->nrestv; j++) {
+        int i = sh->restv[j];
+        const char *p = line + sh->src[i].off, *stop = NULL;
+        if (dsq_num_parse(p, line + len, &vals[i], &stop) != 0 || stop != p + sh->src[i].n)
+            return 0;
     }
     return 1;
 }
 
 /* Fills m from the shape for this line (its bytes already checked). */
-static int replay(shape *sh, const char *line, size_t len, dsq_match *m)
+/* Inlined where a line is answered: their calls were ~5 % of a line's instructions. */
+#define SHAPE_INLINE static inline __attribute__((always_inline))
+
+SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
 {
     double vals[DSQ_MATCH_MAXSRC];
-    int rank = sh->rank;
-    int64_t t_us = sh->t_us;
-    dsq_civil civil; /* read only when the shape has a civil stamp, as a CIVIL_MD
-                        source's does (add_source) */
-    if (sh->civil.mo)
-        civil = sh->civil;
-    if (!read_sources(sh, line, len, vals, &rank, &t_us, &civil))
+    if (sh->nrestv && !read_values(sh, line, len, vals))
         return 0;
+    int rank = sh->rank;
+    if (sh->rank_src >= 0)
+        rank = dsq_time_digits(line + sh->src[sh->rank_src].off, sh->src[sh->rank_src].n);
+    int64_t t_us = sh->t_us;
+    if (sh->time_src >= 0) {
+        const source *sr = &sh->src[sh->time_src];
+        const char *p = line + sr->off;
+        t_us = stamp_minute(sh, p) + (sr->kind == DSQ_SRC_STAMP_MS ? dsq_time_stamp_ms_rest(p)
+                                                                     : dsq_time_stamp_s_rest(p));
+    }
     m->kind = sh->kind;
     m->family = sh->family;
     m->level = sh->level;
     m->rank = rank;
     m->t_us = t_us;
     m->tod_us = sh->tod_us;
-    if (sh->civil.mo)
-        m->civil = civil;
-    else
+    if (sh->civil.mo) {
+        m->civil = sh->civil;
+        if (sh->civil_src >= 0)
+            DSQ_TIME_CIVIL_MD(&m->civil, line + sh->src[sh->civil_src].off);
+    } else {
         m->civil.mo = 0;
+    }
     for (int j = 0; j < sh->nrelf; j++) { /* fields named in the line, their units */
         rel_field r = sh->relf[j];
         dsq_mfield *f = (dsq_mfield *)(void *)((char *)m + r.at);
@@ -383,8 +381,8 @@ dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s)
 
 /* The shape in slot i answers the line: its bytes and prefix state are the line's
  * (then its key is the line's too). */
-static int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char *line, size_t len,
-                       dsq_match *m)
+SHAPE_INLINE int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char *line, size_t len,
+                             dsq_match *m)
 {
     shape *sh = &s->sets[i];
     if (!same_bytes(sh, line, len) || !replay(sh, line, len, m))
@@ -519,10 +517,14 @@ static int add_source(shape *sh, const dsq_msrc *sr, const char *line, size_t le
         size_t v = offsetof(dsq_match, v) + sr->slot * sizeof m->v[0];
         sh->plan_off[sh->nplan] = (uint16_t)off;
         sh->plan_dst[sh->nplan++] = (uint16_t)(sr->kind == DSQ_SRC_FIELD ? field_v : v);
+    } else if (value) {
+        sh->restv[sh->nrestv++] = sh->nsrc;
+    } else if (sr->kind == DSQ_SRC_RANK) {
+        sh->rank_src = (int8_t)sh->nsrc;
+    } else if (sr->kind == DSQ_SRC_CIVIL_MD) {
+        sh->civil_src = (int8_t)sh->nsrc;
     } else {
-        sh->rest[sh->nrest++] = sh->nsrc;
-        if (value)
-            sh->restv[sh->nrestv++] = sh->nsrc;
+        sh->time_src = (int8_t)sh->nsrc;
     }
     sh->nsrc++;
     return 1;
@@ -566,7 +568,8 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     if (m->family == DSQ_FAM_NCCL || m->nsrc > DSQ_MATCH_MAXSRC || m->nf > DSQ_MATCH_MAXF ||
         m->nv > DSQ_MATCH_MAXV || m->nf < 0 || m->nv < 0)
         return 0;
-    sh->nsrc = sh->nplan = sh->nrest = sh->nrestv = 0;
+    sh->nsrc = sh->nplan = sh->nrestv = 0;
+    sh->rank_src = sh->time_src = sh->civil_src = -1;
     sh->minute[0] = sh->minute[1] = 0;
     sh->state = nt->state;
     sh->next[0] = sh->next[1] = -1;
