@@ -266,6 +266,16 @@ static inline int dsq_gram_date_first(const char *line, size_t len)
            (unsigned)(line[4] - '0') <= 9;
 }
 
+/* Whether a line that starts with byte c may start a prefix layer: a host prefix
+ * (a letter or a digit first) or one of prefix.re's layers ('[', a digit, ESC,
+ * '>', '('). Neither grammar takes a line that does not. */
+static inline int dsq_gram_layer_first(unsigned char c)
+{
+    static const uint64_t lo = 0x03FF000000000000ull | 1ull << 0x1b | 1ull << '>' | 1ull << '(';
+    static const uint64_t hi = 0x07FFFFFE07FFFFFEull | 1ull << ('[' - 64);
+    return c < 64 ? (int)(lo >> c & 1) : c < 128 ? (int)(hi >> (c - 64) & 1) : 0;
+}
+
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,
  * [trainer0|3]:, srun "3: ", an RFC 3339 container stamp, a time-of-day stamp,
  * ANSI colour codes, Ray actor tags). */

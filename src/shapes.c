@@ -230,7 +230,10 @@ static SHAPE_AVX2 int same_bytes_avx2(const shape *sh, const unsigned char *b, s
 }
 #endif
 
-static int same_bytes(const shape *sh, const char *line, size_t len)
+/* Inlined where a line is answered: their calls were ~5 % of a line's instructions. */
+#define SHAPE_INLINE static inline __attribute__((always_inline))
+
+SHAPE_INLINE int same_bytes(const shape *sh, const char *line, size_t len)
 {
     const unsigned char *b = (const unsigned char *)line;
     size_t n = len + 1, i = 0;
@@ -309,9 +312,6 @@ static int read_values(const shape *sh, const char *line, size_t len, double *va
 }
 
 /* Fills m from the shape for this line (its bytes already checked). */
-/* Inlined where a line is answered: their calls were ~5 % of a line's instructions. */
-#define SHAPE_INLINE static inline __attribute__((always_inline))
-
 SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
 {
     double vals[DSQ_MATCH_MAXSRC];
@@ -374,11 +374,6 @@ SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
     return 1;
 }
 
-dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s)
-{
-    return s->prev >= 0 ? &s->sets[s->prev].ids : NULL;
-}
-
 /* The shape in slot i answers the line: its bytes and prefix state are the line's
  * (then its key is the line's too). */
 SHAPE_INLINE int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char *line, size_t len,
@@ -397,7 +392,8 @@ SHAPE_INLINE int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char 
     return 1;
 }
 
-int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
+int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m,
+                     dsq_emit_ids **ids)
 {
     int32_t prev = s->prev;
     s->have_noted = 0;
@@ -412,8 +408,11 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
         int32_t next = s->sets[prev].next[k];
         if (next >= 0 && s->keys[next] && !(s->keys[next] & NEG_KEY) &&
             s->sets[next].len == len && s->sets[next].state == (uint64_t)state &&
-            answer_from(s, next, prev, line, len, m))
+            answer_from(s, next, prev, line, len, m)) {
+            if (ids)
+                *ids = &s->sets[next].ids;
             return 1;
+        }
     }
     uint64_t key = shape_key(line, len, (uint64_t)state);
     size_t at = (key >> 24) % SETS * WAYS;
@@ -426,8 +425,11 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m)
         }
         /* no length check: the sentinel (line[len], never inside a line) differs */
         shape *sh = &s->sets[at + w];
-        if (answer_from(s, (int32_t)(at + w), prev, line, len, m))
+        if (answer_from(s, (int32_t)(at + w), prev, line, len, m)) {
+            if (ids)
+                *ids = &sh->ids;
             return 1;
+        }
         if (same_skeleton(sh, line, len))
             sh->fails++; /* other literal digits (else another shape with its key) */
     }

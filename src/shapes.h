@@ -43,13 +43,11 @@ void dsq_shapes_free(dsq_shapes *s);
 /* The line (its sentinel line[len] included) and the match as the prefix layers
  * left it: dsq_scan_match_init's, with at most its kind, host, body, rank and a
  * time set (a line with a time is not looked up). Returns 1 with m filled as the
- * recognizers would have filled it, or 0 (m untouched): run them, then call
- * dsq_shapes_learn with the same line. */
-int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m);
-
-/* The ids the shape that answered the last line keeps for its event's names
- * (valid until the next dsq_shapes_learn), or NULL after a miss. */
-dsq_emit_ids *dsq_shapes_ids(dsq_shapes *s);
+ * recognizers would have filled it and *ids (ids may be NULL) the ids the shape
+ * keeps for its event's names (valid until the next dsq_shapes_learn), or 0 (m
+ * untouched): run them, then call dsq_shapes_learn with the same line. */
+int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m,
+                     dsq_emit_ids **ids);
 
 /* Learns the shape of the line dsq_shapes_apply just returned 0 for, from the
  * match the recognizers made of it. */

@@ -175,6 +175,63 @@ static void test_pdsh_interleaved(void)
     fx_free(f);
 }
 
+/* More hosts interleave than the scanner keeps without the grammar (PDSH_HOSTS):
+ * every line keeps its own host, the same host ids line after line. */
+static void test_pdsh_many_hosts_interleaved(void)
+{
+    fixture *f = fx_new(0);
+    char text[8192];
+    size_t n = 0;
+    for (int round = 0; round < 5; round++)
+        for (int h = 0; h < 7; h++) /* 3, 4, ... hosts back: some found again, some not */
+            n += (size_t)snprintf(text + n, sizeof text - n,
+                                  "node%d: {'loss': %d.%d, 'epoch': 0.%d}\n",
+                                  h % 4 == 3 ? h : h * 10, round, h, round);
+    CHECK_INT(fx_scan(f, text), 0);
+    CHECK_INT(f->out.n, 5 * 7);
+    for (int i = 0; i < f->out.n && i < 5 * 7; i++) {
+        int h = i % 7;
+        char name[16];
+        snprintf(name, sizeof name, "node%d", h % 4 == 3 ? h : h * 10);
+        const dsq_event *ev = &f->out.ev[i];
+        CHECK_INT(ev->host, id_of(f, name));
+        double loss = -1;
+        for (int k = 0; k < ev->nf; k++)
+            if (ev->f[k].name == id_of(f, "loss"))
+                loss = ev->f[k].v;
+        CHECK_DBL(loss, i / 7 + h / 10.0);
+    }
+    fx_free(f);
+}
+
+/* A line whose first byte dsq_gram_layer_first refuses is taken by neither prefix
+ * grammar, whatever follows. */
+static void test_layer_first_bytes(void)
+{
+    static const char *const rests[] = {"gpu1: x", "[rank1]: x", "1: x", "[1,0]<stdout>: x",
+                                        "> x", "(pid=1) x", "2024-07-01T00:00:00Z x", ""};
+    int refused = 0;
+    for (int c = 0; c < 256; c++) {
+        if (dsq_gram_layer_first((unsigned char)c))
+            continue;
+        refused++;
+        for (size_t i = 0; i < sizeof rests / sizeof rests[0]; i++) {
+            for (int skip = 0; skip < 2; skip++) { /* c before the layer, or in its place */
+                char line[64];
+                int n = snprintf(line, sizeof line, "%c%s", c, rests[i] + (skip && rests[i][0]));
+                dsq_match m;
+                dsq_scan_match_init(&m);
+                CHECK_INT(dsq_gram_pdsh(line, (size_t)n, &m), 0);
+                dsq_scan_match_init(&m);
+                CHECK_INT(dsq_gram_prefix(line, (size_t)n, &m), 0);
+            }
+        }
+    }
+    CHECK(refused > 150);
+    CHECK(dsq_gram_layer_first('g') && dsq_gram_layer_first('[') && dsq_gram_layer_first('7'));
+    CHECK(!dsq_gram_layer_first('{') && !dsq_gram_layer_first(' '));
+}
+
 static void test_ranks_interleaved(void)
 {
     fixture *f = fx_new(0);
@@ -804,7 +861,8 @@ static void test_megatron_pair_ranks_sharing_a_slot(void)
     fx_free(f);
 }
 
-TEST_MAIN(T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_nccl_transports_whole_words), T(test_field_names_sharing_a_slot), T(test_emit_ids_of_varying_names),
+TEST_MAIN(T(test_pdsh_many_hosts_interleaved), T(test_layer_first_bytes),
+          T(test_nccl_threads_beyond_slots), T(test_nccl_many_processes_keep_their_ranks), T(test_nccl_subcommunicator_keeps_global_rank), T(test_nccl_ranks_whatever_the_host_id), T(test_nccl_same_pid_two_hosts), T(test_nccl_transports_whole_words), T(test_field_names_sharing_a_slot), T(test_emit_ids_of_varying_names),
           T(test_megatron_pair_ranks_sharing_a_slot), T(test_memory_report), T(test_pdsh_interleaved), T(test_ranks_interleaved),
           T(test_report_without_cpu_line), T(test_reports_beyond_the_slots), T(test_many_streams), T(test_counts_add_up),
           T(test_cut_lines_counted), T(test_emit_stops), T(test_odd_bytes), T(test_rank_lines))
