@@ -183,10 +183,15 @@ typedef struct dsq_emit_ids {
     uint32_t label, text;
     uint32_t f_vary; /* bit i: f[i]'s name differs from line to line (never kept) */
     uint8_t label_same, text_same;
-    uint8_t f_all;   /* every f[i] found (none varies): copied as they are */
+    uint8_t f_all;   /* every f[i] found (none varies): copied as they are, with
+                        unit[i] (a shape's units are its own) */
+    uint8_t unit[DSQ_MATCH_MAXF];
     uint8_t quiet_known;
     uint64_t quiet;  /* bit k: the scanner's handler k is quiet for the shape's lines
                         (dsq_family_def.quiet), once quiet_known */
+    uint8_t lean_known;
+    uint8_t lean;    /* nothing but the scanner's own event reads the fields' names and
+                        units of the shape's lines (dsq_shapes_apply), once lean_known */
 } dsq_emit_ids;
 
 /* What a handler emits: kind (enum dsq_ev_kind), optional label and text, fields

@@ -575,7 +575,7 @@ static inline __attribute__((always_inline)) int event_names(dsq_scan *sc, dsq_e
     nf = nf < DSQ_EV_MAXF ? nf : DSQ_EV_MAXF;
     if (ids && ids->f_all) {
         for (int i = 0; i < nf; i++)
-            e->f[i] = (dsq_field){ids->f[i], f[i].unit, f[i].v};
+            e->f[i] = (dsq_field){ids->f[i], ids->unit[i], f[i].v};
     } else {
         for (int i = 0; i < nf; i++) {
             uint32_t id = vary >> i & 1 ? 0 : ids->f[i];
@@ -587,8 +587,11 @@ static inline __attribute__((always_inline)) int event_names(dsq_scan *sc, dsq_e
             }
             e->f[i] = (dsq_field){id, f[i].unit, f[i].v};
         }
-        if (ids && !vary)
-            ids->f_all = 1; /* a shape's lines have as many fields: all found now */
+        if (ids && !vary) { /* a shape's lines have as many fields: all found now */
+            for (int i = 0; i < nf; i++)
+                ids->unit[i] = f[i].unit;
+            ids->f_all = 1;
+        }
     }
     e->nf = (uint8_t)(nf > 0 ? nf : 0);
     return 0;
@@ -677,6 +680,19 @@ static uint64_t quiet_handlers(const dsq_scan *sc, dsq_emit_ids *ids, const dsq_
         ids->quiet_known = 1;
     }
     return ids->quiet;
+}
+
+/* Whether only the line's own event reads the fields' names and units of the
+ * shape's lines, once its ids have them all (f_all): every handler that sees the
+ * shape's family is quiet for it, and it is neither a memory report's line nor
+ * one naming a process. dsq_shapes_apply then leaves them out of the match while
+ * no handler is active (recognize_line). */
+static void lean_of(const dsq_scan *sc, dsq_emit_ids *ids, const dsq_match *m)
+{
+    ids->lean = ids->f_all && ids->quiet_known && !(sc->wants[m->family] & ~ids->quiet) &&
+                !(m->kind >= DSQ_MK_DS_MEM_LABEL && m->kind <= DSQ_MK_DS_MEM_CPU) &&
+                !m->proc.n;
+    ids->lean_known = 1;
 }
 
 /* DSQ_LINE_SHAPES=check: asks each idle handler in `quiet` anyway (run_handlers
@@ -1035,7 +1051,10 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
     dsq_match before;
     if (sc->shapes_check)
         before = *m;
-    if (dsq_shapes_apply(sc->shapes, line, len, m, &sc->line_ids)) {
+    /* the fields' names and units from the shape's ids only when no handler is
+     * active and nothing else reads the match (lean_of) */
+    int lean = !sc->active && !sc->p.observe && !sc->shapes_check;
+    if (dsq_shapes_apply(sc->shapes, line, len, m, &sc->line_ids, lean)) {
         if (sc->shapes_check)
             check_answer(&before, m, line, len, "line shape");
         return;
@@ -1090,6 +1109,8 @@ int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)
         rc = emit_line_event(sc, &lc, &m);
     if (!rc && sc->fam_state) {
         uint64_t quiet = sc->line_ids ? quiet_handlers(sc, sc->line_ids, &m) : 0;
+        if (sc->line_ids && !sc->line_ids->lean_known && sc->line_ids->f_all)
+            lean_of(sc, sc->line_ids, &m);
         if (quiet && sc->shapes_check) {
             check_quiet(sc, &lc, &m, rest, rest_n, quiet);
             quiet = 0;

@@ -312,7 +312,7 @@ static int read_values(const shape *sh, const char *line, size_t len, double *va
 }
 
 /* Fills m from the shape for this line (its bytes already checked). */
-SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
+SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m, int lean)
 {
     double vals[DSQ_MATCH_MAXSRC];
     if (sh->nrestv && !read_values(sh, line, len, vals))
@@ -340,7 +340,7 @@ SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
     } else {
         m->civil.mo = 0;
     }
-    for (int j = 0; j < sh->nrelf; j++) { /* fields named in the line, their units */
+    for (int j = 0; !lean && j < sh->nrelf; j++) { /* fields named in the line, units */
         rel_field r = sh->relf[j];
         dsq_mfield *f = (dsq_mfield *)(void *)((char *)m + r.at);
         f->name.p = line + r.off;
@@ -357,7 +357,7 @@ SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
     m->ev = sh->ev;
     m->nf = sh->nf;
     m->nv = sh->nv;
-    for (int i = 0; sh->funits && i < sh->nf; i++)
+    for (int i = 0; sh->funits && !lean && i < sh->nf; i++)
         m->f[i].unit = sh->funit[i];
     for (int i = 0; i < sh->nv; i++)
         m->unit[i] = sh->vunit[i];
@@ -377,10 +377,10 @@ SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m)
 /* The shape in slot i answers the line: its bytes and prefix state are the line's
  * (then its key is the line's too). */
 SHAPE_INLINE int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char *line, size_t len,
-                             dsq_match *m)
+                             dsq_match *m, int lean)
 {
     shape *sh = &s->sets[i];
-    if (!same_bytes(sh, line, len) || !replay(sh, line, len, m))
+    if (!same_bytes(sh, line, len) || !replay(sh, line, len, m, lean && sh->ids.lean))
         return 0;
     if (prev >= 0 && s->sets[prev].next[0] != i) { /* the guesses for the line after */
         s->sets[prev].next[1] = s->sets[prev].next[0];  /* prev's next time */
@@ -393,7 +393,7 @@ SHAPE_INLINE int answer_from(dsq_shapes *s, int32_t i, int32_t prev, const char 
 }
 
 int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m,
-                     dsq_emit_ids **ids)
+                     dsq_emit_ids **ids, int lean)
 {
     int32_t prev = s->prev;
     s->have_noted = 0;
@@ -408,7 +408,7 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m,
         int32_t next = s->sets[prev].next[k];
         if (next >= 0 && s->keys[next] && !(s->keys[next] & NEG_KEY) &&
             s->sets[next].len == len && s->sets[next].state == (uint64_t)state &&
-            answer_from(s, next, prev, line, len, m)) {
+            answer_from(s, next, prev, line, len, m, lean)) {
             if (ids)
                 *ids = &s->sets[next].ids;
             return 1;
@@ -425,7 +425,7 @@ int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m,
         }
         /* no length check: the sentinel (line[len], never inside a line) differs */
         shape *sh = &s->sets[at + w];
-        if (answer_from(s, (int32_t)(at + w), prev, line, len, m)) {
+        if (answer_from(s, (int32_t)(at + w), prev, line, len, m, lean)) {
             if (ids)
                 *ids = &sh->ids;
             return 1;
@@ -638,7 +638,7 @@ static int build(shape *sh, const noted *nt, const dsq_match *m)
     again.t_us = DSQ_TIME_NONE, again.tod_us = -1, again.civil.mo = 0;
     again.func = again.label = again.text = again.proc = none;
     again.nf = again.nv = again.ev = again.nsrc = 0;
-    return replay(sh, line, len, &again) && dsq_shapes_same_match(&again, m);
+    return replay(sh, line, len, &again, 0) && dsq_shapes_same_match(&again, m);
 }
 
 void dsq_shapes_learn(dsq_shapes *s, const char *line, size_t len, const dsq_match *m)

@@ -45,9 +45,11 @@ void dsq_shapes_free(dsq_shapes *s);
  * time set (a line with a time is not looked up). Returns 1 with m filled as the
  * recognizers would have filled it and *ids (ids may be NULL) the ids the shape
  * keeps for its event's names (valid until the next dsq_shapes_learn), or 0 (m
- * untouched): run them, then call dsq_shapes_learn with the same line. */
+ * untouched): run them, then call dsq_shapes_learn with the same line. With
+ * `lean` set, a shape whose ids say lean leaves m's f[].name and f[].unit unset
+ * (the caller reads them from the ids). */
 int dsq_shapes_apply(dsq_shapes *s, const char *line, size_t len, dsq_match *m,
-                     dsq_emit_ids **ids);
+                     dsq_emit_ids **ids, int lean);
 
 /* Learns the shape of the line dsq_shapes_apply just returned 0 for, from the
  * match the recognizers made of it. */

@@ -140,7 +140,7 @@ static int shapes_line(void *ctx, const char *line, size_t len, unsigned flags)
         dsq_scan_match_init(&got);
         dsq_scan_match_init(&want);
         dsq_scan_recognize(&want, p, len);
-        if (dsq_shapes_apply(s, p, len, &got, NULL)) {
+        if (dsq_shapes_apply(s, p, len, &got, NULL, 0)) {
             if (!dsq_shapes_same_match(&got, &want))
                 abort(); /* a shape answered otherwise than the recognizers */
         } else {

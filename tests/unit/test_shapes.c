@@ -37,7 +37,7 @@ static int answer_ranked(dsq_shapes *s, const char *text, int rank, int *same)
     got.rank = rank;
     want = got;
     dsq_scan_recognize(&want, b.p, b.n);
-    int hit = dsq_shapes_apply(s, b.p, b.n, &got, NULL);
+    int hit = dsq_shapes_apply(s, b.p, b.n, &got, NULL, 0);
     if (!hit) {
         dsq_scan_recognize(&got, b.p, b.n);
         dsq_shapes_learn(s, b.p, b.n, &got);
@@ -162,7 +162,7 @@ static void test_shapes_refused(void)
     dsq_scan_match_init(&m);
     m.t_us = 1;
     uint64_t learned = dsq_shapes_stats_get(s)->learned;
-    CHECK_INT(dsq_shapes_apply(s, b.p, b.n, &m, NULL), 0);
+    CHECK_INT(dsq_shapes_apply(s, b.p, b.n, &m, NULL, 0), 0);
     dsq_scan_recognize(&m, b.p, b.n);
     dsq_shapes_learn(s, b.p, b.n, &m);
     CHECK_INT(dsq_shapes_stats_get(s)->learned, learned);
@@ -190,7 +190,7 @@ static void test_prefix_spans_kept(void)
         got.body = (dsq_span){rest, n};
         want = got;
         dsq_scan_recognize(&want, rest, n);
-        int hit = dsq_shapes_apply(s, rest, n, &got, NULL);
+        int hit = dsq_shapes_apply(s, rest, n, &got, NULL, 0);
         CHECK_INT(hit, i == 2);
         if (!hit) {
             dsq_scan_recognize(&got, rest, n);
@@ -357,7 +357,7 @@ static void test_corpus_digits_changed(void)
                 dsq_scan_match_init(&got);
                 dsq_scan_match_init(&want);
                 dsq_scan_recognize(&want, b.p, b.n);
-                if (dsq_shapes_apply(s, b.p, b.n, &got, NULL)) {
+                if (dsq_shapes_apply(s, b.p, b.n, &got, NULL, 0)) {
                     hits++;
                     if (!dsq_shapes_same_match(&got, &want)) {
                         wrong++;
