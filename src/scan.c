@@ -112,6 +112,7 @@ struct dsq_scan {
     } pdsh[PDSH_HOSTS];
     unsigned pdsh_last;   /* the one taken last */
     unsigned pdsh_next;   /* the one a new host replaces (round robin) */
+    int pdsh_mixed;       /* they are not all of one length */
     int quote_seen;       /* the stream is a markdown quote ("> " layers taken) */
     int bracket_seen;     /* "[N] " layers taken */
     int bracket_lines;    /* ... and they are line numbers, not ranks */
@@ -264,6 +265,7 @@ void dsq_scan_begin(dsq_scan *sc, uint32_t default_host, int default_rank)
     sc->quote_seen = sc->bracket_seen = sc->bracket_lines = 0;
     for (int i = 0; i < PDSH_HOSTS; i++)
         sc->pdsh[i].n = 0;
+    sc->pdsh_mixed = 0;
     sc->bracket_steps = sc->bracket_repeat = 0;
     sc->bracket_last = -2;
     ranks_clear(sc);
@@ -844,8 +846,14 @@ static int pdsh_again(const dsq_scan *sc, const char *line, size_t len)
     for (unsigned k = 0; k < PDSH_HOSTS; k++) {
         unsigned i = (sc->pdsh_last + k) % PDSH_HOSTS;
         size_t pn = sc->pdsh[i].n;
-        if (pn && len > pn + 1 && line[pn] == ':' && line[pn + 1] == ' ' &&
-            dsq_same_bytes(line, sc->pdsh[i].text, pn))
+        if (!pn)
+            continue;
+        if (len <= pn + 1 || line[pn] != ':' || line[pn + 1] != ' ') {
+            if (!sc->pdsh_mixed)
+                return -1; /* the others have this length too: no ": " after it */
+            continue;
+        }
+        if (dsq_same_bytes(line, sc->pdsh[i].text, pn))
             return (int)i;
     }
     return -1;
@@ -890,6 +898,10 @@ static void peel_prefixes(dsq_scan *sc, dsq_match *m, const char **line, size_t 
                 sc->pdsh[i].n = m->host.n;
                 sc->pdsh[i].id = *host;
                 sc->pdsh_last = i;
+                sc->pdsh_mixed = 0;
+                for (int k = 0; k < PDSH_HOSTS; k++)
+                    if (sc->pdsh[k].n && sc->pdsh[k].n != m->host.n)
+                        sc->pdsh_mixed = 1;
             }
         } else if ((pr = dsq_gram_prefix(*line, *len, m)) == 0) {
             return;
