@@ -109,9 +109,7 @@ static int colon_blank(const char *p, const char *end)
  * without them is no prefix, told without the DFA. */
 int dsq_gram_pdsh(const char *line, size_t len, dsq_match *m)
 {
-    unsigned char c = len ? (unsigned char)line[0] : 0;
-    if (!((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) ||
-        !colon_blank(line, line + len))
+    if (!len || !dsq_gram_host_first((unsigned char)line[0]) || !colon_blank(line, line + len))
         return 0;
     return dsq_gram_pdsh_dfa(line, len, m);
 }

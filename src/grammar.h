@@ -271,6 +271,12 @@ static inline int dsq_gram_date_first(const char *line, size_t len)
            (unsigned)(line[4] - '0') <= 9;
 }
 
+/* Whether byte c may begin a pdsh host prefix: a letter or a digit. */
+static inline int dsq_gram_host_first(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
 /* Whether a line that starts with byte c may start a prefix layer: a host prefix
  * (a letter or a digit first) or one of prefix.re's layers ('[', a digit, ESC,
  * '>', '('). Neither grammar takes a line that does not. */

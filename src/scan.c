@@ -840,9 +840,8 @@ static int maybe_layer(dsq_scan *sc, dsq_match *m, const char *line, int rank_be
  * grammar would take it again), or -1. */
 static int pdsh_again(const dsq_scan *sc, const char *line, size_t len)
 {
-    unsigned char c = len ? (unsigned char)line[0] : 0;
-    if (!((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')))
-        return -1; /* not a host's first byte */
+    if (!len || !dsq_gram_host_first((unsigned char)line[0]))
+        return -1;
     for (unsigned k = 0; k < PDSH_HOSTS; k++) {
         unsigned i = (sc->pdsh_last + k) % PDSH_HOSTS;
         size_t pn = sc->pdsh[i].n;

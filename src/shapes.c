@@ -363,7 +363,7 @@ SHAPE_INLINE int replay(shape *sh, const char *line, size_t len, dsq_match *m, i
         m->unit[i] = sh->vunit[i];
     /* their digits are digits (same_bytes): no search for them */
     dsq_num_planned_at(sh->plan, sh->plan_off, sh->nplan, line, m, sh->plan_dst);
-    for (int j = 0; j < sh->nrestv; j++) { /* values read whole (read_sources) */
+    for (int j = 0; j < sh->nrestv; j++) { /* values read whole (read_values) */
         const source *sr = &sh->src[sh->restv[j]];
         if (sr->kind == DSQ_SRC_FIELD)
             m->f[sr->slot].v = vals[sh->restv[j]];
