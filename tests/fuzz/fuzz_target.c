@@ -3,7 +3,9 @@
  *
  *   scan        bytes -> line splitter (in chunks the input chooses) -> scanner with
  *               every family, prefix layer and handler -> events (all checked for sane
- *               field counts)
+ *               field counts); with DSQ_LINE_SHAPES=check unless the environment sets
+ *               it, so every line a shape or the NCCL memo answers is checked against
+ *               the recognizers and every handler skipped as quiet is asked anyway
  *   <grammar>   bytes -> line splitter -> that one recognizer on every line
  *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
  *               traceback, pywarn, nccl, misc); nccl also checks its header fast
@@ -162,6 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!lb) {
         dsq_dict_new(&dict);
         dsq_scan_params sp = {.dict = dict, .emit = on_event};
+        if (!fn)
+            setenv("DSQ_LINE_SHAPES", "check", 0); /* read once, by dsq_scan_new */
         dsq_scan_new(&sp, &sc);
         dsq_lines_params lp = {4096, fn ? one_line : dsq_scan_line, NULL};
         lp.ctx = fn ? (void *)fn : (void *)sc;
