@@ -101,18 +101,12 @@ int dsq_gram_prefix_dfa(const char *line, size_t len, dsq_match *m)
     */
 }
 
-/* The bytes a layer starts with: '[', a digit, ESC, '>' and '('. */
-static const unsigned char layer_start[256] = {
-    ['['] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
-    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['\x1b'] = 1, ['>'] = 1, ['('] = 1,
-};
-
 /* A line that starts with no layer's first byte (most lines: a host, a word) leaves
  * before the DFA, and so does one that starts with a logger's date stamp
  * ("[2024-07-01 01:16:35,696] [INFO] ...": no layer has '-' after "[" and 4 digits). */
 int dsq_gram_prefix(const char *line, size_t len, dsq_match *m)
 {
-    if (!len || !layer_start[(unsigned char)line[0]])
+    if (!len || !dsq_gram_prefix_first((unsigned char)line[0]))
         return 0;
     if (dsq_gram_date_first(line, len))
         return 0;

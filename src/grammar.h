@@ -277,14 +277,18 @@ static inline int dsq_gram_host_first(unsigned char c)
     return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 
+/* Whether byte c may begin one of prefix.re's layers: '[', a digit, ESC, '>' or
+ * '(' (dsq_gram_prefix takes no line that starts otherwise). */
+static inline int dsq_gram_prefix_first(unsigned char c)
+{
+    return c == '[' || (c >= '0' && c <= '9') || c == 0x1b || c == '>' || c == '(';
+}
+
 /* Whether a line that starts with byte c may start a prefix layer: a host prefix
- * (a letter or a digit first) or one of prefix.re's layers ('[', a digit, ESC,
- * '>', '('). Neither grammar takes a line that does not. */
+ * or one of prefix.re's. Neither grammar takes a line that does not. */
 static inline int dsq_gram_layer_first(unsigned char c)
 {
-    static const uint64_t lo = 0x03FF000000000000ull | 1ull << 0x1b | 1ull << '>' | 1ull << '(';
-    static const uint64_t hi = 0x07FFFFFE07FFFFFEull | 1ull << ('[' - 64);
-    return c < 64 ? (int)(lo >> c & 1) : c < 128 ? (int)(hi >> (c - 64) & 1) : 0;
+    return dsq_gram_host_first(c) || dsq_gram_prefix_first(c);
 }
 
 /* grammar/prefix.re: one prefix layer ([rank3]:, [default3]:, [1,3]<stdout>:,

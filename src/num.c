@@ -378,14 +378,21 @@ void dsq_num_plan_of(const char *p, size_t n, dsq_num_plan *pl)
 /* The same for a layout with an exponent (p: the number after its sign); one that
  * takes the scale past 10^+-22 is read by dsq_num_parse (its general path). Out of
  * line: the plain layouts' loop stays as tight as without exponents. */
-static __attribute__((noinline)) double exponent_value(const dsq_num_plan *pl, uint64_t mant,
-                                                       const char *p)
+/* The power of ten a layout with an exponent scales its digits by: the exponent
+ * less the fraction's digits (p: the number after its sign). */
+static inline int exponent_scale(const dsq_num_plan *pl, const char *p)
 {
     const char *e = p + pl->exat;
     int ev = e[0] - '0';
     for (int i = 1; i < pl->ex; i++)
         ev = ev * 10 + (e[i] - '0');
-    int scale = (pl->exneg ? -ev : ev) - (int)pl->f;
+    return (pl->exneg ? -ev : ev) - (int)pl->f;
+}
+
+static __attribute__((noinline)) double exponent_value(const dsq_num_plan *pl, uint64_t mant,
+                                                       const char *p)
+{
+    int scale = exponent_scale(pl, p);
     if (scale >= -22 && scale <= 22)
         return scaled(mant, scale, pl->neg);
     double v = 0;
@@ -423,7 +430,7 @@ static inline NUM_SSE uint64_t planned_digits(const dsq_num_plan *pl, __m128i v)
 }
 
 /* A value planned_at_sse leaves out: its 16 bytes are not all in its page (the
- * number's are copied, never a byte past it), or its exponent is not "e-NN". */
+ * number's are copied, never a byte past it), or its exponent scales it up. */
 static __attribute__((noinline)) NUM_SSE double planned_slow(const dsq_num_plan *pl,
                                                              const char *p)
 {
@@ -443,15 +450,13 @@ static NUM_SSE void planned_at_sse(const dsq_num_plan *pl, const uint16_t *off, 
         const dsq_num_plan *q = &pl[i];
         const char *p = base + off[i] + q->skip;
         double div = q->div;
-        if (q->ex) { /* a learning rate's "2.0e-05": scaled by 10^-(5 + f) here */
-            int scale = 23;
-            if (q->ex == 2 && q->exneg)
-                scale = (p[q->exat] - '0') * 10 + (p[q->exat + 1] - '0') + q->f;
-            if (scale > 22) {
+        if (q->ex) { /* a learning rate's "2.0e-05": a division by 10^(5 + f) here */
+            int scale = exponent_scale(q, p);
+            if (scale > 0 || scale < -22) { /* a product: scaled's other branch */
                 slow |= 1ull << i;
                 continue;
             }
-            div = q->neg ? -pow10_tab[scale] : pow10_tab[scale];
+            div = q->neg ? -pow10_tab[-scale] : pow10_tab[-scale];
         }
         if (!in_page(p)) {
             slow |= 1ull << i;
