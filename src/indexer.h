@@ -43,6 +43,7 @@ typedef struct dsq_index_stats {
     uint64_t lines;
     uint64_t cut_lines;
     uint64_t events;
+    uint64_t files_ahead;       /* files decoded on a read-ahead thread, from some point */
     double seconds;
 } dsq_index_stats;
 
@@ -58,6 +59,9 @@ typedef struct dsq_indexer_params {
      * alone writes the index; 0 or 1: none, all in the calling thread. The index
      * is the same either way (dictionary ids aside). */
     unsigned jobs;
+    /* the CPUs the threads share (a worker decodes a big file ahead on a thread of
+     * its own only while one is spare, see w_ahead); 0: jobs + 1 */
+    unsigned cores;
     /* a file or member could not be (fully) read; err names it. May be NULL. */
     void (*problem)(void *ctx, const dsq_error *err);
     /* called after each file and during long ones (every progress_bytes decoded; 0:

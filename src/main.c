@@ -498,7 +498,7 @@ static int cmd_index(cli *c)
     dsq_indexer_params ip = {.run = c->run, .db_dir = c->db, .problem = on_problem,
                              .progress = on_progress, .ctx = c,
                              .shard_k = c->shard_k, .shard_n = c->shard_n,
-                             .jobs = index_jobs(c)};
+                             .jobs = index_jobs(c), .cores = (unsigned)usable_cpus()};
     /* with worker threads the writer does not wait for its periodic syncs (-j 1: one
      * thread does everything) */
     dsq_store_params sp = {.dir = c->db, .readonly = 0, .sync_behind = ip.jobs > 1};

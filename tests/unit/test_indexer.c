@@ -611,6 +611,68 @@ static void test_progress_inside_one_file(void)
     free(z);
 }
 
+/* A worker decodes a big compressed file ahead, on a thread of its own, only while a
+ * core is spare (indexer.c's w_ahead): with two workers and the writer on two cores
+ * the three threads would share them. One file of 1.5 MB of zstd, no other: on two
+ * cores not ahead, on three (or cores not given: jobs + 1) ahead; DSQ_READAHEAD
+ * overrides the choice; -j 1 has no workers. */
+static void test_read_ahead_only_on_a_spare_core(void)
+{
+    size_t cap = 8 << 20, len = 0;
+    char *text = malloc(cap), *z = malloc(cap);
+    uint64_t r = 88172645463325252ull;
+    for (int i = 0; len < (6u << 20); i++) { /* hex noise: zstd keeps it near half */
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        len += (size_t)snprintf(text + len, cap - len,
+                                "[2024-07-20 21:%02d:%02d,000] [INFO] [log.py:1:f] x=%016llx "
+                                "loss=%d.%02d\n", i / 60 % 60, i % 60, (unsigned long long)r,
+                                (int)(r % 5), (int)(r >> 40) % 100);
+    }
+    size_t zn = ZSTD_compress(z, cap, text, len, 1);
+    CHECK(!ZSTD_isError(zn));
+    CHECK(zn >= (1u << 20)); /* AHEAD_MIN_BYTES */
+    CHECK_INT(test_write_file(tmp, "ahead.log.zst", z, zn), 0);
+    static const struct {
+        unsigned jobs, cores;
+        const char *mode; /* DSQ_READAHEAD, NULL: unset */
+        uint64_t ahead;
+    } ways[] = {{2, 2, NULL, 0},     {2, 3, NULL, 1},  {2, 0, NULL, 1}, {4, 2, NULL, 0},
+                {2, 2, "always", 1}, {2, 8, "never", 0}, {1, 8, NULL, 0}};
+    for (size_t k = 0; k < sizeof ways / sizeof ways[0]; k++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/db-ahead-%zu", tmp, k);
+        if (ways[k].mode)
+            setenv("DSQ_READAHEAD", ways[k].mode, 1);
+        else
+            unsetenv("DSQ_READAHEAD");
+        dsq_store *st = NULL;
+        dsq_indexer *ix = NULL;
+        dsq_store_params sp = {dir, 0, 0};
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_store_open(&sp, &st, &err), 0);
+        dsq_indexer_params ip = {.store = st, .db_dir = dir, .jobs = ways[k].jobs,
+                                 .cores = ways[k].cores};
+        CHECK_INT(dsq_indexer_new(&ip, &ix, &err), 0);
+        char path[256];
+        snprintf(path, sizeof path, "%s/ahead.log.zst", tmp);
+        CHECK_INT(dsq_indexer_add(ix, path, &err), 0);
+        const dsq_index_stats *s = dsq_indexer_stats(ix);
+        CHECK_INT(s->files_indexed, 1);
+        CHECK_INT(s->bytes_decoded, len);
+        if (s->files_ahead != ways[k].ahead)
+            fprintf(stderr, "jobs %u, cores %u, DSQ_READAHEAD %s: files ahead %llu\n",
+                    ways[k].jobs, ways[k].cores, ways[k].mode ? ways[k].mode : "unset",
+                    (unsigned long long)s->files_ahead);
+        CHECK_INT(s->files_ahead, ways[k].ahead);
+        dsq_indexer_free(ix);
+        dsq_store_close(st);
+    }
+    unsetenv("DSQ_READAHEAD");
+    free(text);
+    free(z);
+}
+
 typedef struct block_count {
     size_t blocks;
     int in_order; /* each (host, rank)'s blocks come in time order */
@@ -945,7 +1007,8 @@ static void test_teardown(void) { test_tmpdir_remove(tmp); }
 TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_inside),
           T(test_damaged_file), T(test_jobs_same_index), T(test_jobs_same_dictionary),
           T(test_small_files_share_commits),
-          T(test_progress_inside_one_file), T(test_many_ranks_in_one_file), T(test_many_series_let_go),
+          T(test_progress_inside_one_file), T(test_read_ahead_only_on_a_spare_core),
+          T(test_many_ranks_in_one_file), T(test_many_series_let_go),
           T(test_checkpoints_write_what_one_commit_does),
           T(test_checkpoint_parts_write_what_one_commit_does),
           T(test_events_by_rank_window_same_answers),
