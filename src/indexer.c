@@ -1472,7 +1472,9 @@ static int w_put(worker *w, uint32_t type, const void *a, size_t na, const void 
 /* Puts the strings of the worker's dictionary the writer has not seen. */
 static int w_strings(worker *w)
 {
-    int rc;
+    int rc = 0;
+    if (dsq_dict_count(w->dict) == w->sent) /* (most events: none new) */
+        return 0;
     while ((rc = dsq_batch_put_strings(w->cur, w->dict, &w->sent)) == 1)
         if ((rc = w_send(w)))
             return rc;
