@@ -178,7 +178,6 @@ struct dsq_indexer {
     int walk_done, stop;
     struct worker *w;
     int nw;
-    unsigned cores; /* p.cores, else nw + 1 (see w_ahead) */
     /* the prefetcher (see prefetch_main): the next job it looks at, the jobs below
      * pf_until it may read ahead, and its thread (guarded by mu) */
     size_t pf_next, pf_until;
@@ -1510,9 +1509,11 @@ static int w_problem(worker *w, dsq_error *e, const char *member, int counts)
  * big file, the end of a walk, more cores than workers). Then decoding chunk k+1
  * overlaps lexing chunk k. Without a spare core the three threads would share two
  * and the hand-off only costs: on two cores, where the writer keeps one busy, the
- * 200 MB single log's .zst took 0.31 s with it against 0.26 s without (CPU 0.50
- * against 0.42 s: time slices, wake-ups, the text crossing cores), its .gz 0.29
- * against 0.23 s, the big job 0.31 against 0.28 s. Plain files are never decoded
+ * 200 MB single log's .zst took 0.31 s with it against 0.26 s without on the bench
+ * machine's fast minutes (its .gz 0.29 against 0.23 s, the big job 0.31 against
+ * 0.28 s), the same wall time on slower ones, and always less CPU (0.50 against
+ * 0.42 s, 0.59 against 0.54 s: time slices, wake-ups, the text crossing cores).
+ * Plain files are never decoded
  * ahead: they are read from the map. DSQ_READAHEAD=always or =never overrides this
  * (tests, benchmarks). */
 #define AHEAD_MIN_BYTES ((uint64_t)1 << 20)
@@ -1525,12 +1526,13 @@ enum { AHEAD_AUTO, AHEAD_ALWAYS, AHEAD_NEVER };
 static int w_ahead(worker *w)
 {
     dsq_indexer *ix = w->ix;
+    unsigned cores = ix->p.cores ? ix->p.cores : (unsigned)ix->nw + 1;
     unsigned threads = 2; /* the writer's and this worker's */
     for (int i = 0; i < ix->nw; i++)
         if (&ix->w[i] != w)
             threads += (unsigned)atomic_load_explicit(&ix->w[i].busy, memory_order_relaxed) +
                        (unsigned)atomic_load_explicit(&ix->w[i].ahead_on, memory_order_relaxed);
-    int idle = w->ahead_mode == AHEAD_ALWAYS || threads < ix->cores;
+    int idle = w->ahead_mode == AHEAD_ALWAYS || threads < cores;
     if (idle && w->ahead_mode == AHEAD_AUTO) {
         pthread_mutex_lock(&ix->mu);
         for (size_t k = ix->next_job; k < ix->njobs && idle; k++)
@@ -1983,7 +1985,6 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
 {
     int status = 0;
     ix->nw = (int)ix->p.jobs;
-    ix->cores = ix->p.cores ? ix->p.cores : ix->p.jobs + 1;
     ix->stop = ix->walk_done = 0;
     size_t batch_bytes = BATCH_BUDGET / WORKER_BATCHES / (size_t)ix->nw;
     batch_bytes = batch_bytes > WORKER_BATCH_BYTES ? WORKER_BATCH_BYTES
