@@ -7,14 +7,10 @@
 
 #include "dsq/dsq.h"
 
-#define HDR 8u
-
-static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
-
 int dsq_batch_init(dsq_batch *b, size_t cap)
 {
     b->len = 0;
-    b->cap = pad8(cap < 64 ? 64 : cap);
+    b->cap = dsq_batch_pad8(cap < 64 ? 64 : cap);
     b->buf = NULL; /* allocated by the first message (see batch.h) */
     return 0;
 }
@@ -31,7 +27,7 @@ void dsq_batch_free(dsq_batch *b)
  * in the batch's free room (an empty batch grows for it); DSQ_ENOMEM. */
 static int message(dsq_batch *b, uint32_t type, size_t n, unsigned char **out)
 {
-    size_t need = HDR + pad8(n);
+    size_t need = DSQ_BATCH_HDR + dsq_batch_pad8(n);
     if (n > UINT32_MAX)
         return DSQ_ENOMEM;
     if (!b->buf && need <= b->cap && !(b->buf = malloc(b->cap)))
@@ -47,11 +43,11 @@ static int message(dsq_batch *b, uint32_t type, size_t n, unsigned char **out)
     }
     unsigned char *p = b->buf + b->len;
     uint32_t h[2] = {type, (uint32_t)n};
-    memcpy(p, h, HDR);
-    if (pad8(n) != n)
-        memset(p + HDR + n, 0, pad8(n) - n);
+    memcpy(p, h, DSQ_BATCH_HDR);
+    if (dsq_batch_pad8(n) != n)
+        memset(p + DSQ_BATCH_HDR + n, 0, dsq_batch_pad8(n) - n);
     b->len += need;
-    *out = p + HDR;
+    *out = p + DSQ_BATCH_HDR;
     return 0;
 }
 
@@ -83,32 +79,18 @@ int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent)
     return 0;
 }
 
-#define EV_HEAD offsetof(dsq_event, f)
-
 /* dsq_batch_put of the event's head and fields, each copied by its fixed size (no
  * call to memcpy for sizes known only at run time). */
 int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
 {
     unsigned nf = ev->nf > DSQ_EV_MAXF ? DSQ_EV_MAXF : ev->nf;
     unsigned char *p;
-    int rc = message(b, type, EV_HEAD + nf * sizeof ev->f[0], &p);
+    int rc = message(b, type, DSQ_BATCH_EV_HEAD + nf * sizeof ev->f[0], &p);
     if (rc)
         return rc;
-    memcpy(p, ev, EV_HEAD);
+    memcpy(p, ev, DSQ_BATCH_EV_HEAD);
     for (unsigned i = 0; i < nf; i++)
-        memcpy(p + EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
-    return 0;
-}
-
-int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev)
-{
-    if (n < EV_HEAD || (n - EV_HEAD) % sizeof (*ev)->f[0] != 0)
-        return DSQ_EFORMAT;
-    /* payloads are 8-byte aligned in a buffer the batch allocated (never const) */
-    dsq_event *e = (dsq_event *)(uintptr_t)data;
-    if (e->nf != (n - EV_HEAD) / sizeof e->f[0])
-        return DSQ_EFORMAT;
-    *ev = e;
+        memcpy(p + DSQ_BATCH_EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
     return 0;
 }
 
@@ -116,21 +98,6 @@ void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b)
 {
     it->p = b->buf;
     it->end = b->buf ? b->buf + b->len : NULL;
-}
-
-int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void **data, size_t *n)
-{
-    uint32_t h[2];
-    if ((size_t)(it->end - it->p) < HDR)
-        return 0;
-    memcpy(h, it->p, HDR);
-    if ((size_t)(it->end - it->p) - HDR < pad8(h[1]))
-        return 0;
-    *type = h[0];
-    *n = h[1];
-    *data = it->p + HDR;
-    it->p += HDR + pad8(h[1]);
-    return 1;
 }
 
 int dsq_remap_add(dsq_remap *r, uint32_t global)
@@ -153,26 +120,6 @@ int dsq_remap_add_str(dsq_remap *r, dsq_dict *into, const void *data, size_t n)
 {
     uint32_t id = dsq_dict_intern(into, data, n);
     return id ? dsq_remap_add(r, id) : DSQ_ENOMEM;
-}
-
-static int map1(const dsq_remap *r, uint32_t *id)
-{
-    if (*id == 0)
-        return 0;
-    if (*id > r->count)
-        return DSQ_EFORMAT;
-    *id = r->to[*id];
-    return 0;
-}
-
-int dsq_remap_event(const dsq_remap *r, dsq_event *ev)
-{
-    if (map1(r, &ev->host) || map1(r, &ev->label) || map1(r, &ev->text))
-        return DSQ_EFORMAT;
-    for (unsigned i = 0; i < ev->nf && i < DSQ_EV_MAXF; i++)
-        if (map1(r, &ev->f[i].name))
-            return DSQ_EFORMAT;
-    return 0;
 }
 
 void dsq_remap_free(dsq_remap *r)

@@ -1789,26 +1789,39 @@ static void stop_workers(dsq_indexer *ix)
 
 /* --- the writer ---------------------------------------------------------------- */
 
-/* The next message of worker w (its strings go into the remap on the way).
- * 0, or an error when the worker's stream ended early. */
-static int next_msg(dsq_indexer *ix, worker *w, uint32_t *type, const void **data, size_t *n,
-                    dsq_error *err)
+/* The next message of worker w (its strings go into the remap on the way), have
+ * saying whether *type, *data and *n hold one read already. 0, or an error when
+ * the worker's stream ended early. */
+static int next_msg_more(dsq_indexer *ix, worker *w, uint32_t *type, const void **data,
+                         size_t *n, dsq_error *err, int have)
 {
     for (;;) {
-        if (w->rd && dsq_batch_next(&w->it, type, data, n)) {
+        if (have) { /* a message read: a string is the remap's, anything else the caller's */
             if (*type != DSQ_BATCH_STR)
                 return 0;
             if (dsq_remap_add_str(&w->remap, dsq_store_dict(ix->p.store), *data, *n))
                 return dsq_error_set(err, DSQ_ENOMEM, "dictionary");
-            continue;
+        } else { /* the batch read to its end (or none yet): the next one */
+            if (w->rd && dsq_bq_push(w->free_q, w->rd) != 0)
+                return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
+            w->rd = dsq_bq_pop(w->full_q);
+            if (!w->rd)
+                return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
+            dsq_batch_iter_init(&w->it, w->rd);
         }
-        if (w->rd && dsq_bq_push(w->free_q, w->rd) != 0)
-            return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
-        w->rd = dsq_bq_pop(w->full_q);
-        if (!w->rd)
-            return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
-        dsq_batch_iter_init(&w->it, w->rd);
+        have = dsq_batch_next(&w->it, type, data, n);
     }
+}
+
+/* The common case, an event of the batch being read, without a call (the writer
+ * reads every event of a file this way). */
+static inline int next_msg(dsq_indexer *ix, worker *w, uint32_t *type, const void **data,
+                           size_t *n, dsq_error *err)
+{
+    int have = w->rd && dsq_batch_next(&w->it, type, data, n);
+    if (have && *type != DSQ_BATCH_STR)
+        return 0;
+    return next_msg_more(ix, w, type, data, n, err, have);
 }
 
 /* Reads a file's messages up to its end without writing them (strings still go
