@@ -20,6 +20,13 @@
 #include "dict.h"
 #include "event.h"
 
+/* Message layout: a header (type, length: u32 each), the payload padded to 8 bytes;
+ * an event's payload is its head and its nf fields. The readers below are inline:
+ * the writer reads each event this way (a call each cost more than its body). */
+#define DSQ_BATCH_HDR 8u
+#define DSQ_BATCH_EV_HEAD offsetof(dsq_event, f)
+static inline size_t dsq_batch_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+
 typedef struct dsq_batch {
     unsigned char *buf;
     size_t len, cap;
@@ -52,7 +59,17 @@ int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev);
 /* The event of a payload where it lies, for its reader to change (the remap) and
  * read until the batch is cleared or reused: its header and its nf fields, none
  * after them. 0 with *ev, or DSQ_EFORMAT. */
-static inline int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev);
+static inline int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev)
+{
+    if (n < DSQ_BATCH_EV_HEAD || (n - DSQ_BATCH_EV_HEAD) % sizeof (*ev)->f[0] != 0)
+        return DSQ_EFORMAT;
+    /* payloads are 8-byte aligned in a buffer the batch allocated (never const) */
+    dsq_event *e = (dsq_event *)(uintptr_t)data;
+    if (e->nf != (n - DSQ_BATCH_EV_HEAD) / sizeof e->f[0])
+        return DSQ_EFORMAT;
+    *ev = e;
+    return 0;
+}
 
 typedef struct dsq_batch_iter {
     const unsigned char *p, *end;
@@ -60,33 +77,6 @@ typedef struct dsq_batch_iter {
 
 void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b);
 /* The next message: 1 with its type and payload (8-byte aligned), 0 at the end. */
-static inline int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void **data,
-                                 size_t *n);
-
-/* --- remap: a worker's local dictionary ids -> the index's ids --------------- */
-typedef struct dsq_remap {
-    uint32_t *to;   /* to[local] = global; to[0] = 0 */
-    uint32_t count; /* local ids known: 1..count */
-    uint32_t cap;
-} dsq_remap;
-
-/* The next local id (count + 1) is `global`. 0 or DSQ_ENOMEM. */
-int dsq_remap_add(dsq_remap *r, uint32_t global);
-/* Interns a STR payload into `into` and adds its id. 0 or DSQ_ENOMEM. */
-int dsq_remap_add_str(dsq_remap *r, dsq_dict *into, const void *data, size_t n);
-/* Rewrites the ids of an event (host, label, text, field names). 0, or
- * DSQ_EFORMAT when one is not known. */
-static inline int dsq_remap_event(const dsq_remap *r, dsq_event *ev);
-void dsq_remap_free(dsq_remap *r);
-
-/* --- the writer's per-event calls, inline (a call each cost the writer more than
- * its body: 1.1 M events of the single log) ----------------------------------- */
-
-#define DSQ_BATCH_HDR 8u /* a message's header: type, length (u32 each) */
-#define DSQ_BATCH_EV_HEAD offsetof(dsq_event, f)
-
-static inline size_t dsq_batch_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
-
 static inline int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void **data,
                                  size_t *n)
 {
@@ -103,18 +93,18 @@ static inline int dsq_batch_next(dsq_batch_iter *it, uint32_t *type, const void 
     return 1;
 }
 
-static inline int dsq_batch_take_event(const void *data, size_t n, dsq_event **ev)
-{
-    if (n < DSQ_BATCH_EV_HEAD || (n - DSQ_BATCH_EV_HEAD) % sizeof (*ev)->f[0] != 0)
-        return DSQ_EFORMAT;
-    /* payloads are 8-byte aligned in a buffer the batch allocated (never const) */
-    dsq_event *e = (dsq_event *)(uintptr_t)data;
-    if (e->nf != (n - DSQ_BATCH_EV_HEAD) / sizeof e->f[0])
-        return DSQ_EFORMAT;
-    *ev = e;
-    return 0;
-}
+/* --- remap: a worker's local dictionary ids -> the index's ids --------------- */
+typedef struct dsq_remap {
+    uint32_t *to;   /* to[local] = global; to[0] = 0 */
+    uint32_t count; /* local ids known: 1..count */
+    uint32_t cap;
+} dsq_remap;
 
+/* The next local id (count + 1) is `global`. 0 or DSQ_ENOMEM. */
+int dsq_remap_add(dsq_remap *r, uint32_t global);
+/* Interns a STR payload into `into` and adds its id. 0 or DSQ_ENOMEM. */
+int dsq_remap_add_str(dsq_remap *r, dsq_dict *into, const void *data, size_t n);
+/* One id rewritten (0 stays 0). 0, or DSQ_EFORMAT when it is not known. */
 static inline int dsq_remap_id(const dsq_remap *r, uint32_t *id)
 {
     if (*id == 0)
@@ -125,6 +115,8 @@ static inline int dsq_remap_id(const dsq_remap *r, uint32_t *id)
     return 0;
 }
 
+/* Rewrites the ids of an event (host, label, text, field names). 0, or
+ * DSQ_EFORMAT when one is not known. */
 static inline int dsq_remap_event(const dsq_remap *r, dsq_event *ev)
 {
     if (dsq_remap_id(r, &ev->host) || dsq_remap_id(r, &ev->label) || dsq_remap_id(r, &ev->text))
@@ -134,5 +126,7 @@ static inline int dsq_remap_event(const dsq_remap *r, dsq_event *ev)
             return DSQ_EFORMAT;
     return 0;
 }
+
+void dsq_remap_free(dsq_remap *r);
 
 #endif

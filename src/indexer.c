@@ -1539,9 +1539,9 @@ static int w_ahead(worker *w)
             idle = ix->jobs[k].kind != JOB_INDEX;
         pthread_mutex_unlock(&ix->mu);
     }
-    if (idle) {
-        atomic_store(&w->ahead_on, 1);
+    if (idle) { /* (a failed start leaves the file read directly: not counted) */
         dsq_readahead_start(w->ra);
+        atomic_store(&w->ahead_on, dsq_readahead_started(w->ra));
     }
     return idle;
 }
@@ -1681,7 +1681,7 @@ static int w_file(worker *w, const job *j)
         }
     }
     msg_file_end fe = {.bytes_in = dsq_readahead_bytes_in(w->ra), .status = rc,
-                       .ahead = (uint64_t)atomic_load(&w->ahead_on)};
+                       .ahead = (uint64_t)dsq_readahead_started(w->ra)};
     dsq_readahead_close(w->ra);
     atomic_store(&w->ahead_on, 0);
     if (rc == WORKER_STOPPED)

@@ -2726,8 +2726,8 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t ms = (int64_t)(now.tv_sec - st->last_sync.tv_sec) * 1000 +
                  (now.tv_nsec - st->last_sync.tv_nsec) / 1000000;
-    mdb_filehandle_t fd;
     if (ms < (st->syncer ? SYNC_BEHIND_MS : SYNC_SECONDS * 1000)) {
+        mdb_filehandle_t fd;
         /* between syncs, the commit's pages start on their way to the disk now (no
          * wait, no cache flush): the sync the end waits for has less to write (the
          * single log's 9-11 -> 7-8 ms) */
