@@ -67,10 +67,12 @@ int dsq_bq_push(dsq_bq *q, void *p)
     return 0;
 }
 
-/* Takes a pointer when there is one (under mu). */
-static void *take(dsq_bq *q)
+void *dsq_bq_pop(dsq_bq *q)
 {
     void *p = NULL;
+    pthread_mutex_lock(&q->mu);
+    while (q->count == 0 && !q->closed)
+        pthread_cond_wait(&q->not_empty, &q->mu);
     if (q->count > 0) {
         if (q->newest_first) {
             p = q->ring[(q->head + q->count - 1) % q->cap];
@@ -81,23 +83,6 @@ static void *take(dsq_bq *q)
         q->count--;
         pthread_cond_signal(&q->not_full);
     }
-    return p;
-}
-
-void *dsq_bq_pop(dsq_bq *q)
-{
-    pthread_mutex_lock(&q->mu);
-    while (q->count == 0 && !q->closed)
-        pthread_cond_wait(&q->not_empty, &q->mu);
-    void *p = take(q);
-    pthread_mutex_unlock(&q->mu);
-    return p;
-}
-
-void *dsq_bq_try_pop(dsq_bq *q)
-{
-    pthread_mutex_lock(&q->mu);
-    void *p = take(q);
     pthread_mutex_unlock(&q->mu);
     return p;
 }

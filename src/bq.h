@@ -26,8 +26,6 @@ void dsq_bq_free(dsq_bq *q);
 int dsq_bq_push(dsq_bq *q, void *p);
 /* Takes the oldest pointer, waiting for one; NULL once closed and empty. */
 void *dsq_bq_pop(dsq_bq *q);
-/* As pop, without waiting: NULL when the queue is empty. */
-void *dsq_bq_try_pop(dsq_bq *q);
 /* Wakes all waiters; later pushes fail, pops drain what is left. */
 void dsq_bq_close(dsq_bq *q);
 

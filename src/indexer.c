@@ -1804,13 +1804,7 @@ static int next_msg_more(dsq_indexer *ix, worker *w, uint32_t *type, const void 
         } else { /* the batch read to its end (or none yet): the next one */
             if (w->rd && dsq_bq_push(w->free_q, w->rd) != 0)
                 return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
-            /* while the worker has no batch ready, the checksum of its big .zst
-             * file is computed here, behind its decoder (the worker is the one
-             * behind: its thread's time goes to lexing) */
-            while (!(w->rd = dsq_bq_try_pop(w->full_q)) && dsq_readahead_help(w->ra))
-                ;
-            if (!w->rd)
-                w->rd = dsq_bq_pop(w->full_q);
+            w->rd = dsq_bq_pop(w->full_q);
             if (!w->rd)
                 return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
             dsq_batch_iter_init(&w->it, w->rd);

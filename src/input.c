@@ -46,7 +46,6 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +70,6 @@
 #include "linescan.h"
 #include "unxz.h"
 #include "unzip.h"
-#include "xxh64.h"
 
 /* The fingerprint reads this much at each end of a file: enough to tell a file
  * rewritten with the same size and mtime, small enough that checking thousands of
@@ -102,19 +100,6 @@ enum nested { N_NONE, N_ZSTD, N_OWN, N_ARCHIVE };
  * files of ~10 kB, the workers spent 16 % of their time in the kernel). */
 #define READ_MAX ((size_t)1 << 20)
 
-/* A zdirect chunk to hash for its frame's checksum, or (n 0, end 1) the frame's end
- * with the checksum it gave (want) at the compressed offset at. At most ZSUM_MAX
- * wait: fewer than the chunks the ring keeps (DSQ_INPUT_KEPT), so each is still
- * there when hashed. */
-#define ZSUM_MAX (DSQ_INPUT_KEPT - 2)
-typedef struct zsum_item {
-    const unsigned char *p;
-    size_t n;
-    int end;
-    uint32_t want;
-    size_t at;
-} zsum_item;
-
 struct dsq_input {
     enum kind kind;
     const char *format;
@@ -139,18 +124,6 @@ struct dsq_input {
     int zdirect, zdirect_begun;
     unsigned char *zring;
     size_t zring_cap, zring_at, zblock_max, zring_need;
-    /* ... its frames' content checksums hashed behind the decoder (zstd skips them):
-       the chunks decoded wait in sumq for dsq_input_help (another thread with time)
-       or for the reader, which hashes them itself before they could be written over.
-       smu guards the queue, sum_busy and sum_bad; the hasher (sum_busy) alone
-       touches sum and the item it hashes, outside smu. */
-    int zcheck;              /* the frame being decoded has a checksum (reader's) */
-    pthread_mutex_t smu;
-    pthread_cond_t scv;      /* a hash ended */
-    zsum_item sumq[ZSUM_MAX];
-    int sum_at, sum_n, sum_busy;
-    dsq_xxh64 sum;
-    char sum_bad[200];       /* a checksum that did not match (sum_drain tells it) */
     /* a .zst file of a log: what open decoded to look at it (zstd_holds), read first,
        the decoder going on from there (zkept: its state is the file's, not reset) */
     unsigned char zpeek[1024];
@@ -252,9 +225,6 @@ int dsq_input_new(dsq_input **out)
     in->gzip_by = dsq_gunzip_available() ? DSQ_INPUT_GZIP_ISAL : DSQ_INPUT_GZIP_LIBARCHIVE;
     in->unzip_by = dsq_unzip_available() ? DSQ_INPUT_GZIP_ISAL : DSQ_INPUT_GZIP_LIBARCHIVE;
     in->dctx = ZSTD_createDCtx();
-    pthread_mutex_init(&in->smu, NULL);
-    pthread_cond_init(&in->scv, NULL);
-    dsq_xxh64_init(&in->sum, 0);
     in->zout_cap = ZSTD_DStreamOutSize() * 8;
     /* once: reading a file allocates nothing; a small file touches a few pages */
     in->zout = dsq_lazy_alloc(in->zout_cap);
@@ -272,8 +242,6 @@ void dsq_input_free(dsq_input *in)
     if (!in)
         return;
     dsq_input_close(in);
-    pthread_mutex_destroy(&in->smu);
-    pthread_cond_destroy(&in->scv);
     ZSTD_freeDCtx(in->dctx);
     dsq_lazy_free(in->zout);
     free(in->zring);
@@ -598,94 +566,20 @@ static int zdirect_frame(dsq_input *in, dsq_error *err)
     if (r == 0 && fh.frameType == ZSTD_frame &&
         (fh.blockSizeMax > in->zblock_max ||
          zdirect_ring((size_t)fh.windowSize, in->zblock_max) > in->zring_need)) {
-        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_and_parameters);
+        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
         in->zdirect = in->zdirect_begun = 0;
         in->zlast = 0;
         return 1;
     }
-    /* the frame's checksum hashed behind the decoder (sum_push), not by zstd */
-    in->zcheck = r == 0 && fh.frameType == ZSTD_frame && fh.checksumFlag;
-    ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_and_parameters);
-    if (in->zcheck)
-        ZSTD_DCtx_setParameter(in->dctx, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
     r = ZSTD_decompressBegin(in->dctx);
     if (ZSTD_isError(r))
         return dsq_error_set(err, DSQ_EFORMAT, "zstd: %s", ZSTD_getErrorName(r));
     return 0;
 }
 
-/* Hashes the oldest item of sumq (there is one, and no other hash runs): outside
- * smu, which the caller holds and gets back. */
-static void sum_one(dsq_input *in)
-{
-    zsum_item it = in->sumq[in->sum_at];
-    in->sum_busy = 1;
-    pthread_mutex_unlock(&in->smu);
-    int bad = 0;
-    if (it.end) {
-        bad = (uint32_t)dsq_xxh64_digest(&in->sum) != it.want;
-        dsq_xxh64_init(&in->sum, 0);
-    } else {
-        dsq_xxh64_update(&in->sum, it.p, it.n);
-    }
-    pthread_mutex_lock(&in->smu);
-    in->sum_busy = 0;
-    in->sum_at = (in->sum_at + 1) % ZSUM_MAX;
-    in->sum_n--;
-    if (bad && !in->sum_bad[0]) /* zstd's own words, had it checked */
-        snprintf(in->sum_bad, sizeof in->sum_bad,
-                 "zstd: Restored data doesn't match checksum (compressed offset %zu)", it.at);
-    pthread_cond_broadcast(&in->scv);
-}
-
-/* Queues an item to hash, hashing the oldest first while the queue is full. */
-static void sum_push(dsq_input *in, zsum_item it)
-{
-    pthread_mutex_lock(&in->smu);
-    while (in->sum_n == ZSUM_MAX) {
-        if (in->sum_busy)
-            pthread_cond_wait(&in->scv, &in->smu);
-        else
-            sum_one(in);
-    }
-    in->sumq[(in->sum_at + in->sum_n) % ZSUM_MAX] = it;
-    in->sum_n++;
-    pthread_mutex_unlock(&in->smu);
-}
-
-/* Hashes every item queued (hash: else drops them) and takes the mismatch found (0
- * or DSQ_EFORMAT with e). */
-static int sum_drain(dsq_input *in, int hash, dsq_error *e)
-{
-    pthread_mutex_lock(&in->smu);
-    while (in->sum_busy || (hash && in->sum_n)) {
-        if (in->sum_busy)
-            pthread_cond_wait(&in->scv, &in->smu);
-        else
-            sum_one(in);
-    }
-    in->sum_n = 0;
-    int rc = in->sum_bad[0] ? dsq_error_set(e, DSQ_EFORMAT, "%s", in->sum_bad) : 0;
-    in->sum_bad[0] = 0;
-    pthread_mutex_unlock(&in->smu);
-    return rc;
-}
-
-int dsq_input_help(dsq_input *in)
-{
-    pthread_mutex_lock(&in->smu);
-    int did = !in->sum_busy && in->sum_n > 0;
-    if (did)
-        sum_one(in);
-    pthread_mutex_unlock(&in->smu);
-    return did;
-}
-
 /* A read of a zdirect file: blocks decoded into the ring after the last read's
  * (from its start when a block may not fit before its end) until ZDIRECT_CHUNK or
- * the end. An error after some bytes is told at the next read. A frame's bytes are
- * hashed behind the decoder (sum_push), and at its end what is left (sum_drain):
- * a checksum that does not match is told there, as zstd would. */
+ * the end. An error after some bytes is told at the next read. */
 static int zdirect_read(dsq_input *in, const char **data, size_t *len, dsq_error *err)
 {
     dsq_error e;
@@ -700,13 +594,10 @@ static int zdirect_read(dsq_input *in, const char **data, size_t *len, dsq_error
     }
     if (in->zring_need - in->zring_at < in->zblock_max)
         in->zring_at = 0;
-    size_t start = in->zring_at, at = start, from = start; /* from: not queued yet */
+    size_t start = in->zring_at, at = start;
     while (at - start < ZDIRECT_CHUNK) {
         size_t need = ZSTD_nextSrcSizeToDecompress(in->dctx);
-        if (need == 0) { /* a frame ended: its checksum checked first */
-            from = at;
-            if (in->zcheck && (rc = sum_drain(in, 1, &e)) != 0)
-                break;
+        if (need == 0) { /* a frame ended */
             if (in->zin.pos == in->size || (rc = zdirect_frame(in, &e)) != 0)
                 break;
             continue;
@@ -714,14 +605,6 @@ static int zdirect_read(dsq_input *in, const char **data, size_t *len, dsq_error
         if (need > in->size - in->zin.pos) {
             rc = dsq_error_set(&e, DSQ_EFORMAT, "zstd: truncated input (stream ends mid-frame)");
             break;
-        }
-        if (in->zcheck && ZSTD_nextInputType(in->dctx) == ZSTDnit_checksum && need == 4) {
-            zsum_item end = {.end = 1, .at = in->zin.pos}; /* the frame's bytes, then its end */
-            memcpy(&end.want, in->map + in->zin.pos, 4); /* (little-endian, as dsq's hosts) */
-            if (at > from)
-                sum_push(in, (zsum_item){.p = in->zring + from, .n = at - from});
-            sum_push(in, end);
-            from = at;
         }
         if (in->zring_need - at < in->zblock_max)
             break; /* the next read starts over */
@@ -736,8 +619,6 @@ static int zdirect_read(dsq_input *in, const char **data, size_t *len, dsq_error
         at += r;
     }
     in->zring_at = at;
-    if (in->zcheck && at > from)
-        sum_push(in, (zsum_item){.p = in->zring + from, .n = at - from});
     if (rc > 0 && at == start) /* the next frame goes as a stream: from this read */
         return zstd_read(in, data, len, err);
     if (rc < 0 && at == start) {
@@ -1043,17 +924,14 @@ static void start_member(dsq_input *in)
         in->zkept = 0;
         return;
     }
-    if (in->dctx) /* (zdirect_frame's parameter too) */
-        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_and_parameters);
+    if (in->dctx)
+        ZSTD_DCtx_reset(in->dctx, ZSTD_reset_session_only);
     in->zlast = 0;
     in->zpeek_n = 0;
 }
 
 void dsq_input_close(dsq_input *in)
 {
-    sum_drain(in, 0, NULL); /* a helper hashing finishes first: the ring is reused */
-    in->zcheck = 0;
-    dsq_xxh64_init(&in->sum, 0);
     in->zkept = 0;
     in->zdirect = in->zdirect_begun = 0; /* (start_member resets the decoder's state) */
     start_member(in);

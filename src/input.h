@@ -157,17 +157,6 @@ int dsq_input_decodes_zstd(const dsq_input *in);
 #define DSQ_INPUT_KEPT 8
 int dsq_input_keeps_chunks(const dsq_input *in);
 
-/* The content checksum of a big .zst log's frames (dsq_input_keeps_chunks) is not
- * computed by zstd as it decodes but behind it, over the chunks read, where the
- * reader's next reads find them (the last few; the reader hashes them itself when
- * they would be written over, and the rest at the file's end). dsq_input_help
- * hashes the oldest waiting, for another thread with time (a writer waiting for
- * this file's events): the reader's thread has that time for its lexing (the
- * hash was a tenth of decoding). 1 when it hashed one, 0 when none was waiting.
- * Any thread, while in exists. A mismatch is told as zstd would (an error at a
- * read, after the bytes before it), at the latest at the file's end. */
-int dsq_input_help(dsq_input *in);
-
 /* Tests and fuzzing: .zst logs of at least this many bytes are decoded block by
  * block (default 256 kB; SIZE_MAX: none). For the whole process: set it before
  * any file is opened. */

@@ -565,8 +565,6 @@ uint64_t dsq_readahead_read_in(const dsq_readahead *ra)
     return ra->started ? ra->read_in : dsq_input_bytes_in(ra->in);
 }
 
-int dsq_readahead_help(dsq_readahead *ra) { return dsq_input_help(ra->in); }
-
 void dsq_readahead_close(dsq_readahead *ra)
 {
     if (ra->started) {

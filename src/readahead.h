@@ -85,11 +85,6 @@ uint64_t dsq_readahead_bytes_in(const dsq_readahead *ra);
  * decoded (compressed side; for a progress line, not exact at member ends). */
 uint64_t dsq_readahead_read_in(const dsq_readahead *ra);
 
-/* dsq_input_help of the open file, from another thread (the caller's or the
- * decoder's thread reads it meanwhile). 1 when it did some work, 0 when none was
- * waiting. */
-int dsq_readahead_help(dsq_readahead *ra);
-
 /* Closes the file. A running decoder is told to stop and its buffers are taken
  * back (it may be waiting for one); returns once it no longer touches the file. */
 void dsq_readahead_close(dsq_readahead *ra);

@@ -4,8 +4,6 @@
  * libarchive's write API. Damaged inputs must give an error after what could be
  * read, never a crash. */
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -62,24 +60,6 @@ static void zstd_frame_window(buf *out, const void *data, size_t n, int wlog)
     CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, wlog)));
     size_t zn = ZSTD_compress2(c, z, cap, data, n);
     CHECK(!ZSTD_isError(zn));
-    test_buf_add(out, z, zn);
-    free(z);
-    ZSTD_freeCCtx(c);
-}
-
-/* A zstd frame of data at level 1, window 2^wlog, with a content checksum (as the
- * zstd tool writes them), appended to out; *sum_at: where its checksum starts. */
-static void zstd_frame_checked(buf *out, const void *data, size_t n, int wlog, size_t *sum_at)
-{
-    ZSTD_CCtx *c = ZSTD_createCCtx();
-    size_t cap = ZSTD_compressBound(n);
-    void *z = malloc(cap);
-    CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1)));
-    CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, wlog)));
-    CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1)));
-    size_t zn = ZSTD_compress2(c, z, cap, data, n);
-    CHECK(!ZSTD_isError(zn));
-    *sum_at = out->n + zn - 4;
     test_buf_add(out, z, zn);
     free(z);
     ZSTD_freeCCtx(c);
@@ -448,105 +428,6 @@ static void test_zstd_block_by_block(void)
     free(got.p);
     free(one.p);
     free(both.p);
-    free(z.p);
-    free(t);
-    dsq_input_free(in);
-}
-
-
-/* A thread calling dsq_input_help while another reads (a writer with time). */
-typedef struct helper {
-    dsq_input *in;
-    atomic_int stop;
-    long helped;
-} helper;
-
-static void *help_main(void *arg)
-{
-    helper *h = arg;
-    while (!atomic_load(&h->stop))
-        h->helped += dsq_input_help(h->in);
-    return NULL;
-}
-
-/* Reads name's one member (block by block) into got, with a helper thread or
- * without; the status of the read that ended it. */
-static int read_checked(dsq_input *in, const char *name, int with_helper, buf *got, dsq_error *err)
-{
-    dsq_error_clear(err);
-    CHECK_INT(dsq_input_open(in, path_of(name), err), 0);
-    CHECK(dsq_input_keeps_chunks(in));
-    dsq_member_info mi;
-    CHECK_INT(dsq_input_next_member(in, &mi, err), 1);
-    helper h = {.in = in};
-    pthread_t th;
-    if (with_helper)
-        CHECK_INT(pthread_create(&th, NULL, help_main, &h), 0);
-    int rc = read_member(in, got, err);
-    atomic_store(&h.stop, 1);
-    if (with_helper)
-        pthread_join(th, NULL);
-    dsq_input_close(in);
-    return rc;
-}
-
-/* The content checksums of a big .zst log's frames are checked behind the decoder
- * (by the reader, or by a thread helping): a good file reads whole with no error,
- * a frame whose checksum does not match is told after its bytes, before the next
- * frame's, as zstd would; frames without one are not checked; the decoder's other
- * uses still have zstd check them. */
-static void test_zstd_checksums_checked_behind_the_decoder(void)
-{
-    size_t n = 6u << 20, at1, at2, at3;
-    char *t = test_log_text(n, 13);
-    buf z = {0};
-    zstd_frame_checked(&z, t, n / 2, 20, &at1);
-    zstd_frame_checked(&z, t + n / 2, n / 4, 20, &at2);
-    zstd_frame_window(&z, t + n / 2 + n / 4, n - n / 2 - n / 4, 20); /* none */
-    CHECK_INT(test_write_file(tmp, "sums.log.zst", z.p, z.n), 0);
-    dsq_input *in = NULL;
-    CHECK_INT(dsq_input_new(&in), 0);
-    dsq_error err;
-    buf got = {0};
-    for (int helped = 0; helped < 2; helped++) {
-        CHECK_INT(read_checked(in, "sums.log.zst", helped, &got, &err), 0);
-        CHECK(got.n == n && memcmp(got.p, t, n) == 0);
-    }
-    for (int frame = 0; frame < 2; frame++)
-        for (int helped = 0; helped < 2; helped++) {
-            buf bad = {0};
-            test_buf_add(&bad, z.p, z.n);
-            bad.p[frame ? at2 : at1] ^= 0x40;
-            CHECK_INT(test_write_file(tmp, "badsum.log.zst", bad.p, bad.n), 0);
-            CHECK_INT(read_checked(in, "badsum.log.zst", helped, &got, &err), DSQ_EFORMAT);
-            CHECK(strstr(err.msg, "doesn't match checksum") != NULL);
-            char where[64];
-            snprintf(where, sizeof where, "compressed offset %zu)", frame ? at2 : at1);
-            CHECK(strstr(err.msg, where) != NULL);
-            /* the frame's bytes came first, and none after it */
-            CHECK(got.n == (frame ? n / 2 + n / 4 : n / 2));
-            CHECK(memcmp(got.p, t, got.n) == 0);
-            free(bad.p);
-        }
-    /* the same damage read as a stream (a file under the size for block by block),
-     * also right after a big file: zstd checks it */
-    buf small = {0};
-    zstd_frame_checked(&small, t, 100000, 20, &at3);
-    small.p[at3] ^= 0x40;
-    CHECK_INT(test_write_file(tmp, "smallbad.log.zst", small.p, small.n), 0);
-    CHECK_INT(test_write_file(tmp, "onesum.log.zst", z.p, at1 + 4), 0); /* its last frame checked */
-    CHECK_INT(read_checked(in, "onesum.log.zst", 0, &got, &err), 0);
-    CHECK(got.n == n / 2);
-    dsq_error_clear(&err);
-    CHECK_INT(dsq_input_open(in, path_of("smallbad.log.zst"), &err), 0);
-    CHECK_INT(dsq_input_keeps_chunks(in), 0);
-    dsq_member_info mi;
-    CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
-    CHECK_INT(read_member(in, &got, &err), DSQ_EFORMAT);
-    CHECK(strstr(err.msg, "checksum") != NULL);
-    dsq_input_close(in);
-    free(small.p);
-    free(got.p);
     free(z.p);
     free(t);
     dsq_input_free(in);
@@ -1825,7 +1706,6 @@ static void test_setup(void) { CHECK_INT(test_tmpdir_new(tmp), 0); }
 static void test_teardown(void) { test_tmpdir_remove(tmp); }
 
 TEST_MAIN(T(test_setup), T(test_plain), T(test_read_or_mapped), T(test_cold_and_prefetch), T(test_zstd), T(test_zstd_small_file_one_chunk), T(test_zstd_block_by_block), T(test_truncated_zstd),
-          T(test_zstd_checksums_checked_behind_the_decoder),
           T(test_zstd_cases_block_by_block),
           T(test_single_compressed), T(test_archives), T(test_zstd_member_in_archive),
           T(test_damaged_archives), T(test_compressed_members), T(test_compressed_edges),
