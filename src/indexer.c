@@ -198,6 +198,25 @@ static double elapsed(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* The calling thread's CPU time in ns (a system call on some VMs, ~1.4 us: once a
+ * thread, not per call). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return 0;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Nanoseconds on the monotonic clock: a thread's time in a call (stats' where the
+ * time went; a read or a queue's wait each, not a line or an event). */
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static const char *const strip_exts[] = {".zst", ".zstd", ".gz", ".tgz", ".xz", ".txz", ".bz2",
                                          ".tbz2", ".tar", ".zip", ".log", ".txt", ".out", ".err"};
 
@@ -710,7 +729,10 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
     for (;;) {
         const char *data;
         size_t len;
-        if (dsq_input_read(ix->in, &data, &len, &e) != 0) {
+        uint64_t t = mono_ns();
+        int rr = dsq_input_read(ix->in, &data, &len, &e);
+        ix->st.reading += (double)(mono_ns() - t) / 1e9;
+        if (rr != 0) {
             e.line = (long long)dsq_lines_stats_get(ix->lines)->lines;
             e.offset = (long long)dsq_lines_stats_get(ix->lines)->bytes;
             problem(ix, &e, mi->name);
@@ -770,10 +792,13 @@ static int index_members(dsq_indexer *ix, dsq_source_rec *rec)
     dsq_error e;
     for (uint32_t idx = 0;; idx++) {
         dsq_error_clear(&e);
+        uint64_t t = mono_ns();
         int r = dsq_input_next_member(ix->in, &mi, &e);
         dsq_error d;
         dsq_error_clear(&d);
-        if (dsq_input_take_damage(ix->in, &d)) {
+        int damaged = dsq_input_take_damage(ix->in, &d);
+        ix->st.reading += (double)(mono_ns() - t) / 1e9;
+        if (damaged) {
             problem(ix, &d, NULL);
             ix->pend.members_failed++;
             rec->errors++;
@@ -884,7 +909,10 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
         if (dsq_input_fingerprint(abs, &fp, &e) == 0)
             fi = &fp;
     }
-    if (e.code || dsq_input_open(ix->in, abs, &e) != 0) {
+    uint64_t t = mono_ns();
+    int failed = e.code || dsq_input_open(ix->in, abs, &e) != 0;
+    ix->st.reading += (double)(mono_ns() - t) / 1e9;
+    if (failed) {
         problem(ix, &e, NULL);
         memset(&ix->pend, 0, sizeof ix->pend);
         ix->st.files_failed++;
@@ -1190,6 +1218,10 @@ typedef struct worker {
     int ahead_ok;       /* worker: the open file may still start decoding ahead */
     atomic_int busy;    /* 1 while the worker has a file (read by the others) */
     atomic_int ahead_on; /* 1 while its file is decoded ahead (read by the others) */
+    /* worker: its time in the input's calls (open, members, reads: reading and
+     * decoding), on files, and waiting for free batches (ns; the writer sums them
+     * into the stats once the worker is joined) */
+    uint64_t read_ns, file_ns, wait_ns, cpu_ns;
     dsq_lines *lines;
     dsq_scan *scan;
     dsq_bq *free_q, *full_q;
@@ -1452,7 +1484,9 @@ static int w_send(worker *w)
 {
     if (dsq_bq_push(w->full_q, w->cur) != 0)
         return WORKER_STOPPED;
+    uint64_t t = mono_ns();
     w->cur = dsq_bq_pop(w->free_q);
+    w->wait_ns += mono_ns() - t;
     if (!w->cur)
         return WORKER_STOPPED;
     dsq_batch_clear(w->cur);
@@ -1563,7 +1597,10 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
         size_t len;
         if (w->ahead_ok && w_ahead(w))
             w->ahead_ok = 0;
-        if (dsq_readahead_read(w->ra, &data, &len, &e) != 0) {
+        uint64_t t = mono_ns();
+        int rr = dsq_readahead_read(w->ra, &data, &len, &e);
+        w->read_ns += mono_ns() - t;
+        if (rr != 0) {
             e.line = (long long)dsq_lines_stats_get(w->lines)->lines;
             e.offset = (long long)dsq_lines_stats_get(w->lines)->bytes;
             if ((rc = w_problem(w, &e, mi->name, 1)))
@@ -1641,7 +1678,7 @@ static void *prefetch_main(void *arg)
 }
 
 /* index_members and the reading part of index_file_once, in a worker. */
-static int w_file(worker *w, const job *j)
+static int w_file_in(worker *w, const job *j)
 {
     dsq_error e;
     dsq_error_clear(&e);
@@ -1651,9 +1688,12 @@ static int w_file(worker *w, const job *j)
     /* the fingerprint here, not in the walk: the walk is the writer's (a whole
      * archive's opens and reads were 5 % of the writer's time), and from the bytes
      * the open read, not by opening the file again */
-    if (dsq_readahead_open(w->ra, j->abs, &e) != 0 ||
-        (!fi.fp_known && dsq_readahead_fingerprint(w->ra, &fi) != 0 &&
-         dsq_input_fingerprint(j->abs, &fi, &e) != 0)) {
+    uint64_t t = mono_ns();
+    int failed = dsq_readahead_open(w->ra, j->abs, &e) != 0 ||
+                 (!fi.fp_known && dsq_readahead_fingerprint(w->ra, &fi) != 0 &&
+                  dsq_input_fingerprint(j->abs, &fi, &e) != 0);
+    w->read_ns += mono_ns() - t;
+    if (failed) {
         dsq_error_where(&e, j->path, NULL);
         rc = w_put(w, MSG_OPEN_FAILED, &e, sizeof e, NULL, 0);
     } else if (!(rc = w_put(w, MSG_FILE_START, &fi.fingerprint, sizeof fi.fingerprint, NULL, 0))) {
@@ -1666,10 +1706,13 @@ static int w_file(worker *w, const job *j)
                       (j->fi.size >= AHEAD_MIN_BYTES || w->ahead_mode == AHEAD_ALWAYS);
         for (uint32_t idx = 0; rc == 0; idx++) {
             dsq_error_clear(&e);
+            t = mono_ns();
             int r = dsq_readahead_next_member(w->ra, &mi, &e);
             dsq_error d;
             dsq_error_clear(&d);
-            if (dsq_readahead_take_damage(w->ra, &d) && (rc = w_problem(w, &d, NULL, 1)))
+            int damaged = dsq_readahead_take_damage(w->ra, &d);
+            w->read_ns += mono_ns() - t;
+            if (damaged && (rc = w_problem(w, &d, NULL, 1)))
                 break;
             if (r == 0)
                 break;
@@ -1698,9 +1741,18 @@ static int w_file(worker *w, const job *j)
     return rc ? rc : rc2;
 }
 
-static void *worker_main(void *arg)
+/* w_file_in, its time counted. */
+static int w_file(worker *w, const job *j)
 {
-    worker *w = arg;
+    uint64_t t = mono_ns();
+    int rc = w_file_in(w, j);
+    w->file_ns += mono_ns() - t;
+    return rc;
+}
+
+/* A worker's jobs until there are no more (or it is stopped). */
+static void *worker_loop(worker *w)
+{
     dsq_indexer *ix = w->ix;
     int me = (int)(w - ix->w);
     w->cur = dsq_bq_pop(w->free_q);
@@ -1730,6 +1782,16 @@ static void *worker_main(void *arg)
         if (rc)
             return NULL; /* stopped, or the writer learns why from the file's end */
     }
+}
+
+/* A worker thread: worker_loop, its CPU time counted. */
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    uint64_t t = thread_cpu_ns();
+    void *r = worker_loop(w);
+    w->cpu_ns = thread_cpu_ns() - t;
+    return r;
 }
 
 static void worker_free(worker *w)
@@ -1804,7 +1866,9 @@ static int next_msg_more(dsq_indexer *ix, worker *w, uint32_t *type, const void 
         } else { /* the batch read to its end (or none yet): the next one */
             if (w->rd && dsq_bq_push(w->free_q, w->rd) != 0)
                 return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
+            uint64_t t = mono_ns();
             w->rd = dsq_bq_pop(w->full_q);
+            ix->st.writer_waited += (double)(mono_ns() - t) / 1e9;
             if (!w->rd)
                 return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
             dsq_batch_iter_init(&w->it, w->rd);
@@ -2034,10 +2098,19 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
     if ((status = group_finish(ix, status, err)))
         stop_workers(ix);
     for (int i = 0; i < ix->nw; i++) {
-        if (ix->w[i].started)
-            pthread_join(ix->w[i].th, NULL);
-        worker_free(&ix->w[i]);
+        worker *w = &ix->w[i];
+        if (w->started)
+            pthread_join(w->th, NULL);
+        /* (a file's waits count as waits, not scanning) */
+        uint64_t other = w->read_ns + w->wait_ns, busy = w->file_ns > other ? w->file_ns - other : 0;
+        ix->st.reading += (double)w->read_ns / 1e9;
+        ix->st.scanning += (double)busy / 1e9;
+        ix->st.workers_waited += (double)w->wait_ns / 1e9;
+        ix->st.workers_cpu += (double)w->cpu_ns / 1e9;
+        worker_free(w);
     }
+    if ((unsigned)ix->nw > ix->st.workers)
+        ix->st.workers = (unsigned)ix->nw;
     if (ix->pf_started) {
         pthread_mutex_lock(&ix->mu);
         ix->pf_quit = 1;
@@ -2151,6 +2224,7 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     dsq_walk_params wp = {.file = walk_file, .problem = walk_problem, .enter = walk_enter,
                           .ctx = ix, .skip_dir = ix->db_real[0] ? ix->db_real : NULL};
     ix->walk_err = err;
+    uint64_t cpu0 = thread_cpu_ns();
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || !realpath(path, ix->walk_root))
         ix->walk_root[0] = 0;
@@ -2159,8 +2233,11 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     ix->walk_root[0] = 0;
     if (!status) /* the run rollups of runs written last, then to disk */
         status = dsq_store_settle(ix->p.store, err);
+    uint64_t t = mono_ns();
     if (!status)
         status = dsq_store_sync(ix->p.store, err);
+    ix->st.syncing += (double)(mono_ns() - t) / 1e9;
+    ix->st.writer_cpu += (double)(thread_cpu_ns() - cpu0) / 1e9;
     ix->st.seconds = elapsed(&ix->t0);
     return status;
 }

@@ -45,6 +45,21 @@ typedef struct dsq_index_stats {
     uint64_t events;
     uint64_t files_ahead;       /* files decoded on a read-ahead thread, from some point */
     double seconds;
+    /* Where the time went (dsq index --stats), seconds summed over the threads. With
+     * workers (jobs > 1): `reading` is their time in the input's calls (opening a
+     * file, finding its members, reading them: the reads and the decoding of
+     * compressed bytes, or the wait for a read-ahead thread decoding them); `scanning`
+     * the rest of their time on files (lines into events, batches); they waited
+     * `workers_waited` for the writer to take their batches, and the writer
+     * `writer_waited` for their batches. In one thread (jobs 1): `reading` alone,
+     * the rest of the time is that thread's scanning and writing. `syncing`: the end's
+     * wait for the index to reach the disk. These are wall-clock spans: with more
+     * busy threads than cores they include time a thread waited for a core. The
+     * CPU time each used: `workers_cpu` (summed), `writer_cpu` (the calling
+     * thread's: the writer, or the one thread). */
+    unsigned workers;
+    double reading, scanning, workers_waited, writer_waited, syncing;
+    double workers_cpu, writer_cpu;
 } dsq_index_stats;
 
 typedef struct dsq_indexer_params {

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,9 @@ static const char usage_text[] =
     "               writes the index (default: $DSQ_JOBS, else one per usable CPU,\n"
     "               2 to 8; -j 1: all in one thread). The index answers the same\n"
     "               whatever N is\n"
-    "  --stats      (explain) the coverage report; --top N shapes (default 30)\n"
+    "  --stats      (explain) the coverage report; --top N shapes (default 30).\n"
+    "               (index) where the time went: reading (decompressing), scanning,\n"
+    "               waits between the threads, the final sync, CPU\n"
     "  --lang zh    (explain) explanations in Chinese (default: en)\n"
     "  --only problems  (explain) only warning, error and failure lines\n"
     "  --version    print the version, the line-splitting backend (DSQ_LINES_BACKEND=\n"
@@ -359,6 +362,31 @@ static const char *human_bytes(uint64_t n, char *buf, size_t cap)
     return buf;
 }
 
+/* dsq index --stats: where the time went, from the indexer's stats and the process's
+ * CPU time (getrusage). */
+static void print_times(const dsq_index_stats *s)
+{
+    struct rusage ru;
+    double user = 0, sys = 0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+        sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    }
+    printf("  where the time went (seconds; spans of wall time, CPU time apart):\n");
+    if (s->workers)
+        printf("    %u workers: %.3f CPU; reading (opening, decompressing) %.3f, scanning %.3f,"
+               " waiting for the writer %.3f\n"
+               "    writer: %.3f CPU; waiting for the workers %.3f, the final sync %.3f\n",
+               s->workers, s->workers_cpu, s->reading, s->scanning, s->workers_waited,
+               s->writer_cpu, s->writer_waited, s->syncing);
+    else
+        printf("    one thread: %.3f CPU; reading (opening, decompressing) %.3f, scanning and"
+               " writing %.3f, the final sync %.3f\n",
+               s->writer_cpu, s->reading, s->seconds - s->reading - s->syncing, s->syncing);
+    printf("    process: %.3f wall, %.3f CPU (%.3f user, %.3f system)\n", s->seconds, user + sys,
+           user, sys);
+}
+
 static void print_summary(const dsq_index_stats *s, const char *db)
 {
     char in[32], out[32];
@@ -515,6 +543,8 @@ static int cmd_index(cli *c)
     if (c->tty && !c->quiet)
         fputs("\r\033[K", stderr);
     print_summary(dsq_indexer_stats(ix), c->db);
+    if (c->stats)
+        print_times(dsq_indexer_stats(ix));
     code = c->problems ? EXIT_SKIPPED : 0;
     int due = 0;
     dsq_indexer_free(ix); /* its buffers gone before note_growth reads the whole index */

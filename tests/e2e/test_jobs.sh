@@ -202,6 +202,36 @@ for jobs in 1 2; do
         "$(printf '%s\n' "$PROBLEMS" | grep -c 'a-bad.log.gz.*truncated')"
 done
 
+# --stats: where the time went, in every thread layout; the index is the same (as
+# one made without it now: the archive changed above)
+seconds='[0-9]+\.[0-9]{3}'
+index "$DSQ_TMP/nostats" -j 1
+REF_STATUS=$STATUS REF_SUMMARY=$SUMMARY REF_PROBLEMS=$PROBLEMS
+dump "$DSQ_TMP/nostats" >"$DSQ_TMP/dump-nostats.txt" 2>&1
+for jobs in 2 1; do
+    index_quiet "$DSQ_TMP/stats$jobs" -j "$jobs" --stats "$A"
+    times=$(printf '%s\n' "$OUT" | sed -n '/where the time went/,$p')
+    SUMMARY=$(printf '%s\n' "$SUMMARY" | sed '/where the time went/,$d')
+    expect_same_index "-j $jobs --stats" "$DSQ_TMP/stats$jobs" dump "$DSQ_TMP/dump-nostats.txt" \
+        "-j 1 without --stats"
+    expect_contains "-j $jobs --stats: the times follow the summary" "where the time went" "$times"
+    if [ "$jobs" = 1 ]; then
+        check "-j 1 --stats: the one thread's CPU, reading, the rest and the final sync" \
+            grep -Eq "one thread: $seconds CPU; reading \(opening, decompressing\) $seconds, scanning and writing -?$seconds, the final sync $seconds" <<<"$times"
+    else
+        check "-j 2 --stats: the workers' CPU, reading, scanning and waits" \
+            grep -Eq "2 workers: $seconds CPU; reading \(opening, decompressing\) $seconds, scanning $seconds, waiting for the writer $seconds" <<<"$times"
+        check "-j 2 --stats: the writer's CPU, its waits and the final sync" \
+            grep -Eq "writer: $seconds CPU; waiting for the workers $seconds, the final sync $seconds" <<<"$times"
+        check "-j 2 --stats: the workers did some reading" \
+            grep -Eqv "reading \(opening, decompressing\) 0\.000" <<<"$times"
+    fi
+    check "-j $jobs --stats: the process's wall and CPU time" \
+        grep -Eq "process: $seconds wall, $seconds CPU \($seconds user, $seconds system\)" <<<"$times"
+done
+run_dsq --db "$DSQ_TMP/x" index -q "$A"
+expect_not_contains "without --stats: no times" "where the time went" "$OUT"
+
 # usage
 run_dsq --db "$DSQ_TMP/x" index -j 0 "$A"
 expect_code "-j 0 is refused" 2 "$RC"
