@@ -144,8 +144,8 @@ for p in sys.stdin.buffer.read().split(b"\0"):
 # archive) and every build once, the builds in turn (reversed every other round), so
 # that a machine that slows down or speeds up during the run weighs on all of them
 # alike; each figure is the median of its REPEATS rounds.
-rows=()
-# bench_input LABEL INPUT BASELINE_NAME BASELINE_CMD... ; sets rows
+rows=() wrows=()
+# bench_input LABEL INPUT BASELINE_NAME BASELINE_CMD... ; sets rows (and wrows: --stats)
 bench_input() {
   local label=$1 input=$2 bname=$3; shift 3
   local comp text ug="-" st="-"
@@ -157,6 +157,7 @@ bench_input() {
   esac
   local i j k n=${#bins[@]} t db out
   local -a base_t=() ug_t=() st_t=() times=() rsss=() again=() again_rss=() outs=() order=()
+  local -a wheres=()
   local prep=: # what runs before each timed command: the cold row drops the files' pages
   [ "$label" = "archive, cold" ] && prep=drop_pages
   for ((i = 0; i < reps; i++)); do
@@ -176,11 +177,13 @@ bench_input() {
       $prep "$input"
       t=$(now)
       # shellcheck disable=SC2086 # DSQ_INDEX_ARGS is a list of words
-      out=$(/usr/bin/time -f %M -o "$dir/rss" "${bins[$k]}" index -q ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
+      out=$(/usr/bin/time -f %M -o "$dir/rss" "${bins[$k]}" index -q --stats ${DSQ_INDEX_ARGS:-} --db "$db" "$input") ||
         note "WARNING: dsq index exited $? on $input"
       times[k]+="$(echo "scale=4; ($(now) - $t) / 1000000" | bc) "
       rsss[k]+="$(tail -n 1 "$dir/rss") "
       outs[k]=$out
+      # where the time went in this round (dsq index --stats; builds before it print none)
+      wheres[k]=$(sed -n '/where the time went/,$p' <<<"$out" | tail -n +2)
       if [ "$label" = archive ]; then # the unchanged re-run, into this index
         t=$(now)
         # shellcheck disable=SC2086
@@ -199,6 +202,7 @@ bench_input() {
     lines=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\1/p' <<<"${outs[$k]}")
     events=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\2/p' <<<"${outs[$k]}")
     rows+=("$label|${names[$k]}|$comp|$text|$bname|$base|$ug|$(tr ' ' '\n' <<<"${times[$k]}" | grep . | median)|${lines:-0}|${events:-0}|$(tr ' ' '\n' <<<"${rsss[$k]}" | grep . | median)|$(du -s --block-size=1 "$db" | cut -f1)")
+    [ -n "${wheres[$k]}" ] && wrows+=("$label, ${names[$k]}:" "${wheres[$k]}")
     [ "$label" = archive ] &&
       rows+=("archive, unchanged|${names[$k]}|$comp|$text|stat all files|$st|-|$(tr ' ' '\n' <<<"${again[$k]}" | grep . | median)|0|0|$(tr ' ' '\n' <<<"${again_rss[$k]}" | grep . | median)|$(du -s --block-size=1 "$db" | cut -f1)")
     if [ $keep = 1 ]; then rm -rf "$dir/index-$label-${names[$k]//\//-}"
@@ -239,5 +243,10 @@ BEGIN {
     multi ? " " $2 " |" : "", mb($3), mb($4), $5, $6, ($7 == "-" ? "-" : sprintf("%.3f", $7)), $8,
     r($8, $6), r($8, $7), ls, es, $11 / 1024, mb($12)
 }' < <(printf '%s\n' "${rows[@]}")
+if [ ${#wrows[@]} -gt 0 ]; then
+  echo
+  echo "where the time went in each input's last round (dsq index --stats; seconds):"
+  printf '%s\n' "${wrows[@]}"
+fi
 echo
 echo "dsq reported lines/events: $(printf '%s\n' "${rows[@]}" | awk -F'|' '$9 > 0 {printf "%s %s lines %s events; ", $1, $9, $10}')"
