@@ -94,6 +94,22 @@ int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
     return 0;
 }
 
+int dsq_batch_put_event_codes(dsq_batch *b, uint32_t type, const dsq_event *ev,
+                              const uint8_t *codes)
+{
+    unsigned nf = ev->nf > DSQ_EV_MAXF ? DSQ_EV_MAXF : ev->nf;
+    size_t fields = DSQ_BATCH_EV_HEAD + nf * sizeof ev->f[0];
+    unsigned char *p;
+    int rc = message(b, type, fields + nf, &p); /* (the codes' padding is zeroed) */
+    if (rc)
+        return rc;
+    memcpy(p, ev, DSQ_BATCH_EV_HEAD);
+    for (unsigned i = 0; i < nf; i++)
+        memcpy(p + DSQ_BATCH_EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
+    memcpy(p + fields, codes, nf);
+    return 0;
+}
+
 void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b)
 {
     it->p = b->buf;
