@@ -185,7 +185,7 @@ void dsq_ev_forms_coded(const dsq_event *ev, const uint8_t *codes, dsq_num_form 
     int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
     for (int i = 0; i < nf; i++) {
         double v = ev->f[i].v;
-        if (codes[i] == 0) {
+        if (codes[i] == 0 || codes[i] > DSQ_FORM_NONE) { /* (no code a worker gives) */
             forms[i].e = dsq_ev_decimal(v, &forms[i].m);
         } else if (codes[i] == DSQ_FORM_NONE) {
             forms[i].e = -1;
