@@ -1984,6 +1984,7 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
                 dsq_error_set(err, DSQ_EFORMAT, "internal: a damaged batch from a worker");
                 return file_failed(ix, DSQ_EFORMAT, err);
             }
+            ix->st.events_formed += codes != NULL;
             if ((status = write_event(ix, ev, codes)))
                 return file_failed(ix, status, err);
         } else if (type == MSG_BYTES) {
