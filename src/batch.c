@@ -79,40 +79,19 @@ int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent)
     return 0;
 }
 
-/* A message of the event's head and fields, each copied by its fixed size (no call
- * to memcpy for sizes known only at run time), and `more` bytes after them (codes'
- * room, its padding zeroed); *out at those. Same returns as put. */
-static int put_event(dsq_batch *b, uint32_t type, const dsq_event *ev, unsigned more,
-                     unsigned char **out)
+/* dsq_batch_put of the event's head and fields, each copied by its fixed size (no
+ * call to memcpy for sizes known only at run time). */
+int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
 {
     unsigned nf = ev->nf > DSQ_EV_MAXF ? DSQ_EV_MAXF : ev->nf;
-    size_t fields = DSQ_BATCH_EV_HEAD + nf * sizeof ev->f[0];
     unsigned char *p;
-    int rc = message(b, type, fields + more, &p);
+    int rc = message(b, type, DSQ_BATCH_EV_HEAD + nf * sizeof ev->f[0], &p);
     if (rc)
         return rc;
     memcpy(p, ev, DSQ_BATCH_EV_HEAD);
     for (unsigned i = 0; i < nf; i++)
         memcpy(p + DSQ_BATCH_EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
-    *out = p + fields;
     return 0;
-}
-
-int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
-{
-    unsigned char *after;
-    return put_event(b, type, ev, 0, &after);
-}
-
-int dsq_batch_put_event_codes(dsq_batch *b, uint32_t type, const dsq_event *ev,
-                              const uint8_t *codes)
-{
-    unsigned nf = ev->nf > DSQ_EV_MAXF ? DSQ_EV_MAXF : ev->nf;
-    unsigned char *after;
-    int rc = put_event(b, type, ev, nf, &after);
-    if (!rc)
-        memcpy(after, codes, nf);
-    return rc;
 }
 
 void dsq_batch_iter_init(dsq_batch_iter *it, const dsq_batch *b)

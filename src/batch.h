@@ -56,10 +56,6 @@ int dsq_batch_put_strings(dsq_batch *b, const dsq_dict *d, uint32_t *sent);
 
 /* An event: its header and only the nf fields it uses. Same returns as put. */
 int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev);
-/* The same with a byte for each field after them (codes[0..nf), padded to 8 bytes:
- * dsq_ev_form_codes). */
-int dsq_batch_put_event_codes(dsq_batch *b, uint32_t type, const dsq_event *ev,
-                              const uint8_t *codes);
 /* The event of a payload where it lies, for its reader to change (the remap) and
  * read until the batch is cleared or reused: its header and its nf fields, none
  * after them. 0 with *ev, or DSQ_EFORMAT. */
@@ -72,22 +68,6 @@ static inline int dsq_batch_take_event(const void *data, size_t n, dsq_event **e
     if (e->nf != (n - DSQ_BATCH_EV_HEAD) / sizeof e->f[0])
         return DSQ_EFORMAT;
     *ev = e;
-    return 0;
-}
-
-/* dsq_batch_take_event of a payload dsq_batch_put_event_codes made, its codes in
- * *codes. */
-static inline int dsq_batch_take_event_codes(const void *data, size_t n, dsq_event **ev,
-                                             const uint8_t **codes)
-{
-    if (n < DSQ_BATCH_EV_HEAD)
-        return DSQ_EFORMAT;
-    dsq_event *e = (dsq_event *)(uintptr_t)data;
-    size_t fields = DSQ_BATCH_EV_HEAD + e->nf * sizeof e->f[0];
-    if (e->nf > DSQ_EV_MAXF || n != fields + e->nf)
-        return DSQ_EFORMAT;
-    *ev = e;
-    *codes = (const uint8_t *)data + fields;
     return 0;
 }
 

@@ -87,14 +87,6 @@ void *dsq_bq_pop(dsq_bq *q)
     return p;
 }
 
-size_t dsq_bq_count(dsq_bq *q)
-{
-    pthread_mutex_lock(&q->mu);
-    size_t n = q->count;
-    pthread_mutex_unlock(&q->mu);
-    return n;
-}
-
 void dsq_bq_close(dsq_bq *q)
 {
     pthread_mutex_lock(&q->mu);

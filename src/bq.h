@@ -26,8 +26,6 @@ void dsq_bq_free(dsq_bq *q);
 int dsq_bq_push(dsq_bq *q, void *p);
 /* Takes the oldest pointer, waiting for one; NULL once closed and empty. */
 void *dsq_bq_pop(dsq_bq *q);
-/* Pointers in the queue now (another thread may change that the next moment). */
-size_t dsq_bq_count(dsq_bq *q);
 /* Wakes all waiters; later pushes fail, pops drain what is left. */
 void dsq_bq_close(dsq_bq *q);
 

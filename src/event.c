@@ -167,37 +167,6 @@ void dsq_ev_forms(const dsq_event *ev, dsq_num_form *forms)
         forms[i].e = dsq_ev_decimal(ev->f[i].v, &forms[i].m);
 }
 
-void dsq_ev_form_codes(const dsq_event *ev, uint8_t *codes)
-{
-    int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
-    for (int i = 0; i < nf; i++) {
-        int64_t m;
-        int e = dsq_ev_decimal(ev->f[i].v, &m);
-        codes[i] = e < 0 ? DSQ_FORM_NONE : (uint8_t)(e + 1);
-    }
-}
-
-/* m is v * 10^e rounded: dsq_num_decimal's m is that very expression, and
- * decimal_of's (|m| < 2^50) too: v * 10^e is within |m| 2^-52 (under 1/4) of m (the
- * argument of rollup.c's fits_form). */
-void dsq_ev_forms_coded(const dsq_event *ev, const uint8_t *codes, dsq_num_form *forms)
-{
-    int nf = ev->nf < DSQ_EV_MAXF ? ev->nf : DSQ_EV_MAXF;
-    for (int i = 0; i < nf; i++) {
-        double v = ev->f[i].v;
-        if (codes[i] == 0 || codes[i] > DSQ_FORM_NONE) { /* (no code a worker gives) */
-            forms[i].e = dsq_ev_decimal(v, &forms[i].m);
-        } else if (codes[i] == DSQ_FORM_NONE) {
-            forms[i].e = -1;
-            forms[i].m = 0;
-        } else {
-            double s = v * dsq_pow10_small[codes[i] - 1];
-            forms[i].e = codes[i] - 1;
-            forms[i].m = (int64_t)(s < 0 ? s - 0.5 : s + 0.5);
-        }
-    }
-}
-
 /* dsq_num_put's bytes of v, whose form is f. */
 static unsigned char *put_num(unsigned char *p, double v, const dsq_num_form *f)
 {

@@ -103,15 +103,6 @@ typedef struct dsq_num_form {
 /* The forms of ev's fields into forms[0..ev->nf). */
 void dsq_ev_forms(const dsq_event *ev, dsq_num_form *forms);
 
-/* Forms found by one thread and handed to another in a byte each (a worker finds
- * them for the writer when the writer is the one behind, indexer.c): e + 1 for e
- * in 0..6 (m is then v * 10^e rounded: no division), DSQ_FORM_NONE for e -1, 0
- * unknown (found again). */
-#define DSQ_FORM_NONE 8
-void dsq_ev_form_codes(const dsq_event *ev, uint8_t *codes);
-/* dsq_ev_forms from the codes of ev's fields (the same forms, bit for bit). */
-void dsq_ev_forms_coded(const dsq_event *ev, const uint8_t *codes, dsq_num_form *forms);
-
 /* Name of a kind ("memory"), or "?" */
 const char *dsq_ev_kind_name(int kind);
 

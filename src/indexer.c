@@ -351,9 +351,7 @@ static open_block *block_for(dsq_indexer *ix, uint32_t host, int32_t rank, int *
 static int checkpoint(dsq_indexer *ix, int let_go);
 
 /* Buffers one event of the current file (ids of the index's dictionary). */
-/* Writes an event; codes: its values' forms as a worker found them (NULL: found
- * here). */
-static int write_now(dsq_indexer *ix, const dsq_event *ev, const uint8_t *codes)
+static int write_now(dsq_indexer *ix, const dsq_event *ev)
 {
     int rc = 0;
     open_block *o = block_for(ix, ev->host, ev->rank, &rc);
@@ -361,10 +359,7 @@ static int write_now(dsq_indexer *ix, const dsq_event *ev, const uint8_t *codes)
         return rc ? rc : dsq_error_set(ix->cur_err, DSQ_ENOMEM, "block table");
     size_t before = o->b.len;
     dsq_num_form forms[DSQ_EV_MAXF]; /* each value's decimal form, found once */
-    if (codes)
-        dsq_ev_forms_coded(ev, codes, forms);
-    else
-        dsq_ev_forms(ev, forms);
+    dsq_ev_forms(ev, forms);
     /* the values the rollup keeps as they are are stored there only: the block
      * names them by the event's number (values once: schema 9) */
     uint64_t event = 0;
@@ -423,7 +418,7 @@ static int window_write(dsq_indexer *ix)
         const unsigned char *e = ix->win_buf + ix->win_at[ix->win_order[i]];
         memcpy(&ev, e, offsetof(dsq_event, f));
         memcpy(ev.f, e + offsetof(dsq_event, f), ev.nf * sizeof ev.f[0]);
-        rc = write_now(ix, &ev, NULL);
+        rc = write_now(ix, &ev);
     }
     window_drop(ix);
     return rc;
@@ -459,10 +454,10 @@ static int window_room(dsq_indexer *ix, size_t bytes)
 
 /* Writes one event of the current file: at once, or through the window once the
  * file has had REORDER_PAIRS pairs with blocks open. */
-static int write_event(dsq_indexer *ix, const dsq_event *ev, const uint8_t *codes)
+static int write_event(dsq_indexer *ix, const dsq_event *ev)
 {
     if (!ix->reorder) {
-        int rc = write_now(ix, ev, codes);
+        int rc = write_now(ix, ev);
         if (ix->reorder_pairs && (size_t)ix->nob >= ix->reorder_pairs)
             ix->reorder = 1;
         return rc;
@@ -470,7 +465,7 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev, const uint8_t *code
     if (ev->kind == DSQ_EV_ATTR || ev->kind == DSQ_EV_FAILURE || ev->nf > DSQ_EV_MAXF) {
         /* in log order (more fields than an event has: refused there) */
         int rc = window_write(ix);
-        return rc ? rc : write_now(ix, ev, NULL);
+        return rc ? rc : write_now(ix, ev);
     }
     size_t head = offsetof(dsq_event, f), bytes = (head + ev->nf * sizeof ev->f[0] + 7) & ~(size_t)7;
     if (ix->win_n == WINDOW_EVENTS || ix->win_len + bytes > WINDOW_BYTES) {
@@ -496,7 +491,7 @@ static int write_event(dsq_indexer *ix, const dsq_event *ev, const uint8_t *code
     return 0;
 }
 
-static int on_event(void *ctx, const dsq_event *ev) { return write_event(ctx, ev, NULL); }
+static int on_event(void *ctx, const dsq_event *ev) { return write_event(ctx, ev); }
 
 int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_error *err)
 {
@@ -1173,7 +1168,6 @@ typedef struct job {
 
 enum msg_type {
     MSG_EVENT = DSQ_BATCH_STR + 1,
-    MSG_EVENT_FORMS,  /* an event and its values' forms (dsq_ev_form_codes) */
     MSG_BYTES,       /* uint64_t[2]: decoded bytes fed to the splitter, and the bytes of
                         the file read so far (compressed; for a plain file those fed) */
     MSG_PROBLEM,     /* msg_problem */
@@ -1212,18 +1206,6 @@ typedef struct msg_file_end {
 #define WORKER_BATCH_BYTES ((size_t)64 << 10)
 /* all workers' batches together stay under this (smaller batches with many workers) */
 #define BATCH_BUDGET ((size_t)48 << 20)
-
-/* The decimal form of each value (dsq_ev_forms: the blocks and the rollups store
- * values by it) is found by the writer, unless the writer is the one behind: a
- * worker that hands over a batch while FORMS_BEHIND of its batches wait for the
- * writer finds them for the events of its next batch and sends them along, a byte
- * each (dsq_ev_form_codes; the writer then rounds one product instead of a division
- * and its tests, 53 -> ~10 instructions a value). The writer is behind on most
- * inputs (gzip, per-rank archives, launcher logs); on one big .zst file the worker,
- * which also decodes, is, and keeps its time. The index is the same either way;
- * DSQ_WORKER_FORMS=always or =never overrides (tests, benchmarks). */
-#define FORMS_BEHIND 4
-enum { FORMS_AUTO, FORMS_ALWAYS, FORMS_NEVER };
 #define WORKER_STOPPED 1 /* internal: the writer asked the workers to stop */
 
 typedef struct worker {
@@ -1240,8 +1222,6 @@ typedef struct worker {
      * decoding), on files, and waiting for free batches (ns; the writer sums them
      * into the stats once the worker is joined) */
     uint64_t read_ns, file_ns, wait_ns, cpu_ns;
-    int forms_mode;     /* worker: FORMS_AUTO, or DSQ_WORKER_FORMS's always or never */
-    int forms;          /* worker: it finds its events' forms for the writer (w_send) */
     dsq_lines *lines;
     dsq_scan *scan;
     dsq_bq *free_q, *full_q;
@@ -1504,8 +1484,6 @@ static int w_send(worker *w)
 {
     if (dsq_bq_push(w->full_q, w->cur) != 0)
         return WORKER_STOPPED;
-    w->forms = w->forms_mode == FORMS_AUTO ? dsq_bq_count(w->full_q) >= FORMS_BEHIND
-                                           : w->forms_mode == FORMS_ALWAYS;
     uint64_t t = mono_ns();
     w->cur = dsq_bq_pop(w->free_q);
     w->wait_ns += mono_ns() - t;
@@ -1544,14 +1522,6 @@ static int w_on_event(void *ctx, const dsq_event *ev)
     int rc = w_strings(w);
     if (rc)
         return rc;
-    if (w->forms) {
-        uint8_t codes[DSQ_EV_MAXF];
-        dsq_ev_form_codes(ev, codes);
-        while ((rc = dsq_batch_put_event_codes(w->cur, MSG_EVENT_FORMS, ev, codes)) == 1)
-            if ((rc = w_send(w)))
-                return rc;
-        return rc;
-    }
     while ((rc = dsq_batch_put_event(w->cur, MSG_EVENT, ev)) == 1)
         if ((rc = w_send(w)))
             return rc;
@@ -1582,7 +1552,6 @@ static int w_problem(worker *w, dsq_error *e, const char *member, int counts)
  * (tests, benchmarks). */
 #define AHEAD_MIN_BYTES ((uint64_t)1 << 20)
 enum { AHEAD_AUTO, AHEAD_ALWAYS, AHEAD_NEVER };
-
 
 /* Whether the rest of the open file goes to the read-ahead now (and if so, starts
  * it; a failure to start leaves the file read directly, which is fine). Another
@@ -1847,12 +1816,6 @@ static int worker_init(dsq_indexer *ix, worker *w, size_t batch_bytes)
                     : strcmp(ahead, "always") == 0 ? AHEAD_ALWAYS
                     : strcmp(ahead, "never") == 0  ? AHEAD_NEVER
                                                    : AHEAD_AUTO;
-    const char *forms = getenv("DSQ_WORKER_FORMS");
-    w->forms_mode = !forms ? FORMS_AUTO
-                    : strcmp(forms, "always") == 0 ? FORMS_ALWAYS
-                    : strcmp(forms, "never") == 0  ? FORMS_NEVER
-                                                   : FORMS_AUTO;
-    w->forms = w->forms_mode == FORMS_ALWAYS;
     dsq_scan_params sp = {.emit = w_on_event, .ctx = w};
     if (dsq_dict_new(&w->dict) || dsq_readahead_new(NULL, &w->ra))
         return DSQ_ENOMEM;
@@ -1975,17 +1938,13 @@ static int par_file_once(dsq_indexer *ix, worker *w, const job *j, int *drained,
     for (;; status = next_msg(ix, w, &type, &data, &n, err)) {
         if (status)
             return status; /* fatal: the store is aborted by the caller's stop */
-        if (type == MSG_EVENT || type == MSG_EVENT_FORMS) {
+        if (type == MSG_EVENT) {
             dsq_event *ev; /* in the batch: no copy of it (the writer owns the batch) */
-            const uint8_t *codes = NULL;
-            if ((type == MSG_EVENT ? dsq_batch_take_event(data, n, &ev)
-                                   : dsq_batch_take_event_codes(data, n, &ev, &codes)) ||
-                dsq_remap_event(&w->remap, ev)) {
+            if (dsq_batch_take_event(data, n, &ev) || dsq_remap_event(&w->remap, ev)) {
                 dsq_error_set(err, DSQ_EFORMAT, "internal: a damaged batch from a worker");
                 return file_failed(ix, DSQ_EFORMAT, err);
             }
-            ix->st.events_formed += codes != NULL;
-            if ((status = write_event(ix, ev, codes)))
+            if ((status = write_event(ix, ev)))
                 return file_failed(ix, status, err);
         } else if (type == MSG_BYTES) {
             uint64_t len[2]; /* decoded bytes fed, bytes of the file read so far */

@@ -60,7 +60,6 @@ typedef struct dsq_index_stats {
     unsigned workers;
     double reading, scanning, workers_waited, writer_waited, syncing;
     double workers_cpu, writer_cpu;
-    uint64_t events_formed; /* events whose values' forms a worker found (indexer.c) */
 } dsq_index_stats;
 
 typedef struct dsq_indexer_params {

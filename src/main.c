@@ -379,10 +379,6 @@ static void print_times(const dsq_index_stats *s)
                "    writer: %.3f CPU; waiting for the workers %.3f, the final sync %.3f\n",
                s->workers, s->workers_cpu, s->reading, s->scanning, s->workers_waited,
                s->writer_cpu, s->writer_waited, s->syncing);
-    if (s->workers && s->events)
-        printf("    the workers found the values' forms of %.0f %% of the events (while the "
-               "writer was behind)\n",
-               100.0 * (double)s->events_formed / (double)s->events);
     else
         printf("    one thread: %.3f CPU; reading (opening, decompressing) %.3f, scanning and"
                " writing %.3f, the final sync %.3f\n",

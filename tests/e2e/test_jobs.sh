@@ -6,8 +6,7 @@
 # the summaries count the same files, members, lines and events, the problems are
 # reported the same, in the same order, with the same exit status, also when the
 # index map fills and grows under the writer, and when walking and writing take
-# turns (a small DSQ_JOB_WINDOW), and whichever thread finds the values' decimal
-# forms (DSQ_WORKER_FORMS); where mdb_dump is installed, every table's bytes are
+# turns (a small DSQ_JOB_WINDOW); where mdb_dump is installed, every table's bytes are
 # -j 1's too. Re-running over
 # the unchanged archive, and after one file changed, does the same as -j 1 too.
 source "$(dirname "$0")/lib.sh"
@@ -93,14 +92,6 @@ for jobs in "-j 4" "-j2" "--jobs=3"; do
     expect_same_index "$jobs" "$db" dump "$DSQ_TMP/dump1.txt" "-j 1"
 done
 
-# the values' decimal forms found by the workers for the writer (as when the writer
-# is behind), or by the writer alone: the same index
-for forms in always never; do
-    DSQ_WORKER_FORMS=$forms index "$DSQ_TMP/jforms-$forms" -j 2
-    expect_same_index "-j 2, DSQ_WORKER_FORMS=$forms" "$DSQ_TMP/jforms-$forms" dump \
-        "$DSQ_TMP/dump1.txt" "-j 1"
-done
-
 # a map that fills and grows many times (DSQ_MAP_BYTES: a 64 KiB first map): the
 # files of the open group, whose write hit the full map, are read again by the
 # writer itself, with workers or without
@@ -176,7 +167,7 @@ if command -v mdb_dump >/dev/null; then
                 "$DSQ_TMP/tables.txt"
         done
     }
-    same_tables j1 j-4 j-2 j-3 jenv jwin5 jforms-always jforms-never
+    same_tables j1 j-4 j-2 j-3 jenv jwin5
     same_tables jmap4 jwin4 # first map 64 KiB, with workers
     same_tables many1 many4194304
 fi
@@ -232,8 +223,6 @@ for jobs in 2 1; do
             grep -Eq "2 workers: $seconds CPU; reading \(opening, decompressing\) $seconds, scanning $seconds, waiting for the writer $seconds" <<<"$times"
         check "-j 2 --stats: the writer's CPU, its waits and the final sync" \
             grep -Eq "writer: $seconds CPU; waiting for the workers $seconds, the final sync $seconds" <<<"$times"
-        check "-j 2 --stats: the share of the events whose forms the workers found" \
-            grep -Eq "the workers found the values' forms of [0-9]+ % of the events" <<<"$times"
         check "-j 2 --stats: the workers did some reading" \
             grep -Eqv "reading \(opening, decompressing\) 0\.000" <<<"$times"
     fi

@@ -299,8 +299,7 @@ static void fuzz_groups(const uint8_t *data, size_t size)
  * then time, line and one double per field), through a block and its stored value
  * and back: every event bit for bit, in order. The line's top bits say which
  * values are in their series (dsq_block_add_ref: a marker each, back as NaN with
- * the event's number, from the first such line of its kind on). The values' forms
- * coded for the writer (dsq_ev_form_codes) are their forms. */
+ * the event's number, from the first such line of its kind on). */
 static void block_round_trip(const uint8_t *data, size_t size)
 {
     static dsq_block_cols *cols;
@@ -323,14 +322,8 @@ static void block_round_trip(const uint8_t *data, size_t size)
             ev.f[i].name = form * 16 + (unsigned)i + 1;
             memcpy(&ev.f[i].v, p, 8);
         }
-        dsq_num_form forms[DSQ_EV_MAXF], coded[DSQ_EV_MAXF];
+        dsq_num_form forms[DSQ_EV_MAXF];
         dsq_ev_forms(&ev, forms);
-        uint8_t codes[DSQ_EV_MAXF]; /* as a worker hands them to the writer: the same */
-        dsq_ev_form_codes(&ev, codes);
-        dsq_ev_forms_coded(&ev, codes, coded);
-        for (int i = 0; i < ev.nf; i++)
-            if (coded[i].e != forms[i].e || (forms[i].e >= 0 && coded[i].m != forms[i].m))
-                abort();
         uint32_t in_series = ev.nf ? (ev.line >> 28) & ((1u << ev.nf) - 1) : 0;
         if (dsq_block_add_ref(&b, &ev, forms, in_series, ev.line))
             abort();

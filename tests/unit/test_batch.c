@@ -101,30 +101,6 @@ static void test_events(void)
         if (nf) { /* a payload a field short of its count */
             CHECK_INT(dsq_batch_take_event(data, n - sizeof ev.f[0], &back), DSQ_EFORMAT);
         }
-        /* with a byte for each field after them (a worker's forms) */
-        uint8_t codes[DSQ_EV_MAXF];
-        for (unsigned i = 0; i < nf; i++)
-            codes[i] = (uint8_t)(1 + i % 8);
-        dsq_batch_clear(&b);
-        CHECK_INT(dsq_batch_put_event_codes(&b, 6, &ev, codes), 0);
-        dsq_batch_iter_init(&it, &b);
-        CHECK_INT(dsq_batch_next(&it, &type, &data, &n), 1);
-        CHECK_INT(type, 6);
-        const uint8_t *back_codes = NULL;
-        back = NULL;
-        CHECK_INT(dsq_batch_take_event_codes(data, n, &back, &back_codes), 0);
-        CHECK(back && (const void *)back == data && back_codes);
-        if (!back || !back_codes)
-            break;
-        CHECK_INT(back->nf, nf);
-        for (unsigned i = 0; i < nf; i++) {
-            CHECK_INT(back->f[i].name, 10 + i);
-            CHECK_DBL(back->f[i].v, 1.5 * i);
-            CHECK_INT(back_codes[i], 1 + i % 8);
-        }
-        CHECK_INT(dsq_batch_take_event_codes(data, n - 1, &back, &back_codes), DSQ_EFORMAT);
-        CHECK_INT(dsq_batch_take_event_codes(data, n + 1, &back, &back_codes), DSQ_EFORMAT);
-        CHECK_INT(dsq_batch_next(&it, &type, &data, &n), 0);
     }
     dsq_batch_free(&b);
 }

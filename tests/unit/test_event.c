@@ -634,62 +634,6 @@ static void test_decimal_edges(void)
     CHECK_INT(wrong, 0);
 }
 
-/* Forms handed from a worker to the writer in a byte each (dsq_ev_form_codes, then
- * dsq_ev_forms_coded) are the forms dsq_ev_forms finds, bit for bit: decimals of
- * every e near the limits (2^50 .. 2^53), a few ulps off, past 2^53, tiny, -0,
- * NaN, infinities. */
-static void test_form_codes_give_the_same_forms(void)
-{
-    static const double fixed[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 1e-7, 0.1, 0.3,
-                                   1125899906842624.0, 1125899906.842624, 1125899906.842623,
-                                   2251799813.685248, 9007199254.740991, 4503599627.370496,
-                                   9007199254740993.0, 1e300, 5e-324, 42.0, -7.0};
-    int wrong = 0, coded = 0;
-    dsq_event ev;
-    memset(&ev, 0, sizeof ev);
-    for (int i = 0; i < 300000; i++) {
-        uint64_t r = rnd();
-        double v;
-        if (i < (int)(sizeof fixed / sizeof fixed[0])) {
-            v = fixed[i];
-        } else {
-            int e = (int)(r % 7);
-            int64_t lim = (int64_t)1 << (49 + (int)((r >> 3) % 5)); /* 2^49 .. 2^53 */
-            int64_t m = (r >> 5) % 3 == 0 ? lim - (int64_t)((r >> 8) % 5000)
-                        : (r >> 5) % 3 == 1 ? (int64_t)((r >> 8) % 100000000000000000ull) % lim
-                                            : (int64_t)((r >> 8) % 10000000);
-            v = (double)m / dsq_pow10_small[e];
-            int k = (int)((r >> 40) % 5) - 2;
-            for (int j = 0; j < (k < 0 ? -k : k); j++)
-                v = nextafter(v, k < 0 ? -INFINITY : INFINITY);
-            if (r >> 63)
-                v = -v;
-        }
-        ev.f[ev.nf++].v = v;
-        if (ev.nf < DSQ_EV_MAXF && i + 1 < 300000)
-            continue;
-        uint8_t codes[DSQ_EV_MAXF];
-        dsq_num_form want[DSQ_EV_MAXF], got[DSQ_EV_MAXF];
-        dsq_ev_form_codes(&ev, codes);
-        dsq_ev_forms(&ev, want);
-        if ((i / DSQ_EV_MAXF) % 8 == 0) /* codes 0: each form found again */
-            memset(codes, 0, sizeof codes);
-        dsq_ev_forms_coded(&ev, codes, got);
-        for (int f = 0; f < ev.nf; f++) {
-            coded += codes[f] != 0;
-            if (want[f].e != got[f].e || (want[f].e >= 0 && want[f].m != got[f].m)) {
-                if (wrong++ < 5)
-                    fprintf(stderr, "%.17g: code %d, form e %d m %lld, from the code e %d m %lld\n",
-                            ev.f[f].v, codes[f], want[f].e, (long long)want[f].m, got[f].e,
-                            (long long)got[f].m);
-            }
-        }
-        ev.nf = 0;
-    }
-    CHECK_INT(wrong, 0);
-    CHECK(coded > 200000); /* most values were coded */
-}
-
 /* Values kept in their series (dsq_block_add_ref): the block holds one marker byte
  * for each and numbers its events per kind from its starts; the values beside
  * them, and the column differences around a marker, come back bit for bit, in
@@ -763,6 +707,6 @@ static void test_in_series(void)
     CHECK_INT(decode_all(many, sizeof many, 0), DSQ_EFORMAT);
 }
 
-TEST_MAIN(T(test_decimal_matches_num_put), T(test_decimal_edges), T(test_form_codes_give_the_same_forms), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
+TEST_MAIN(T(test_decimal_matches_num_put), T(test_decimal_edges), T(test_round_trip), T(test_full_event), T(test_every_truncation), T(test_damaged),
           T(test_column_deltas), T(test_encode_refuses_damaged_rows), T(test_shapes), T(test_kind_names),
           T(test_in_series))
