@@ -1218,10 +1218,6 @@ typedef struct worker {
     int ahead_ok;       /* worker: the open file may still start decoding ahead */
     atomic_int busy;    /* 1 while the worker has a file (read by the others) */
     atomic_int ahead_on; /* 1 while its file is decoded ahead (read by the others) */
-    /* worker: its time in the input's calls (open, members, reads: reading and
-     * decoding), on files, and waiting for free batches (ns; the writer sums them
-     * into the stats once the worker is joined) */
-    uint64_t read_ns, file_ns, wait_ns, cpu_ns;
     dsq_lines *lines;
     dsq_scan *scan;
     dsq_bq *free_q, *full_q;
@@ -1231,6 +1227,10 @@ typedef struct worker {
     const char *path;   /* worker: the file being read, as walked */
     int plain;          /* worker: ... is plain text (read = fed), and how much was fed */
     uint64_t fed;
+    /* worker: its time in the input's calls (open, members, reads: reading and
+     * decoding), on files, and waiting for free batches (ns; the writer sums them
+     * into the stats once the worker is joined) */
+    uint64_t read_ns, file_ns, wait_ns, cpu_ns;
     /* writer side */
     dsq_remap remap;
     dsq_batch *rd;      /* the batch being read, NULL when none */
