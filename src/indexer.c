@@ -2102,7 +2102,8 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
         if (w->started)
             pthread_join(w->th, NULL);
         /* (a file's waits count as waits, not scanning) */
-        uint64_t other = w->read_ns + w->wait_ns, busy = w->file_ns > other ? w->file_ns - other : 0;
+        uint64_t other = w->read_ns + w->wait_ns;
+        uint64_t busy = w->file_ns > other ? w->file_ns - other : 0;
         ix->st.reading += (double)w->read_ns / 1e9;
         ix->st.scanning += (double)busy / 1e9;
         ix->st.workers_waited += (double)w->wait_ns / 1e9;
