@@ -162,7 +162,7 @@ struct dsq_indexer {
     uint64_t cur_in;          /* bytes read so far of the file under way */
     int under_way;            /* a file's numbers are in pend, not yet in st or group_st */
     int in_plain;             /* ... which is plain text: its bytes read are those fed */
-    struct timespec t0;
+    uint64_t t0; /* mono_ns when made */
     char db_real[PATH_MAX];
     /* the directory of the last file resolved, as given and resolved (see resolve) */
     char dir_given[PATH_MAX], dir_real[PATH_MAX];
@@ -191,13 +191,6 @@ struct dsq_indexer {
     dsq_index_stats group_st;
 };
 
-static double elapsed(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 /* The calling thread's CPU time in ns (a system call on some VMs, ~1.4 us: once a
  * thread, not per call). */
 static uint64_t thread_cpu_ns(void)
@@ -208,14 +201,18 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Nanoseconds on the monotonic clock: a thread's time in a call (stats' where the
- * time went; a read or a queue's wait each, not a line or an event). */
+/* Nanoseconds on the monotonic clock: the run's time, and a thread's time in a call
+ * (stats' where the time went; a read or a queue's wait each, not a line or an
+ * event). */
 static uint64_t mono_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
+
+/* Seconds since t0 (mono_ns). */
+static double secs_since(uint64_t t0) { return (double)(mono_ns() - t0) / 1e9; }
 
 static const char *const strip_exts[] = {".zst", ".zstd", ".gz", ".tgz", ".xz", ".txz", ".bz2",
                                          ".tbz2", ".tar", ".zip", ".log", ".txt", ".out", ".err"};
@@ -527,7 +524,7 @@ int dsq_indexer_new(const dsq_indexer_params *params, dsq_indexer **out, dsq_err
     ix->series_max = sm && strtoull(sm, NULL, 10) > 0 ? (size_t)strtoull(sm, NULL, 10) : SERIES_MAX;
     const char *jw = getenv("DSQ_JOB_WINDOW"); /* tests: a small one on few files */
     ix->job_window = jw && strtoull(jw, NULL, 10) >= 2 ? (size_t)strtoull(jw, NULL, 10) : JOB_WINDOW;
-    clock_gettime(CLOCK_MONOTONIC, &ix->t0);
+    ix->t0 = mono_ns();
     *out = ix;
     return 0;
 nomem:
@@ -595,7 +592,7 @@ static void maybe_progress(dsq_indexer *ix, int force)
         now.bytes_in += ix->cur_in;
         now.events += cur->events;
     }
-    now.seconds = elapsed(&ix->t0);
+    now.seconds = secs_since(ix->t0);
     ix->p.progress(ix->p.ctx, &now, ix->cur_path);
 }
 
@@ -731,7 +728,7 @@ static int index_member(dsq_indexer *ix, const dsq_member_info *mi, dsq_source_r
         size_t len;
         uint64_t t = mono_ns();
         int rr = dsq_input_read(ix->in, &data, &len, &e);
-        ix->st.reading += (double)(mono_ns() - t) / 1e9;
+        ix->st.reading += secs_since(t);
         if (rr != 0) {
             e.line = (long long)dsq_lines_stats_get(ix->lines)->lines;
             e.offset = (long long)dsq_lines_stats_get(ix->lines)->bytes;
@@ -797,7 +794,7 @@ static int index_members(dsq_indexer *ix, dsq_source_rec *rec)
         dsq_error d;
         dsq_error_clear(&d);
         int damaged = dsq_input_take_damage(ix->in, &d);
-        ix->st.reading += (double)(mono_ns() - t) / 1e9;
+        ix->st.reading += secs_since(t);
         if (damaged) {
             problem(ix, &d, NULL);
             ix->pend.members_failed++;
@@ -911,7 +908,7 @@ static int index_file_once(dsq_indexer *ix, const char *abs, const dsq_file_info
     }
     uint64_t t = mono_ns();
     int failed = e.code || dsq_input_open(ix->in, abs, &e) != 0;
-    ix->st.reading += (double)(mono_ns() - t) / 1e9;
+    ix->st.reading += secs_since(t);
     if (failed) {
         problem(ix, &e, NULL);
         memset(&ix->pend, 0, sizeof ix->pend);
@@ -1868,7 +1865,7 @@ static int next_msg_more(dsq_indexer *ix, worker *w, uint32_t *type, const void 
                 return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
             uint64_t t = mono_ns();
             w->rd = dsq_bq_pop(w->full_q);
-            ix->st.writer_waited += (double)(mono_ns() - t) / 1e9;
+            ix->st.writer_waited += secs_since(t);
             if (!w->rd)
                 return dsq_error_set(err, DSQ_EUSAGE, "indexing threads stopped");
             dsq_batch_iter_init(&w->it, w->rd);
@@ -2237,8 +2234,8 @@ int dsq_indexer_add(dsq_indexer *ix, const char *path, dsq_error *err)
     uint64_t t = mono_ns();
     if (!status)
         status = dsq_store_sync(ix->p.store, err);
-    ix->st.syncing += (double)(mono_ns() - t) / 1e9;
+    ix->st.syncing += secs_since(t);
     ix->st.writer_cpu += (double)(thread_cpu_ns() - cpu0) / 1e9;
-    ix->st.seconds = elapsed(&ix->t0);
+    ix->st.seconds = secs_since(ix->t0);
     return status;
 }
