@@ -33,7 +33,8 @@
 #   archive         every file decompressed by its own tool, one process per tool
 #                   (zstd -dc, gzip -dc, unzip -p, cat), one after the other
 #   re-run          find -printf of every file's size and mtime (a stat of each)
-#   ugrep           ugrep -z [-r] -c Max_MA (multi-threaded; apt-get install ugrep)
+#   ugrep           ugrep -z [-r] -c Max_MA > FILE (multi-threaded; apt-get install ugrep;
+#                   into a file: writing to /dev/null it stops at the first match)
 # dsq: `dsq index -q --db FRESH_DIR INPUT`, a fresh index in DIR each time; wall time,
 # peak RSS (/usr/bin/time %M), lines and events as dsq reports them, index size (du).
 # Nothing here asserts a speed; bench/README.md has measured tables.
@@ -80,9 +81,17 @@ have_ugrep=0; command -v ugrep >/dev/null && have_ugrep=1
 
 now() { echo "${EPOCHREALTIME/./}"; }                # microseconds, no fork
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
+cores=$(nproc)
 note() { printf '%s\n' "$*" >&2; }
 # seconds of one run of "$@", output discarded
 wall() { local t0; t0=$(now); "$@" >/dev/null 2>&1 || true; echo "scale=4; ($(now) - $t0) / 1000000" | bc; }
+# the same, the output written to a file: grep and ugrep writing to /dev/null stop at
+# the first match (only the exit status can be seen), which would time a search of one file
+wall_to_file() {
+  local t0; t0=$(now); "$@" >"$dir/ugrep.out" 2>&1 || true
+  echo "scale=4; ($(now) - $t0) / 1000000" | bc
+}
 bytes() { du -s --apparent-size --block-size=1 "$@" | awk '{s += $1} END {print s}'; }
 
 # ---- inputs ------------------------------------------------------------------------
@@ -112,7 +121,7 @@ if [ "$bighosts" -gt 0 ] && [ ! -f "$big.zst" ]; then
   rm -f "$big"
 fi
 
-one=$dir/onerun-$onerun
+one=$dir/onerun-$onerun-of-$(basename "$arch") # copies of that archive's file
 if [ "$onerun" -gt 0 ] && [ ! -f "$one.done" ]; then
   rm -rf "$one"; note "generating $one"
   src=$(find "$arch" -name 'rank0.log' -type f | sort | head -n 1)
@@ -166,8 +175,8 @@ bench_input() {
     base_t+=("$(wall "$@")")
     if [ $have_ugrep = 1 ]; then
       $prep "$input"
-      if [ -d "$input" ]; then ug_t+=("$(wall ugrep -z -r -c Max_MA "$input")")
-      else ug_t+=("$(wall ugrep -z -c Max_MA "$input")"); fi
+      if [ -d "$input" ]; then ug_t+=("$(wall_to_file ugrep -z -r -c Max_MA "$input")")
+      else ug_t+=("$(wall_to_file ugrep -z -c Max_MA "$input")"); fi
     fi
     [ "$label" = archive ] && st_t+=("$(wall stat_all "$input")")
     order=()
@@ -202,7 +211,17 @@ bench_input() {
     lines=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\1/p' <<<"${outs[$k]}")
     events=$(sed -n 's/.*decompressed [^,]*, \([0-9]*\) lines, \([0-9]*\) events.*/\2/p' <<<"${outs[$k]}")
     rows+=("$label|${names[$k]}|$comp|$text|$bname|$base|$ug|$(tr ' ' '\n' <<<"${times[$k]}" | grep . | median)|${lines:-0}|${events:-0}|$(tr ' ' '\n' <<<"${rsss[$k]}" | grep . | median)|$(du -s --block-size=1 "$db" | cut -f1)")
-    [ -n "${wheres[$k]}" ] && wrows+=("$label, ${names[$k]}:" "${wheres[$k]}")
+    if [ -n "${wheres[$k]}" ]; then
+      wrows+=("$label, ${names[$k]}:" "${wheres[$k]}")
+      # the least wall time this much CPU could take on this machine's cores: a ratio
+      # above a goal here needs less work, not better overlap
+      local cpu floor
+      cpu=$(sed -n 's/.*process: [0-9.]* wall, \([0-9.]*\) CPU.*/\1/p' <<<"${wheres[$k]}")
+      if [ -n "$cpu" ]; then
+        floor=$(awk -v c="$cpu" -v n="$cores" 'BEGIN {printf "%.3f", c / n}')
+        wrows+=("    floor: $cpu CPU / $cores cores = $floor s wall at best: $(ratio "$floor" "$base") x $bname$([ -n "$ug" ] && [ "$ug" != - ] && echo ", $(ratio "$floor" "$ug") x ugrep")")
+      fi
+    fi
     [ "$label" = archive ] &&
       rows+=("archive, unchanged|${names[$k]}|$comp|$text|stat all files|$st|-|$(tr ' ' '\n' <<<"${again[$k]}" | grep . | median)|0|0|$(tr ' ' '\n' <<<"${again_rss[$k]}" | grep . | median)|$(du -s --block-size=1 "$db" | cut -f1)")
     if [ $keep = 1 ]; then rm -rf "$dir/index-$label-${names[$k]//\//-}"
@@ -218,12 +237,12 @@ bench_input archive "$arch" "decompress all" decode_all "$arch"
 [ "$onerun" -gt 0 ] && bench_input "one run" "$one" "decompress all" decode_all "$one"
 [ "$bighosts" -gt 0 ] && bench_input "big job .zst" "$big.zst" "zstd -dc" zstd -dcq "$big.zst"
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-rm -f "$dir/rss"
+rm -f "$dir/rss" "$dir/ugrep.out"
 
 # ---- the table -------------------------------------------------------------------------
 nfiles=$(find "$arch" -type f | wc -l)
 echo
-echo "dsq index speed, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $load0 -> $load1"
+echo "dsq index speed, $(date -u '+%Y-%m-%d %H:%M UTC'), $cores cores, load average $load0 -> $load1"
 echo "median of $reps runs; single = one $ssize launcher log ($hosts hosts x $ranks ranks);"
 echo "archive = $runs runs x $hosts hosts x $ranks ranks, $nfiles files/archives (generated in $(cat "$arch.done") s)"
 [ "$onerun" -gt 0 ] && echo "one run = $onerun copies of one of the archive's per-rank files in one run directory"
