@@ -97,7 +97,9 @@ bytes() { du -s --apparent-size --block-size=1 "$@" | awk '{s += $1} END {print 
 # ---- inputs ------------------------------------------------------------------------
 mkdir -p "$dir"
 gen=(python3 "$here/tools/gen-archive.py" --seed 1)
-single=$dir/single-$ssize.log
+# cached inputs are named by the generator's own bytes too: a changed generator makes new ones
+gid=g$(sha256sum "$here/tools/gen-archive.py" | cut -c1-8)
+single=$dir/single-$ssize-$gid.log
 if [ ! -f "$single.zst" ] || [ ! -f "$single.gz" ]; then
   note "generating $single ($ssize of text)"
   "${gen[@]}" --single "$single" --hosts "$hosts" --ranks "$ranks" --size "$ssize"
@@ -105,7 +107,7 @@ if [ ! -f "$single.zst" ] || [ ! -f "$single.gz" ]; then
   gzip -6 -n -c "$single" > "$single.gz"
   rm -f "$single"
 fi
-arch=$dir/archive-$runs-$hosts-$ranks-$asize
+arch=$dir/archive-$runs-$hosts-$ranks-$asize-$gid
 if [ ! -f "$arch.done" ]; then
   rm -rf "$arch"; note "generating $arch"
   t0=$(now)
@@ -113,7 +115,7 @@ if [ ! -f "$arch.done" ]; then
   echo "scale=1; ($(now) - $t0) / 1000000" | bc > "$arch.done"
 fi
 
-big=$dir/bigjob-$bighosts-$ranks-$bigsize.log
+big=$dir/bigjob-$bighosts-$ranks-$bigsize-$gid.log
 if [ "$bighosts" -gt 0 ] && [ ! -f "$big.zst" ]; then
   note "generating $big ($bighosts hosts x $ranks ranks)"
   "${gen[@]}" --single "$big" --hosts "$bighosts" --ranks "$ranks" --size "$bigsize"

@@ -22,8 +22,9 @@ of --containers in turn, so every type is present once N >= the number of types:
 steps of every run follows from it. Lines (mirroring /work/shared/corpus): the NCCL
 INFO set-up of every rank (bootstrap, NET/IB, affinity, trees, ring channels, Init
 COMPLETE) and, dominating, per-step lines: DeepSpeed step / `time (ms)` timer /
-timer.py throughput lines and 3-line see_memory_usage reports, HF loss dicts and tqdm
-bars rewritten with lone \\r, Megatron `iteration N/ M | ...` lines and memory (MB)
+timer.py throughput lines and 3-line see_memory_usage reports (after the first step
+and every tenth: every DeepSpeed run has one), HF loss dicts and tqdm bars rewritten
+with lone \\r, Megatron `iteration N/ M | ...` lines and memory (MB)
 reports; loss-scale OVERFLOW lines; unrecognized prints (checkpoint saves, data
 loading, wandb). About a third of the runs fail: a CUDA OOM traceback on one rank
 (`[rankN]:` prefixed), a ProcessGroupNCCL watchdog timeout on every rank, or a
@@ -291,7 +292,7 @@ class RankText:
                                                   rem // 60 % 60, rem % 60, r.dt_ms / 1000))
                     out.append(self.tqdm_clear)
                 out.append(self.t_loss % (loss, gn, lr, s / total))
-            if s % MEM_EVERY == 0:
+            if s % MEM_EVERY == 0 or s == 1:  # after the first step too: every run has one
                 out.append(self.t_mem % (ts, s, ts, ma, mx, mx + 1.3, int(mx + 2.5), ts, 150 + rnd.random() * 50,
                                          10 + rnd.random() * 10))
         if s % 100 == 0 and self.lr == 0:
