@@ -128,6 +128,7 @@ class Run:
             probe = RankText(self, g // self.nranks, g % self.nranks, "")
             w = 1.0 / self.world if g == 0 else 1.0 - 1.0 / self.world
             fixed += w * (len(probe.init()) + len(probe.tail(1)))
+            probe.first_mem = False  # (one memory report in MEM_EVERY steps, as in most)
             per_step += w * sum(len(probe.step(s)) for s in range(1, MEM_EVERY + 1)) / MEM_EVERY
         self.steps = max(2, int((per_rank_bytes - fixed) / per_step))
         if self.outcome != "ok":  # dies at the last step it prints, 90% through the plan
@@ -173,6 +174,7 @@ class RankText:
                        " iterations: %3d |\n")
         self.t_tqdm = "\r%3d%%|%s| %d/%d [%02d:%02d<%02d:%02d, %.2fs/it]"
         self.tqdm_clear = "\r" + " " * 54 + "\r"
+        self.first_mem = True  # a memory report after the first step too
 
     # ---- NCCL set-up ----------------------------------------------------------------
     def init(self):
@@ -292,7 +294,7 @@ class RankText:
                                                   rem // 60 % 60, rem % 60, r.dt_ms / 1000))
                     out.append(self.tqdm_clear)
                 out.append(self.t_loss % (loss, gn, lr, s / total))
-            if s % MEM_EVERY == 0 or s == 1:  # after the first step too: every run has one
+            if s % MEM_EVERY == 0 or (s == 1 and self.first_mem):  # every run has one
                 out.append(self.t_mem % (ts, s, ts, ma, mx, mx + 1.3, int(mx + 2.5), ts, 150 + rnd.random() * 50,
                                          10 + rnd.random() * 10))
         if s % 100 == 0 and self.lr == 0:
