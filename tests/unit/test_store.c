@@ -989,6 +989,72 @@ static int on_attr(void *ctx, uint32_t run, uint32_t name, uint32_t source, cons
     return 0;
 }
 
+/* The record of one attribute name, as scanned. */
+typedef struct attr_last {
+    uint32_t name;
+    int seen;
+    double num;
+} attr_last;
+
+static int on_attr_last(void *ctx, uint32_t run, uint32_t name, uint32_t source,
+                        const dsq_attr_rec *rec)
+{
+    attr_last *l = ctx;
+    (void)run, (void)source;
+    if (name == l->name) {
+        l->seen++;
+        l->num = rec->num;
+    }
+    return 0;
+}
+
+/* Attributes wait for the commit (put_held_attrs): a key put twice keeps the last
+ * record; a scan in the open write sees them; a source dropped in the write that put
+ * its attributes loses them; the rest are in the table after the commit, in key
+ * order whatever the order put. */
+static void test_attrs_held_last_wins_scanned_and_dropped(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        goto done;
+    uint32_t run_b = intern(st, "run-b"), run_a = intern(st, "run-a");
+    uint32_t stage = intern(st, "zero_stage"), world = intern(st, "world_size");
+    dsq_attr_rec first = {.t = 5, .num = 3, .is_num = 1}, last = {.t = 6, .num = 4, .is_num = 1};
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    uint32_t s1 = 0, s2 = 0;
+    CHECK_INT(dsq_store_source_new_id(st, &s1, &err), 0);
+    CHECK_INT(dsq_store_attr_put(st, run_b, world, s1, &first, &err), 0);
+    CHECK_INT(dsq_store_attr_put(st, run_b, stage, s1, &first, &err), 0);
+    CHECK_INT(dsq_store_attr_put(st, run_b, world, s1, &last, &err), 0); /* again: kept */
+    CHECK_INT(dsq_store_rollups_put(st, s1, &err), 0);
+    dsq_source_rec r1 = {.version = 1, .id = s1, .run = run_b};
+    CHECK_INT(dsq_store_source_put(st, "/x/1.log", &r1, &err), 0);
+    attrs_seen a = {0};
+    CHECK_INT(dsq_store_scan_attrs(st, on_attr, &a, &err), 0); /* in the open write */
+    CHECK_INT(a.n, 2);
+    CHECK_INT(dsq_store_source_new_id(st, &s2, &err), 0);
+    CHECK_INT(dsq_store_attr_put(st, run_a, stage, s2, &first, &err), 0);
+    CHECK_INT(dsq_store_rollups_put(st, s2, &err), 0);
+    dsq_source_rec r2 = {.version = 1, .id = s2, .run = run_a};
+    CHECK_INT(dsq_store_source_put(st, "/x/2.log", &r2, &err), 0);
+    CHECK_INT(dsq_store_source_drop(st, "/x/2.log", &err), 0); /* its attribute held */
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    memset(&a, 0, sizeof a);
+    CHECK_INT(dsq_store_scan_attrs(st, on_attr, &a, &err), 0);
+    CHECK_INT(a.n, 2);
+    CHECK(a.source[0] == s1 && a.source[1] == s1);
+    attr_last l = {world, 0, 0};
+    CHECK_INT(dsq_store_scan_attrs(st, on_attr_last, &l, &err), 0);
+    CHECK_INT(l.seen, 1);
+    CHECK(l.num == 4); /* the last put of (run-b, world_size) */
+    dsq_store_close(st);
+    CHECK_INT(table_entries(tmp, "attrs"), 2);
+done:
+    test_tmpdir_remove(tmp);
+}
+
 /* Dropping a source removes exactly its series (listed per run as fields times
  * (host, rank) pairs, so the drop also tries pairs it never had), their chunks and
  * its attributes, in two runs, and the run rollups then merge the other source's
@@ -2443,6 +2509,7 @@ TEST_MAIN(T(test_write_reopen_scan), T(test_blocks_put_in_key_order_after_the_en
           T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_series_groups_across_sources), T(test_series_groups_split_and_merge), T(test_series_group_damaged_packed_record),
           T(test_series_after_full_record_not_merged), T(test_series_scan_inside_a_visit),
+          T(test_attrs_held_last_wins_scanned_and_dropped),
           T(test_drop_lists_fields_times_pairs), T(test_series_many_in_one_write_last_wins), T(test_runroll_merges_series_in_key_order),
           T(test_runroll_stale_until_its_run_goes_quiet),
           T(test_runroll_of_new_run_same_as_recomputed),
