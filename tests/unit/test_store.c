@@ -1010,8 +1010,7 @@ static int on_attr_last(void *ctx, uint32_t run, uint32_t name, uint32_t source,
 
 /* Attributes wait for the commit (put_held_attrs): a key put twice keeps the last
  * record; a scan in the open write sees them; a source dropped in the write that put
- * its attributes loses them; the rest are in the table after the commit, in key
- * order whatever the order put. */
+ * its attributes loses them; the rest are in the table after the commit. */
 static void test_attrs_held_last_wins_scanned_and_dropped(void)
 {
     char tmp[64];
