@@ -871,9 +871,59 @@ static dsq_span *memo_span(dsq_nccl_line *o, int i)
     return (dsq_span *)(void *)((unsigned char *)o + memo_span_at[i]);
 }
 
-void dsq_nccl_memo_keep(dsq_nccl_memo *memo, const char *line, size_t len, const dsq_match *m)
+/* The header of an NCCL INFO line with nothing before its host, kept (memo->head_n
+ * 0 when the line has none): the bytes up to its message, which must follow one
+ * space after "NCCL INFO", so that a line with the same bytes has the same header
+ * in parse_line's fast path (info_header decides on them alone). */
+static void keep_head(dsq_nccl_memo *memo, const char *line, size_t len, const dsq_match *m)
 {
     const dsq_nccl_line *op = (const dsq_nccl_line *)m->aux.bytes;
+    memo->head_n = 0;
+    if (m->family != DSQ_FAM_NCCL || !op->headed || op->level != DSQ_LV_INFO ||
+        op->host.p != line || !op->pid_s.p || op->tid < 0 || op->dev < 0 ||
+        op->rank_prefix >= 0 || op->t_us != DSQ_TIME_NONE || op->src.p || !op->msg.p)
+        return;
+    size_t n = (size_t)(op->msg.p - line);
+    if (n < 12 || n > DSQ_NCCL_HEAD_MAX || n > len || line[n - 1] != ' ' ||
+        memcmp(line + n - 11, " NCCL INFO ", 11) != 0 || op->pid_s.p < line ||
+        op->pid_s.p + op->pid_s.n > line + n)
+        return;
+    memcpy(memo->head, line, n);
+    memo->host_n = (uint16_t)op->host.n;
+    memo->pid_at = (uint16_t)(op->pid_s.p - line);
+    memo->pid_n = (uint16_t)op->pid_s.n;
+    memo->pid = op->pid;
+    memo->tid = op->tid;
+    memo->dev = op->dev;
+    memo->head_n = (uint16_t)n;
+}
+
+int dsq_nccl_memo_head(const dsq_nccl_memo *memo, const char *line, size_t len, dsq_match *m)
+{
+    size_t n = memo->head_n;
+    if (!n || len < n || memcmp(line, memo->head, n) != 0)
+        return 0;
+    dsq_nccl_line *op = (dsq_nccl_line *)m->aux.bytes; /* as parse_line's fast path */
+    line_init(op);
+    op->headed = 1;
+    op->level = DSQ_LV_INFO;
+    op->host = (dsq_span){line, memo->host_n};
+    op->pid = memo->pid;
+    op->pid_s = (dsq_span){line + memo->pid_at, memo->pid_n};
+    op->tid = memo->tid;
+    op->dev = memo->dev;
+    set_msg(op, (const unsigned char *)line + n, line + len);
+    classify(op);
+    fill_match(m, op);
+    return 1;
+}
+
+void dsq_nccl_memo_keep(dsq_nccl_memo *memo, const char *line, size_t len, const dsq_match *m,
+                        int same_head)
+{
+    const dsq_nccl_line *op = (const dsq_nccl_line *)m->aux.bytes;
+    if (!same_head)
+        keep_head(memo, line, len, m);
     memo->len = 0;
     if (m->family != DSQ_FAM_NCCL || len > DSQ_NCCL_MEMO_MAX || !op->headed ||
         (op->kind != DSQ_NCCL_CONNECT && op->kind != DSQ_NCCL_RING_LIST &&

@@ -1054,9 +1054,15 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
                 check_answer(&before, m, line, len, "the NCCL memo");
             return;
         }
+        if (dsq_nccl_memo_head(&sc->nccl_memo, line, len, m)) { /* its header: the message only */
+            if (sc->shapes_check)
+                check_answer(&before, m, line, len, "the NCCL header memo");
+            dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m, 1);
+            return;
+        }
         dsq_scan_recognize(m, line, len);
         if ((sc->after_nccl = m->family == DSQ_FAM_NCCL) != 0)
-            dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m);
+            dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m, 0);
         return;
     }
     dsq_match before;
@@ -1073,7 +1079,7 @@ static void recognize_line(dsq_scan *sc, dsq_match *m, const char *line, size_t 
     dsq_scan_recognize(m, line, len);
     dsq_shapes_learn(sc->shapes, line, len, m);
     if ((sc->after_nccl = m->family == DSQ_FAM_NCCL) != 0)
-        dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m);
+        dsq_nccl_memo_keep(&sc->nccl_memo, line, len, m, 0);
 }
 
 int dsq_scan_line(void *scanner, const char *line, size_t len, unsigned flags)

@@ -9,7 +9,8 @@
  *   <grammar>   bytes -> line splitter -> that one recognizer on every line
  *               (pdsh, prefix, deepspeed, hf, megatron, mmengine, glog, torchrun,
  *               traceback, pywarn, nccl, misc); nccl also checks its header fast
- *               path against the DFA and its memo of channel lines against the parser
+ *               path against the DFA and its memos (of channel lines, of a process's
+ *               header) against the parser
  *   shapes      bytes -> line splitter -> each line recognized and its shape learned,
  *               then the line again with its digits changed: where the line shapes
  *               answer it, the answer must be the recognizers' (src/shapes.h)
@@ -98,10 +99,16 @@ static void nccl_memo_line(const char *line, size_t len)
              !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
                                  (const dsq_nccl_line *)want.aux.bytes)))
             abort(); /* the memo answered otherwise than the parser */
+        dsq_scan_match_init(&got);
+        int head = dsq_nccl_memo_head(&memo, p, len, &got);
+        if (head && (!parsed || !dsq_shapes_same_match(&got, &want) ||
+                     !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
+                                         (const dsq_nccl_line *)want.aux.bytes)))
+            abort(); /* the header memo answered otherwise than the parser */
         if (parsed)
-            dsq_nccl_memo_keep(&memo, p, len, &want);
+            dsq_nccl_memo_keep(&memo, p, len, &want, head);
         else
-            memo.len = 0;
+            memo.len = memo.head_n = 0;
     }
 }
 

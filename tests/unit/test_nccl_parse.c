@@ -302,9 +302,9 @@ static void memo_next(const char *text, size_t len)
         }
     }
     if (parsed) {
-        dsq_nccl_memo_keep(&memo, line, len, &want);
+        dsq_nccl_memo_keep(&memo, line, len, &want, 0);
     } else {
-        memo.len = 0;
+        memo.len = memo.head_n = 0;
     }
     free(line);
 }
@@ -364,8 +364,101 @@ static void test_memo_reads_channel_runs_as_the_parser(void)
         printf("  corpus: the memo answered %ld of %ld lines\n", memo_hits, memo_tries);
 }
 
+/* --- the memo of a process's header ------------------------------------------- */
+
+static dsq_nccl_memo hmemo;
+static long head_hits, head_tries;
+
+/* The line after the memo's: when the header memo answers, the match and the parse
+ * the handler reads are the parser's; then the line is kept, as the scanner keeps
+ * it (the header not again when the memo answered). */
+static void head_next(const char *text, size_t len)
+{
+    char *line = test_line_copy(text, len);
+    if (!line) {
+        CHECK(line != NULL);
+        return;
+    }
+    dsq_match got, want;
+    dsq_scan_match_init(&got);
+    dsq_scan_match_init(&want);
+    head_tries++;
+    int hit = dsq_nccl_memo_head(&hmemo, line, len, &got);
+    int parsed = dsq_gram_nccl(line, len, &want);
+    if (hit) {
+        head_hits++;
+        if (!parsed || !dsq_shapes_same_match(&got, &want) ||
+            !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
+                                (const dsq_nccl_line *)want.aux.bytes)) {
+            fprintf(stderr, "header memo differs from the parser: \"%.*s\"\n", (int)len, line);
+            test_failures++;
+        }
+    }
+    if (parsed)
+        dsq_nccl_memo_keep(&hmemo, line, len, &want, hit);
+    else
+        hmemo.len = hmemo.head_n = 0;
+    free(line);
+}
+
+/* Lines of one process after one another, each body after each (the header memo
+ * answers every one), one line with each byte changed to each swap byte and cut
+ * anywhere (answered as the parser, or not at all), then each corpus line after the
+ * one before it. */
+static void test_head_memo_reads_a_process_lines_as_the_parser(void)
+{
+    static const char *const heads[] = {"gpu0793:22698:22769 [0] NCCL INFO ",
+                                        "n1:5:6 [1] NCCL INFO ", "<cluster>:12:13 [7] NCCL INFO "};
+    static const char *const bodies[] = {
+        "Bootstrap : Using ib0:10.31.0.3<0>",
+        "comm 0x55d06a69787c rank 8 nranks 32 cudaDev 0 nvmlDev 0 busId 18000 commId "
+        "0xf4309a4df40b4eac - Init START",
+        "Trees [0] 9/-1/-1->8->7 [1] 9/-1/-1->8->7",
+        "Channel 00/0 : 7[7] -> 8[0] [receive] via NET/IB/0",
+        "Channel 01/08 :   0   1   2   3",
+        "Connected all rings",
+        "threadThresholds 8/8/64 | 256/8/64 | 512 | 512",
+        "32 coll channels, 0 nvls channels, 32 p2p channels, 2 p2p channels per peer",
+        "x",
+        "",
+    };
+    char buf[512], seed[512];
+    size_t nb = sizeof bodies / sizeof bodies[0];
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
+        for (size_t i = 0; i < nb; i++)
+            for (size_t j = 0; j < nb; j++) {
+                int n = snprintf(buf, sizeof buf, "%s%s", heads[h], bodies[i]);
+                head_next(buf, (size_t)n);
+                long before = head_hits;
+                n = snprintf(buf, sizeof buf, "%s%s", heads[h], bodies[j]);
+                head_next(buf, (size_t)n);
+                if (head_hits != before + 1) {
+                    fprintf(stderr, "header memo did not answer \"%s\" after \"%s\"\n", buf,
+                            bodies[i]);
+                    test_failures++;
+                }
+            }
+    int n = snprintf(seed, sizeof seed, "%s%s", heads[0], bodies[1]);
+    for (int i = 0; i < n; i++) /* any byte changed: answered alike or not */
+        for (size_t k = 0; k < sizeof swaps; k++) {
+            memcpy(buf, seed, (size_t)n);
+            buf[i] = swaps[k];
+            head_next(seed, (size_t)n);
+            head_next(buf, (size_t)n);
+        }
+    for (int cut = 0; cut <= n; cut++) {
+        head_next(seed, (size_t)n);
+        head_next(seed, (size_t)cut);
+    }
+    hmemo.len = hmemo.head_n = 0;
+    if (test_corpus_lines(0, head_next) == 0)
+        printf("  corpus: the header memo answered %ld of %ld lines\n", head_hits, head_tries);
+}
+
 TEST_MAIN({"fast_header_same_as_dfa_on_variants", test_fast_header_same_as_dfa_on_variants},
           {"fast_header_same_as_dfa_on_corpus", test_fast_header_same_as_dfa_on_corpus},
           {"ring_list_rest_every_length_and_place", test_ring_list_rest_every_length_and_place},
           {"comm_keys_same_as_reference", test_comm_keys_same_as_reference},
-          {"memo_reads_channel_runs_as_the_parser", test_memo_reads_channel_runs_as_the_parser})
+          {"memo_reads_channel_runs_as_the_parser", test_memo_reads_channel_runs_as_the_parser},
+          {"head_memo_reads_a_process_lines_as_the_parser",
+           test_head_memo_reads_a_process_lines_as_the_parser})
