@@ -411,8 +411,8 @@ static void test_head_memo_reads_a_process_lines_as_the_parser(void)
                                         "n1:5:6 [1] NCCL INFO ", "<cluster>:12:13 [7] NCCL INFO "};
     static const char *const bodies[] = {
         "Bootstrap : Using ib0:10.31.0.3<0>",
-        "comm 0x55d06a69787c rank 8 nranks 32 cudaDev 0 nvmlDev 0 busId 18000 commId "
-        "0xf4309a4df40b4eac - Init START",
+        ("comm 0x55d06a69787c rank 8 nranks 32 cudaDev 0 nvmlDev 0 busId 18000 commId "
+         "0xf4309a4df40b4eac - Init START"),
         "Trees [0] 9/-1/-1->8->7 [1] 9/-1/-1->8->7",
         "Channel 00/0 : 7[7] -> 8[0] [receive] via NET/IB/0",
         "Channel 01/08 :   0   1   2   3",
