@@ -272,14 +272,23 @@ static void test_comm_keys_same_as_reference(void)
     CHECK(checked > 15000);
 }
 
-/* --- the memo of a run of channel lines ---------------------------------------- */
+/* --- the memos of a run of channel lines and of a process's header -------------- */
 
-static dsq_nccl_memo memo;
-static long memo_hits, memo_tries;
+/* One of the scanner's two ways to answer from the memo, with its own memo. */
+typedef struct memo_run {
+    dsq_nccl_memo memo;
+    int (*answer)(const dsq_nccl_memo *, const char *, size_t, dsq_match *);
+    const char *what;
+    long hits, tries;
+} memo_run;
+
+static memo_run channel_run = {.answer = dsq_nccl_memo_match, .what = "memo"};
+static memo_run head_run = {.answer = dsq_nccl_memo_head, .what = "header memo"};
 
 /* The line after the memo's: when the memo answers, the match and the parse the
- * handler reads are the parser's; then the line is kept, as the scanner keeps it. */
-static void memo_next(const char *text, size_t len)
+ * handler reads are the parser's; then the line is kept, as the scanner keeps it
+ * (the header not again when the header memo answered). */
+static void memo_step(memo_run *r, const char *text, size_t len)
 {
     char *line = test_line_copy(text, len);
     if (!line) {
@@ -289,25 +298,27 @@ static void memo_next(const char *text, size_t len)
     dsq_match got, want;
     dsq_scan_match_init(&got);
     dsq_scan_match_init(&want);
-    memo_tries++;
-    int hit = dsq_nccl_memo_match(&memo, line, len, &got);
+    r->tries++;
+    int hit = r->answer(&r->memo, line, len, &got);
     int parsed = dsq_gram_nccl(line, len, &want);
     if (hit) {
-        memo_hits++;
+        r->hits++;
         if (!parsed || !dsq_shapes_same_match(&got, &want) ||
             !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
                                 (const dsq_nccl_line *)want.aux.bytes)) {
-            fprintf(stderr, "memo differs from the parser: \"%.*s\"\n", (int)len, line);
+            fprintf(stderr, "%s differs from the parser: \"%.*s\"\n", r->what, (int)len, line);
             test_failures++;
         }
     }
-    if (parsed) {
-        dsq_nccl_memo_keep(&memo, line, len, &want, 0);
-    } else {
-        memo.len = memo.head_n = 0;
-    }
+    if (parsed)
+        dsq_nccl_memo_keep(&r->memo, line, len, &want, hit && r == &head_run);
+    else
+        r->memo.len = r->memo.head_n = 0;
     free(line);
 }
+
+static void memo_next(const char *text, size_t len) { memo_step(&channel_run, text, len); }
+static void head_next(const char *text, size_t len) { memo_step(&head_run, text, len); }
 
 /* Channel lines of each kind kept, then each with its channel number's digits
  * changed (the memo answers), each other byte changed to each swap byte and the
@@ -334,7 +345,7 @@ static void test_memo_reads_channel_runs_as_the_parser(void)
         size_t lo = (size_t)(num - seed), hi = lo;
         while (seed[hi] >= '0' && seed[hi] <= '9')
             hi++;
-        hits_before = memo_hits;
+        hits_before = channel_run.hits;
         for (int v = 0; v < 40; v++) { /* the digits changed: each is read from the memo */
             memcpy(buf, seed, n);
             for (size_t i = lo; i < hi; i++)
@@ -342,9 +353,9 @@ static void test_memo_reads_channel_runs_as_the_parser(void)
             memo_next(seed, n);
             memo_next(buf, n);
         }
-        if (memo_hits - hits_before < 40) {
+        if (channel_run.hits - hits_before < 40) {
             fprintf(stderr, "memo answered %ld of 40 channel lines after \"%s\"\n",
-                    memo_hits - hits_before, seed);
+                    channel_run.hits - hits_before, seed);
             test_failures++;
         }
         for (size_t i = 0; i < n; i++) /* any other byte changed: answered alike or not */
@@ -359,46 +370,9 @@ static void test_memo_reads_channel_runs_as_the_parser(void)
             memo_next(seed, cut);
         }
     }
-    memo.len = 0;
+    channel_run.memo.len = 0;
     if (test_corpus_lines(0, memo_next) == 0)
-        printf("  corpus: the memo answered %ld of %ld lines\n", memo_hits, memo_tries);
-}
-
-/* --- the memo of a process's header ------------------------------------------- */
-
-static dsq_nccl_memo hmemo;
-static long head_hits, head_tries;
-
-/* The line after the memo's: when the header memo answers, the match and the parse
- * the handler reads are the parser's; then the line is kept, as the scanner keeps
- * it (the header not again when the memo answered). */
-static void head_next(const char *text, size_t len)
-{
-    char *line = test_line_copy(text, len);
-    if (!line) {
-        CHECK(line != NULL);
-        return;
-    }
-    dsq_match got, want;
-    dsq_scan_match_init(&got);
-    dsq_scan_match_init(&want);
-    head_tries++;
-    int hit = dsq_nccl_memo_head(&hmemo, line, len, &got);
-    int parsed = dsq_gram_nccl(line, len, &want);
-    if (hit) {
-        head_hits++;
-        if (!parsed || !dsq_shapes_same_match(&got, &want) ||
-            !dsq_nccl_line_same((const dsq_nccl_line *)got.aux.bytes,
-                                (const dsq_nccl_line *)want.aux.bytes)) {
-            fprintf(stderr, "header memo differs from the parser: \"%.*s\"\n", (int)len, line);
-            test_failures++;
-        }
-    }
-    if (parsed)
-        dsq_nccl_memo_keep(&hmemo, line, len, &want, hit);
-    else
-        hmemo.len = hmemo.head_n = 0;
-    free(line);
+        printf("  corpus: the memo answered %ld of %ld lines\n", channel_run.hits, channel_run.tries);
 }
 
 /* Lines of one process after one another, each body after each (the header memo
@@ -429,10 +403,10 @@ static void test_head_memo_reads_a_process_lines_as_the_parser(void)
             for (size_t j = 0; j < nb; j++) {
                 int n = snprintf(buf, sizeof buf, "%s%s", heads[h], bodies[i]);
                 head_next(buf, (size_t)n);
-                long before = head_hits;
+                long before = head_run.hits;
                 n = snprintf(buf, sizeof buf, "%s%s", heads[h], bodies[j]);
                 head_next(buf, (size_t)n);
-                if (head_hits != before + 1) {
+                if (head_run.hits != before + 1) {
                     fprintf(stderr, "header memo did not answer \"%s\" after \"%s\"\n", buf,
                             bodies[i]);
                     test_failures++;
@@ -450,9 +424,9 @@ static void test_head_memo_reads_a_process_lines_as_the_parser(void)
         head_next(seed, (size_t)n);
         head_next(seed, (size_t)cut);
     }
-    hmemo.len = hmemo.head_n = 0;
+    head_run.memo.len = head_run.memo.head_n = 0;
     if (test_corpus_lines(0, head_next) == 0)
-        printf("  corpus: the header memo answered %ld of %ld lines\n", head_hits, head_tries);
+        printf("  corpus: the header memo answered %ld of %ld lines\n", head_run.hits, head_run.tries);
 }
 
 TEST_MAIN({"fast_header_same_as_dfa_on_variants", test_fast_header_same_as_dfa_on_variants},
