@@ -264,11 +264,21 @@ static void test_cold_and_prefetch(void)
         CHECK_INT(test_write_file(tmp, name, text, sizes[k]), 0);
         const char *p = path_of(name);
         int evicted = evict(p);
-        if (!evicted)
-            fprintf(stderr, "  (%s stays in memory here: its cold read is not tested)\n", name);
         dsq_member_info mi;
         CHECK_INT(dsq_input_open(in, p, &err), 0);
-        CHECK_INT(dsq_input_was_cold(in), evicted);
+        int cold = dsq_input_was_cold(in);
+        /* under other files' writeback, a read-ahead of the last read can land after
+         * evict looked (seen with a 3 GB write beside: 2 runs in 6): the file is
+         * dropped and opened again, a few times */
+        for (int again = 0; evicted && !cold && again < 4; again++) {
+            dsq_input_close(in);
+            evicted = evict(p);
+            CHECK_INT(dsq_input_open(in, p, &err), 0);
+            cold = dsq_input_was_cold(in);
+        }
+        if (!evicted)
+            fprintf(stderr, "  (%s stays in memory here: its cold read is not tested)\n", name);
+        CHECK_INT(cold, evicted);
         CHECK_INT(dsq_input_next_member(in, &mi, &err), 1);
         got.n = 0;
         CHECK_INT(read_member(in, &got, &err), 0);
@@ -279,8 +289,11 @@ static void test_cold_and_prefetch(void)
         dsq_input_close(in);
         CHECK_INT(dsq_input_prefetch(p, sizes[k]), 0);
         if (evict(p)) {
-            CHECK_INT(dsq_input_prefetch(p, sizes[k]), 1);
-            int cold = 1; /* the kernel's read ends: the file is in memory */
+            int asked = dsq_input_prefetch(p, sizes[k]);
+            for (int again = 0; asked != 1 && again < 4 && evict(p); again++)
+                asked = dsq_input_prefetch(p, sizes[k]); /* (as above) */
+            CHECK_INT(asked, 1);
+            cold = 1; /* the kernel's read ends: the file is in memory */
             for (int tries = 0; tries < 200 && cold; tries++) {
                 usleep(10000);
                 cold = dsq_input_prefetch(p, sizes[k]);
