@@ -84,14 +84,16 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}'; }
 cores=$(nproc)
 note() { printf '%s\n' "$*" >&2; }
-# seconds of one run of "$@", output discarded
-wall() { local t0; t0=$(now); "$@" >/dev/null 2>&1 || true; echo "scale=4; ($(now) - $t0) / 1000000" | bc; }
-# the same, the output written to a file: grep and ugrep writing to /dev/null stop at
-# the first match (only the exit status can be seen), which would time a search of one file
-wall_to_file() {
-  local t0; t0=$(now); "$@" >"$dir/ugrep.out" 2>&1 || true
+# seconds of one run of "${@:2}", its output into $1
+wall_to() {
+  local t0 out=$1; shift
+  t0=$(now); "$@" >"$out" 2>&1 || true
   echo "scale=4; ($(now) - $t0) / 1000000" | bc
 }
+wall() { wall_to /dev/null "$@"; } # output discarded
+# output into a file: grep and ugrep writing to /dev/null stop at the first match
+# (only the exit status can be seen), and would read little of an input
+wall_to_file() { wall_to "$dir/ugrep.out" "$@"; }
 bytes() { du -s --apparent-size --block-size=1 "$@" | awk '{s += $1} END {print s}'; }
 
 # ---- inputs ------------------------------------------------------------------------
