@@ -88,9 +88,8 @@ int dsq_batch_put_event(dsq_batch *b, uint32_t type, const dsq_event *ev)
     int rc = message(b, type, DSQ_BATCH_EV_HEAD + nf * sizeof ev->f[0], &p);
     if (rc)
         return rc;
-    memcpy(p, ev, DSQ_BATCH_EV_HEAD);
-    for (unsigned i = 0; i < nf; i++)
-        memcpy(p + DSQ_BATCH_EV_HEAD + i * sizeof ev->f[0], &ev->f[i], sizeof ev->f[0]);
+    memcpy(p, ev, DSQ_BATCH_EV_HEAD); /* the head, then the fields as one copy */
+    memcpy(p + DSQ_BATCH_EV_HEAD, ev->f, nf * sizeof ev->f[0]);
     return 0;
 }
 
