@@ -1196,14 +1196,10 @@ typedef struct msg_file_end {
  * batches, not a few big ones, let it go on with the next small files while the writer
  * is still on the other worker's big one (6 of 1 MiB kept both cores 70-80 % busy;
  * 96 of 64 KiB, the same memory: 100-run archive -20 %, 1000 runs -23 %, one big file
- * -13 %; 192 gained nothing more there). One big file wants them too: the writer's
- * work comes in bursts (a checkpoint's chunks and commit), and the worker that
- * fills its last batch during one waits, time that is lost when both threads are
- * the bound (the 2 GB single log on 2 cores: 96 batches, the worker waited 0.09-0.16
- * s for the writer; 192: 0.004-0.015 s). The free batches are a pool (bq.h): the one
- * the writer handed back last is filled next, so a worker whose writer keeps up
- * touches a few batches' pages, not all of them (a fresh page costs a fault). */
-#define WORKER_BATCHES 192
+ * -13 %; 192 gained nothing more). The free batches are a pool (bq.h): the one the
+ * writer handed back last is filled next, so a worker whose writer keeps up touches
+ * a few batches' pages, not all 96 (a fresh page costs a fault). */
+#define WORKER_BATCHES 96
 #define WORKER_BATCH_BYTES ((size_t)64 << 10)
 /* all workers' batches together stay under this (smaller batches with many workers) */
 #define BATCH_BUDGET ((size_t)48 << 20)
