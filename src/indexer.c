@@ -1196,9 +1196,12 @@ typedef struct msg_file_end {
  * batches, not a few big ones, let it go on with the next small files while the writer
  * is still on the other worker's big one (6 of 1 MiB kept both cores 70-80 % busy;
  * 96 of 64 KiB, the same memory: 100-run archive -20 %, 1000 runs -23 %, one big file
- * -13 %; 192 gained nothing more). The free batches are a pool (bq.h): the one the
- * writer handed back last is filled next, so a worker whose writer keeps up touches
- * a few batches' pages, not all 96 (a fresh page costs a fault). */
+ * -13 %; 192 gained nothing more there; on the 2 GB single log 192 kept the worker from
+ * waiting ~0.1 s for the writer's bursts, but the 8 GB log of 2,048 ranks, whose writer
+ * is behind, went 10-20 % slower and its peak RSS 246 -> 253 MB). The free batches are
+ * a pool (bq.h): the one the writer handed back last is filled next, so a worker whose
+ * writer keeps up touches a few batches' pages, not all 96 (a fresh page costs a
+ * fault). */
 #define WORKER_BATCHES 96
 #define WORKER_BATCH_BYTES ((size_t)64 << 10)
 /* all workers' batches together stay under this (smaller batches with many workers) */
