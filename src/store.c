@@ -1809,6 +1809,14 @@ static int drop_from_groups(dsq_store *st, const unsigned char *prefix, uint32_t
     return status;
 }
 
+/* The key of an attribute: run, name, source. */
+static void attr_key(unsigned char key[12], uint32_t run, uint32_t name, uint32_t source)
+{
+    put_be32(key, run);
+    put_be32(key + 4, name);
+    put_be32(key + 8, source);
+}
+
 /* Drops a source's series (summaries and chunks) and attributes, listed in its
  * srcroll record, then recomputes the run rollups of the fields it had. */
 static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
@@ -1865,9 +1873,7 @@ static int drop_rollups(dsq_store *st, uint32_t source, dsq_error *err)
         if (dsq_varint_get(&p, end, &na))
             break;
         for (uint64_t i = 0; i < na && !status && !dsq_varint_get(&p, end, &x); i++) {
-            put_be32(key, (uint32_t)run);
-            put_be32(key + 4, (uint32_t)x);
-            memcpy(key + 8, pre, 4);
+            attr_key(key, (uint32_t)run, (uint32_t)x, source);
             MDB_val ak = {12, key};
             int drc = mdb_del(st->txn, st->attrs, &ak, NULL);
             if (drc && drc != MDB_NOTFOUND)
@@ -2246,9 +2252,7 @@ static int put_held_attrs(dsq_store *st, dsq_error *err)
         if (i + 1 < n && r[i + 1].a == r[i].a && r[i + 1].b == r[i].b)
             continue; /* put again later */
         unsigned char key[12];
-        put_be32(key, (uint32_t)(r[i].a >> 32));
-        put_be32(key + 4, (uint32_t)r[i].a);
-        put_be32(key + 8, (uint32_t)(r[i].b >> 32));
+        attr_key(key, (uint32_t)(r[i].a >> 32), (uint32_t)r[i].a, (uint32_t)(r[i].b >> 32));
         MDB_val k = {sizeof key, key}, v = {sizeof *st->hattr, &st->hattr[r[i].at]};
         rc = mdb_cursor_put(c, &k, &v, 0);
     }
