@@ -128,7 +128,7 @@ fi
 one=$dir/onerun-$onerun-of-$(basename "$arch") # copies of that archive's file
 if [ "$onerun" -gt 0 ] && [ ! -f "$one.done" ]; then
   rm -rf "$one"; note "generating $one"
-  src=$(find "$arch" -name 'rank0.log' -type f | sort | head -n 1)
+  src=$(find "$arch" -name 'rank0.log' -type f | sort | sed -n 1p) # (not head: sort writing on after head ends gets SIGPIPE, which ends the script)
   [ -n "$src" ] || { echo "no per-rank rank0.log in $arch" >&2; exit 2; }
   mkdir -p "$one/bigrun"
   python3 -c 'import sys; d=open(sys.argv[1],"rb").read(); [open(f"{sys.argv[2]}/rank{i}.log","wb").write(d) for i in range(int(sys.argv[3]))]' \
