@@ -39,6 +39,7 @@
 #include "rollup.h"
 #include "scan.h"
 #include "shard.h"
+#include "threadprio.h"
 #include "timeconv.h"
 #include "walk.h"
 
@@ -1231,6 +1232,7 @@ typedef struct worker {
      * decoding), on files, and waiting for free batches (ns; the writer sums them
      * into the stats once the worker is joined) */
     uint64_t read_ns, file_ns, wait_ns, cpu_ns;
+    int nice;           /* worker: dsq_thread_nicer's result (-1: refused) */
     /* writer side */
     dsq_remap remap;
     dsq_batch *rd;      /* the batch being read, NULL when none */
@@ -1788,6 +1790,7 @@ static void *worker_loop(worker *w)
 static void *worker_main(void *arg)
 {
     worker *w = arg;
+    w->nice = dsq_thread_nicer(dsq_worker_nice()); /* below the writer (threadprio.h) */
     uint64_t t = thread_cpu_ns();
     void *r = worker_loop(w);
     w->cpu_ns = thread_cpu_ns() - t;
@@ -2108,6 +2111,8 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
         ix->st.scanning += (double)busy / 1e9;
         ix->st.workers_waited += (double)w->wait_ns / 1e9;
         ix->st.workers_cpu += (double)w->cpu_ns / 1e9;
+        if (w->started && w->nice > ix->st.workers_nice)
+            ix->st.workers_nice = w->nice;
         worker_free(w);
     }
     if ((unsigned)ix->nw > ix->st.workers)

@@ -56,8 +56,10 @@ typedef struct dsq_index_stats {
      * wait for the index to reach the disk. These are wall-clock spans: with more
      * busy threads than cores they include time a thread waited for a core. The
      * CPU time each used: `workers_cpu` (summed), `writer_cpu` (the calling
-     * thread's: the writer, or the one thread). */
+     * thread's: the writer, or the one thread). `workers_nice`: the nice steps the
+     * workers ran below the writer (threadprio.h). */
     unsigned workers;
+    int workers_nice;
     double reading, scanning, workers_waited, writer_waited, syncing;
     double workers_cpu, writer_cpu;
 } dsq_index_stats;

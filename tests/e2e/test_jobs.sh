@@ -219,8 +219,10 @@ for jobs in 2 1; do
         check "-j 1 --stats: the one thread's CPU, reading, the rest and the final sync" \
             grep -Eq "one thread: $seconds CPU; reading \(opening, decompressing\) $seconds, scanning and writing -?$seconds, the final sync $seconds" <<<"$times"
     else
-        check "-j 2 --stats: the workers' CPU, reading, scanning and waits" \
-            grep -Eq "2 workers: $seconds CPU; reading \(opening, decompressing\) $seconds, scanning $seconds, waiting for the writer $seconds" <<<"$times"
+        base=$(nice) # the workers go 5 nice steps below the writer, at most to 19
+        want=$((19 - base < 5 ? 19 - base : 5))
+        check "-j 2 --stats: the workers' nice, CPU, reading, scanning and waits" \
+            grep -Eq "2 workers \(nice \+$want\): $seconds CPU; reading \(opening, decompressing\) $seconds, scanning $seconds, waiting for the writer $seconds" <<<"$times"
         check "-j 2 --stats: the writer's CPU, its waits and the final sync" \
             grep -Eq "writer: $seconds CPU; waiting for the workers $seconds, the final sync $seconds" <<<"$times"
         expect_not_contains "-j 2 --stats: the workers did some reading" \
@@ -231,6 +233,10 @@ for jobs in 2 1; do
 done
 run_dsq --db "$DSQ_TMP/x" index -q "$A"
 expect_not_contains "without --stats: no times" "where the time went" "$OUT"
+export DSQ_WORKER_NICE=0 # the workers at the writer's priority
+index_quiet "$DSQ_TMP/nice0" -j 2 --stats "$A"
+unset DSQ_WORKER_NICE
+expect_contains "DSQ_WORKER_NICE=0: the workers as the writer" "2 workers (nice +0):" "$OUT"
 
 # usage
 run_dsq --db "$DSQ_TMP/x" index -j 0 "$A"
