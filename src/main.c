@@ -377,8 +377,8 @@ static void print_times(const dsq_index_stats *s)
         printf("    %u workers (nice +%d): %.3f CPU; reading (opening, decompressing) %.3f,"
                " scanning %.3f, waiting for the writer %.3f\n"
                "    writer: %.3f CPU; waiting for the workers %.3f, the final sync %.3f\n",
-               s->workers, s->workers_nice, s->workers_cpu, s->reading, s->scanning, s->workers_waited,
-               s->writer_cpu, s->writer_waited, s->syncing);
+               s->workers, s->workers_nice, s->workers_cpu, s->reading, s->scanning,
+               s->workers_waited, s->writer_cpu, s->writer_waited, s->syncing);
     else
         printf("    one thread: %.3f CPU; reading (opening, decompressing) %.3f, scanning and"
                " writing %.3f, the final sync %.3f\n",
