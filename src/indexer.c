@@ -2111,7 +2111,7 @@ static int par_add(dsq_indexer *ix, const dsq_walk_params *wp, const char *path,
         ix->st.scanning += (double)busy / 1e9;
         ix->st.workers_waited += (double)w->wait_ns / 1e9;
         ix->st.workers_cpu += (double)w->cpu_ns / 1e9;
-        if (w->started && w->nice > ix->st.workers_nice)
+        if (w->nice > ix->st.workers_nice) /* (0 for a worker never started) */
             ix->st.workers_nice = w->nice;
         worker_free(w);
     }

@@ -1,7 +1,6 @@
 /* Thread priorities: DSQ_WORKER_NICE read (default 5, 0..19, anything else the
  * default), and dsq_thread_nicer putting the calling thread, and only it, that many
  * nice steps above the process (capped at 19; not cumulative; 0 does nothing). */
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/resource.h>
