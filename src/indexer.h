@@ -57,9 +57,11 @@ typedef struct dsq_index_stats {
      * busy threads than cores they include time a thread waited for a core. The
      * CPU time each used: `workers_cpu` (summed), `writer_cpu` (the calling
      * thread's: the writer, or the one thread). `workers_nice`: the nice steps the
-     * workers ran below the writer (threadprio.h). */
+     * workers ran below the writer (threadprio.h); `worker_batches`: the batches
+     * they handed to the writer (files share them: fewer than files when small). */
     unsigned workers;
     int workers_nice;
+    uint64_t worker_batches;
     double reading, scanning, workers_waited, writer_waited, syncing;
     double workers_cpu, writer_cpu;
 } dsq_index_stats;

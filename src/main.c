@@ -376,10 +376,11 @@ static void print_times(const dsq_index_stats *s)
     printf("  where the time went (seconds; spans of wall time, CPU time apart):\n");
     if (s->workers)
         printf("    %u workers (nice +%d): %.3f CPU; reading (opening, decompressing) %.3f,"
-               " scanning %.3f, waiting for the writer %.3f\n"
+               " scanning %.3f, waiting for the writer %.3f; %llu batches sent\n"
                "    writer: %.3f CPU; waiting for the workers %.3f, the final sync %.3f\n",
                s->workers, s->workers_nice, s->workers_cpu, s->reading, s->scanning,
-               s->workers_waited, s->writer_cpu, s->writer_waited, s->syncing);
+               s->workers_waited, (unsigned long long)s->worker_batches, s->writer_cpu,
+               s->writer_waited, s->syncing);
     else
         printf("    one thread: %.3f CPU; reading (opening, decompressing) %.3f, scanning and"
                " writing %.3f, the final sync %.3f\n",

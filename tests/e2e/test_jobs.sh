@@ -222,7 +222,7 @@ for jobs in 2 1; do
         base=$(nice) # the workers go 5 nice steps below the writer, at most to 19
         want=$((19 - base < 5 ? 19 - base : 5))
         check "-j 2 --stats: the workers' nice, CPU, reading, scanning and waits" \
-            grep -Eq "2 workers \(nice \+$want\): $seconds CPU; reading \(opening, decompressing\) $seconds, scanning $seconds, waiting for the writer $seconds" <<<"$times"
+            grep -Eq "2 workers \(nice \+$want\): $seconds CPU; reading \(opening, decompressing\) $seconds, scanning $seconds, waiting for the writer $seconds; [0-9]+ batches sent" <<<"$times"
         check "-j 2 --stats: the writer's CPU, its waits and the final sync" \
             grep -Eq "writer: $seconds CPU; waiting for the workers $seconds, the final sync $seconds" <<<"$times"
         expect_not_contains "-j 2 --stats: the workers did some reading" \
@@ -237,6 +237,18 @@ export DSQ_WORKER_NICE=0 # the workers at the writer's priority
 index_quiet "$DSQ_TMP/nice0" -j 2 --stats "$A"
 unset DSQ_WORKER_NICE
 expect_contains "DSQ_WORKER_NICE=0: the workers as the writer" "2 workers (nice +0):" "$OUT"
+
+# small files share the workers' batches (with a batch a file, a worker's 96 batches
+# held 96 files, and both workers waited for the writer's bursts): 120 files of ~1 kB
+# take a few (one a worker at the end, one more each time a worker waited for the walk)
+mkdir -p "$DSQ_TMP/smalls"
+for i in $(seq -w 1 60); do cp -r "$SAMPLE/gpt2-zero2" "$DSQ_TMP/smalls/run-$i"; done
+run_dsq --db "$DSQ_TMP/smalls-db" index -j 2 --stats "$DSQ_TMP/smalls"
+expect_code "120 small files, -j 2: exit status" 0 "$RC"
+batches=$(printf '%s\n' "$OUT" | sed -En 's/.*; ([0-9]+) batches sent.*/\1/p')
+expect_contains "120 small files, -j 2: all indexed" "indexed 120 files" "$OUT"
+check "120 small files, -j 2: in fewer batches (${batches:-none}) than a quarter of the files" \
+    test "${batches:-0}" -gt 0 -a "${batches:-0}" -lt 30
 
 # usage
 run_dsq --db "$DSQ_TMP/x" index -j 0 "$A"
