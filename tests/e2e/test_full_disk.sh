@@ -20,7 +20,7 @@ for i in 1 2 3 4 5 6; do
     python3 "$DSQ_SRC/tools/gen-log.py" 3 "$ARCH/run$i/gpu001.log" --hosts 2 --seed "$i" 2>/dev/null
 done
 
-# Small files are committed in groups (up to 128 files or DSQ_COMMIT_BYTES of text):
+# Small files are committed in groups (up to 256 files or DSQ_COMMIT_BYTES of text):
 # a limit of one and a half of these 3 MB files makes a commit of every two files,
 # none of them split, so some runs are committed before the small disk fills.
 export DSQ_COMMIT_BYTES=4500000
