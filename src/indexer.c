@@ -1799,8 +1799,11 @@ static void *worker_loop(worker *w)
         pthread_mutex_unlock(&ix->mu);
         int rc = w_file(w, &j);
         atomic_store(&w->busy, 0);
-        if (rc)
-            return NULL; /* stopped, or the writer learns why from the file's end */
+        if (rc) { /* stopped, or the writer learns why from the file's end (sent now) */
+            if (rc != WORKER_STOPPED && w->cur->len && dsq_bq_push(w->full_q, w->cur) == 0)
+                w->sent_batches++;
+            return NULL;
+        }
     }
 }
 
