@@ -1192,21 +1192,27 @@ typedef struct msg_file_end {
     uint64_t ahead; /* the file was decoded ahead (from some point) */
 } msg_file_end;
 
+/* A batch holding a file's end is sent once the next file has fed this much text:
+ * a big file that gives few events (whose messages would take long to fill the
+ * batch) does not keep the writer waiting for the small file before it. */
+#define HELD_END_BYTES ((uint64_t)1 << 20)
+
 /* A worker can run ahead of the writer by WORKER_BATCHES batches: many small
  * batches, not a few big ones, let it go on with the next small files while the writer
  * is still on the other worker's big one (6 of 1 MiB kept both cores 70-80 % busy;
  * 96 of 64 KiB, the same memory: 100-run archive -20 %, 1000 runs -23 %, one big file
  * -13 %; 192 gained nothing more there; on the 2 GB single log 192 kept the worker from
  * waiting ~0.1 s for the writer's bursts, but the 8 GB log of 2,048 ranks, whose writer
- * is behind, went 10-20 % slower and its peak RSS 246 -> 253 MB). Files share batches:
- * a batch is sent when full, or before its worker waits for a job or stops (the
- * writer's wait for a file's end is then bounded by a batch's filling). When every
- * file ended its batch, 96 of them held 96 small files (on the 1000-run archive ~10 kB
- * of messages a file in 64 KiB), both workers often waited for a writer's burst and a
- * core idled: sharing batches took the archive from 0.77 to 0.72 s, its peak RSS 71 ->
- * 65 MB. The free batches are a pool (bq.h): the one the writer handed back last is
- * filled next, so a worker whose writer keeps up touches a few batches' pages, not all
- * 96 (a fresh page costs a fault). */
+ * is behind, went 10-20 % slower and its peak RSS 246 -> 253 MB).
+ *
+ * Files share batches: a batch is sent when full, once the file after the end it
+ * holds fed HELD_END_BYTES, or before its worker waits for a job or stops. When
+ * every file ended its batch, 96 of them held 96 small files (on the 1000-run
+ * archive ~10 kB of messages a file in 64 KiB), both workers often waited for a
+ * writer's burst and a core idled: sharing batches took the archive from 0.77 to
+ * 0.72 s, its peak RSS 71 -> 65 MB. The free batches are a pool (bq.h): the one the
+ * writer handed back last is filled next, so a worker whose writer keeps up touches
+ * a few batches' pages, not all 96 (a fresh page costs a fault). */
 #define WORKER_BATCHES 96
 #define WORKER_BATCH_BYTES ((size_t)64 << 10)
 /* all workers' batches together stay under this (smaller batches with many workers) */
@@ -1237,6 +1243,7 @@ typedef struct worker {
      * into the stats once the worker is joined) */
     uint64_t read_ns, file_ns, wait_ns, cpu_ns;
     uint64_t sent_batches; /* worker: batches it handed to the writer */
+    int held_end;       /* worker: cur holds a file's end (see HELD_END_BYTES) */
     int nice;           /* worker: dsq_thread_nicer's result (-1: refused) */
     /* writer side */
     dsq_remap remap;
@@ -1496,6 +1503,7 @@ static int w_send(worker *w)
     if (dsq_bq_push(w->full_q, w->cur) != 0)
         return WORKER_STOPPED;
     w->sent_batches++;
+    w->held_end = 0;
     uint64_t t = mono_ns();
     w->cur = dsq_bq_pop(w->free_q);
     w->wait_ns += mono_ns() - t;
@@ -1630,7 +1638,8 @@ static int w_member(worker *w, const job *j, const dsq_member_info *mi, uint32_t
             w->fed += n;
             uint64_t b[2] = {n, w->plain ? w->fed : dsq_readahead_read_in(w->ra)};
             if ((rc = dsq_lines_feed(w->lines, data + off, n)) ||
-                (rc = w_put(w, MSG_BYTES, b, sizeof b, NULL, 0)))
+                (rc = w_put(w, MSG_BYTES, b, sizeof b, NULL, 0)) ||
+                (w->held_end && w->fed >= HELD_END_BYTES && (rc = w_send(w))))
                 return rc;
         }
     }
@@ -1746,8 +1755,8 @@ static int w_file_in(worker *w, const job *j)
      * writing that file, as the single-threaded path does, not with whichever file
      * this worker happens to take next */
     int rc2 = w_strings(w);
-    if (!rc2) /* (sent with the next files' messages: see WORKER_BATCHES) */
-        rc2 = w_put(w, MSG_FILE_END, &fe, sizeof fe, NULL, 0);
+    if (!rc2 && !(rc2 = w_put(w, MSG_FILE_END, &fe, sizeof fe, NULL, 0)))
+        w->held_end = 1; /* sent with the next files' messages: see WORKER_BATCHES */
     return rc ? rc : rc2;
 }
 
