@@ -1,6 +1,7 @@
 /* Counts the calls to malloc, calloc and realloc of a test program (include it in
  * exactly one file of the program): tests that check "nothing is allocated per
- * line" compare `allocs` before and after. */
+ * line" compare `allocs` before and after. A test that runs something out of memory
+ * sets `realloc_refuse`: realloc fails (NULL) when it says so. */
 #ifndef DSQ_TEST_ALLOC_COUNT_H
 #define DSQ_TEST_ALLOC_COUNT_H
 
@@ -13,6 +14,7 @@ extern void *__libc_realloc(void *p, size_t n);
 extern void __libc_free(void *p);
 
 static unsigned long allocs;
+static int (*realloc_refuse)(size_t n); /* NULL: realloc never fails here */
 
 void *malloc(size_t n)
 {
@@ -29,6 +31,8 @@ void *calloc(size_t n, size_t size)
 void *realloc(void *p, size_t n)
 {
     allocs++;
+    if (realloc_refuse && realloc_refuse(n))
+        return NULL;
     return __libc_realloc(p, n);
 }
 

@@ -1,10 +1,10 @@
 /* A worker thread that runs out of memory on a file stops the indexing with an
  * error, as the writer learns from that file's end: the batch holding the end is
  * sent though files share batches (a worker used to leave it unsent and the writer
- * waited for it forever). Memory runs out for real: this program's realloc fails
- * for big blocks in any thread but the test's own once armed, and a file of many
- * field names grows a worker's dictionary past that size. alarm() turns a hang into a
- * failure. */
+ * waited for it forever). Memory runs out for real: this program's realloc
+ * (alloc_count.h) fails for big blocks in any thread but the test's own once armed,
+ * and a file of many field names grows a worker's dictionary past that size.
+ * alarm() turns a hang into a failure. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,46 +16,18 @@
 #include "indexer.h"
 #include "test.h"
 #include "tmpdir.h"
-
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
+#include "alloc_count.h"
 
 static pthread_t test_thread;
 static volatile int armed;           /* realloc fails for blocks this big, or 0 */
 static volatile unsigned long failed; /* reallocs refused */
 
-void *malloc(size_t n) { return __libc_malloc(n); }
-void *calloc(size_t n, size_t size) { return __libc_calloc(n, size); }
-void free(void *p) { __libc_free(p); }
-
-void *realloc(void *p, size_t n)
+static int refuse(size_t n)
 {
-    if (armed && n >= (size_t)armed && !pthread_equal(pthread_self(), test_thread)) {
-        failed++;
-        return NULL;
-    }
-    return __libc_realloc(p, n);
-}
-
-/* (a sanitizer's strdup would allocate with its own allocator: see alloc_count.h) */
-char *strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    return p ? memcpy(p, s, n) : NULL;
-}
-
-char *strndup(const char *s, size_t max)
-{
-    size_t n = strnlen(s, max);
-    char *p = malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
+    if (!armed || n < (size_t)armed || pthread_equal(pthread_self(), test_thread))
+        return 0;
+    failed++;
+    return 1;
 }
 
 static char tmp[64];
@@ -145,6 +117,7 @@ static void test_worker_out_of_memory_stops_with_an_error(void)
 static void test_setup(void)
 {
     test_thread = pthread_self();
+    realloc_refuse = refuse;
     CHECK_INT(test_tmpdir_new(tmp), 0);
 }
 
