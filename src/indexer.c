@@ -1513,6 +1513,13 @@ static int w_send(worker *w)
     return 0;
 }
 
+/* Hands the batch under way to the writer as the worker stops (none taken after it). */
+static void w_send_last(worker *w)
+{
+    if (w->cur->len && dsq_bq_push(w->full_q, w->cur) == 0)
+        w->sent_batches++;
+}
+
 static int w_put(worker *w, uint32_t type, const void *a, size_t na, const void *c, size_t nc)
 {
     int rc;
@@ -1797,8 +1804,8 @@ static void *worker_loop(worker *w)
         if (ix->stop || ix->next_job == ix->njobs) {
             int stopped = ix->stop;
             pthread_mutex_unlock(&ix->mu);
-            if (!stopped && w->cur->len && dsq_bq_push(w->full_q, w->cur) == 0)
-                w->sent_batches++; /* (the last files' ends) */
+            if (!stopped)
+                w_send_last(w); /* the last files' ends */
             return NULL;
         }
         job j = ix->jobs[ix->next_job];
@@ -1809,8 +1816,8 @@ static void *worker_loop(worker *w)
         int rc = w_file(w, &j);
         atomic_store(&w->busy, 0);
         if (rc) { /* stopped, or the writer learns why from the file's end (sent now) */
-            if (rc != WORKER_STOPPED && w->cur->len && dsq_bq_push(w->full_q, w->cur) == 0)
-                w->sent_batches++;
+            if (rc != WORKER_STOPPED)
+                w_send_last(w);
             return NULL;
         }
     }
