@@ -6,7 +6,6 @@
  * and a file of many field names grows a worker's dictionary past that size.
  * alarm() turns a hang into a failure. */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,18 +31,6 @@ static int refuse(size_t n)
 
 static char tmp[64];
 
-static void write_file(const char *rel, const char *text, size_t n)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmp, rel);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    CHECK_INT(fwrite(text, 1, n, f), n);
-    fclose(f);
-}
-
 /* HF Trainer dicts of `fields` field names, one each: every name a string of the
  * worker's dictionary. */
 static void write_fields_log(const char *rel, int fields)
@@ -55,7 +42,7 @@ static void write_fields_log(const char *rel, int fields)
         return;
     for (int i = 0; i < fields; i++)
         n += (size_t)snprintf(text + n, cap - n, "{'k%06d': 1.5, 'epoch': %d.0}\n", i, i);
-    write_file(rel, text, n);
+    CHECK_INT(test_write_file(tmp, rel, text, n), 0);
     free(text);
 }
 
@@ -97,7 +84,7 @@ static void test_worker_out_of_memory_stops_with_an_error(void)
         char rel[64], line[128];
         snprintf(rel, sizeof rel, "logs/a%d.log", i);
         int n = snprintf(line, sizeof line, "[2024-07-20 21:30:05,202] [INFO] step %d\n", i);
-        write_file(rel, line, (size_t)n);
+        CHECK_INT(test_write_file(tmp, rel, line, (size_t)n), 0);
     }
     write_fields_log("logs/b-fields.log", 200000);
     dsq_error err;
