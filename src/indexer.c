@@ -177,6 +177,7 @@ struct dsq_indexer {
     size_t jobs_done;       /* the writer's next job (see write_window) */
     size_t job_window;      /* JOB_WINDOW, or DSQ_JOB_WINDOW */
     int walk_done, stop;
+    int writing;            /* the writer is in write_jobs: it may wait for any batch */
     struct worker *w;
     int nw;
     /* the prefetcher (see prefetch_main): the next job it looks at, the jobs below
@@ -1206,7 +1207,8 @@ typedef struct msg_file_end {
  * is behind, went 10-20 % slower and its peak RSS 246 -> 253 MB).
  *
  * Files share batches: a batch is sent when full, once the file after the end it
- * holds fed HELD_END_BYTES, or before its worker waits for a job or stops. When
+ * holds fed HELD_END_BYTES, when its worker waits for a job while the writer writes
+ * (write_jobs; while the writer walks it waits for no batch), or as it stops. When
  * every file ended its batch, 96 of them held 96 small files (on the 1000-run
  * archive ~10 kB of messages a file in 64 KiB), both workers often waited for a
  * writer's burst and a core idled: sharing batches took the archive from 0.77 to
@@ -1792,7 +1794,7 @@ static void *worker_loop(worker *w)
                 ix->next_job++;
             if (ix->stop || ix->next_job < ix->njobs || ix->walk_done)
                 break;
-            if (w->cur->len) { /* the writer may be waiting for a file's end in it */
+            if (w->cur->len && ix->writing) { /* the writer may wait for a file's end in it */
                 pthread_mutex_unlock(&ix->mu);
                 if (w_send(w))
                     return NULL;
@@ -2062,8 +2064,15 @@ static int par_job(dsq_indexer *ix, size_t i, dsq_error *err)
 static int write_jobs(dsq_indexer *ix, size_t upto, dsq_error *err)
 {
     int status = 0;
+    pthread_mutex_lock(&ix->mu); /* workers waiting for a job send what they hold */
+    ix->writing = 1;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
     while (!status && ix->jobs_done < upto)
         status = par_job(ix, ix->jobs_done++, err);
+    pthread_mutex_lock(&ix->mu);
+    ix->writing = 0;
+    pthread_mutex_unlock(&ix->mu);
     return status;
 }
 

@@ -240,7 +240,8 @@ expect_contains "DSQ_WORKER_NICE=0: the workers as the writer" "2 workers (nice 
 
 # small files share the workers' batches (with a batch a file, a worker's 96 batches
 # held 96 files, and both workers waited for the writer's bursts): 120 files of ~1 kB
-# take a few (one a worker at the end, one more each time a worker waited for the walk)
+# take a few (as full batches, and one a worker at the end: while the writer walks, a
+# worker waiting for a job keeps its batch)
 mkdir -p "$DSQ_TMP/smalls"
 for i in $(seq -w 1 60); do cp -r "$SAMPLE/gpt2-zero2" "$DSQ_TMP/smalls/run-$i"; done
 run_dsq --db "$DSQ_TMP/smalls-db" index -j 2 --stats "$DSQ_TMP/smalls"
