@@ -698,16 +698,21 @@ static int count_block(void *arg, const dsq_block_key *k, const void *data, size
  * the file (pairs x 3 rounds of DeepSpeed step lines, and each rank's count of
  * lines: 4 events a rank). Every (host, rank) keeps its open block whatever the
  * number of ranks: 600 ranks give 600 blocks (at most 256 open blocks wrote out
- * one event per block, 2,400); past the most blocks kept open, and with a small
- * budget of open bytes, all are written out and start anew, more blocks. The
- * answers are the same every way, with and without workers. */
+ * one event per block, 2,400), and 9,000 (a launcher log of 8,192 ranks has 9,216
+ * pairs) 9,000 blocks; past the most blocks kept open (here 8,192: the default
+ * was that), and with a small budget of open bytes, all are written out and start
+ * anew, more blocks. The answers are the same every way, with and without workers. */
 static void test_many_ranks_in_one_file(void)
 {
     static const struct {
         int pairs;
-        const char *budget; /* DSQ_OPEN_BLOCK_BYTES, NULL: the default */
+        const char *budget;  /* DSQ_OPEN_BLOCK_BYTES, NULL: the default */
+        const char *maxopen; /* DSQ_OPEN_BLOCKS_MAX, NULL: the default */
         size_t blocks_min, blocks_max;
-    } ways[] = {{600, NULL, 600, 600}, {600, "4096", 601, 2400}, {9000, NULL, 9001, 36000}};
+    } ways[] = {{600, NULL, NULL, 600, 600},
+                {600, "4096", NULL, 601, 2400},
+                {9000, NULL, NULL, 9000, 9000},
+                {9000, NULL, "8192", 9001, 36000}};
     for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
         int pairs = ways[w].pairs;
         size_t cap = (size_t)pairs * 3 * 160, len = 0;
@@ -729,6 +734,8 @@ static void test_many_ranks_in_one_file(void)
         snprintf(want_count, sizeof want_count, "run,count step\nr,%d\n", 3 * pairs);
         if (ways[w].budget)
             setenv("DSQ_OPEN_BLOCK_BYTES", ways[w].budget, 1);
+        if (ways[w].maxopen)
+            setenv("DSQ_OPEN_BLOCKS_MAX", ways[w].maxopen, 1);
         for (unsigned jobs = 1; jobs <= 2; jobs++) {
             char db[32];
             snprintf(db, sizeof db, "db-many-%zu-%u", w, jobs);
@@ -749,6 +756,7 @@ static void test_many_ranks_in_one_file(void)
             close_ctx(&c);
         }
         unsetenv("DSQ_OPEN_BLOCK_BYTES");
+        unsetenv("DSQ_OPEN_BLOCKS_MAX");
     }
 }
 
