@@ -45,9 +45,9 @@
 
 /* Events are buffered in one open block per (host, rank) of the file. There are
  * OPEN_BLOCKS_FIRST at first, twice as many each time all are taken, up to
- * OPEN_BLOCKS_MAX; then, or once the open blocks hold OPEN_BLOCK_BYTES, every one
- * is written out. A launcher log of 2,048 ranks had its blocks written out every
- * 256 ranks' events: 3.6 events a block. One of 8,192 ranks has 9,216 pairs (each
+ * OPEN_BLOCKS_MAX; then every one is written out (once the open blocks hold
+ * OPEN_BLOCK_BYTES, some are: OB_FLUSH_PART). A launcher log of 2,048 ranks had
+ * its blocks written out every 256 ranks' events: 3.6 events a block. One of 8,192 ranks has 9,216 pairs (each
  * host's own lines too): at 8,192 blocks every block was written out each time the
  * ranks went round, 7.5 events a block, and the 1 GB log took 15.3 s, peak RSS 354
  * MB, an index of 232 MB for 99 MB of .zst; with 16,384, 9.6 s, 331 MB, 115 MB. An
@@ -57,6 +57,14 @@
 #define OPEN_BLOCKS_FIRST 256
 #define OPEN_BLOCKS_MAX 16384
 #define OPEN_BLOCK_BYTES ((size_t)16 << 20) /* DSQ_OPEN_BLOCK_BYTES overrides it (tests) */
+/* Once the open blocks hold the budget, blocks are written out in the order they
+ * were opened, going on from where the last time stopped, until they hold
+ * 1 / OB_FLUSH_PART of it less; they stay open. Each is written when it has had
+ * about the same time to fill as when all were written at once, but a commit holds
+ * a part of them: writing all at once put a block in each (host, rank)'s place of
+ * the events table in one commit, a page of LMDB's each (a launcher log of 8,192
+ * ranks: 9,216 pages, ~37 MB, and the blocks themselves held until the commit). */
+#define OB_FLUSH_PART 4
 /* A source's series are let go of (dsq_rollup_let_go) after a checkpoint when
  * there would be more than this many in memory (about 300 bytes each in the
  * rollup, 200 waiting for the commit): a launcher log of 8,192 ranks has 306,000
@@ -123,6 +131,7 @@ struct dsq_indexer {
                        first taken: pages of the table no file used are never touched;
                        a big buffer is let go of once written: BLOCK_KEEP_CAP) */
     int nob, ob_cap, ob_init, last_ob;
+    int ob_next;       /* the open block the budget writes out next (flush_part) */
     dsq_idmap *ob_map; /* host << 32 | rank -> 1 + its open block */
     size_t ob_bytes, ob_budget; /* the bytes the open blocks hold, and may hold */
     int ob_max;                 /* the most open blocks: OPEN_BLOCKS_MAX, or DSQ_OPEN_BLOCKS_MAX */
@@ -290,8 +299,21 @@ static int put_block(dsq_indexer *ix, open_block *o)
 static void drop_blocks(dsq_indexer *ix)
 {
     dsq_idmap_clear(ix->ob_map);
-    ix->nob = ix->last_ob = 0;
+    ix->nob = ix->last_ob = ix->ob_next = 0;
     ix->ob_bytes = 0;
+}
+
+/* The open blocks hold the budget: some are written out (OB_FLUSH_PART). */
+static int flush_part(dsq_indexer *ix)
+{
+    size_t keep = ix->ob_budget - ix->ob_budget / OB_FLUSH_PART;
+    int rc = 0;
+    for (int n = 0; n < ix->nob && ix->ob_bytes > keep && !rc; n++) {
+        if (ix->ob_next >= ix->nob)
+            ix->ob_next = 0;
+        rc = put_block(ix, &ix->ob[ix->ob_next++]);
+    }
+    return rc;
 }
 
 /* Writes out every open block, in the order they were opened. */
@@ -376,7 +398,7 @@ static int write_now(dsq_indexer *ix, const dsq_event *ev)
         return dsq_error_set(ix->cur_err, rc, "out of memory buffering events");
     ix->pend.events++;
     if ((ix->ob_bytes += o->b.len - before) >= ix->ob_budget)
-        rc = flush_blocks(ix);
+        rc = flush_part(ix);
     else if (o->b.count >= BLOCK_EVENTS || o->b.len >= BLOCK_BYTES)
         rc = put_block(ix, o);
     /* room for the next event's series (its kind's, its times and its fields'), or

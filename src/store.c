@@ -56,6 +56,9 @@ typedef struct fresh_roll {
  * the fields of a source collided there and were noted again, and sort_unique sorted
  * the repeats (1024: the 1000-run archive -0.4 % instructions, the same index). */
 #define SR_FSLOT_BITS 10
+/* srcroll_series makes the (host, rank) pairs noted unique past this many more than
+ * twice those left the last time */
+#define SR_HMAX 4096
 
 struct dsq_store {
     MDB_env *env;
@@ -102,6 +105,7 @@ struct dsq_store {
                                                hash of it */
     uint32_t sr_source;    /* the source they are of (a note of another empties them) */
     size_t sr_nf, sr_na, sr_nh, sr_fcap, sr_acap, sr_hcap;
+    size_t sr_hmax; /* sr_h is made unique when it reaches this (srcroll_series) */
     unsigned char *sr_bytes;
     size_t sr_bytes_cap;
     /* series summaries put in the open write, not yet in LMDB (see flush_series):
@@ -168,6 +172,10 @@ struct dsq_store {
      * every part_puts chunk records */
     int parts;
     uint32_t part_puts;          /* PART_PUTS, or DSQ_PART_PUTS (tests) */
+    size_t ser_flush;            /* SER_FLUSH_BYTES, or DSQ_SER_FLUSH_BYTES (tests) */
+    size_t ser_flush_one;        /* SER_FLUSH_ONE, or DSQ_SER_FLUSH_BYTES */
+    int ser_mixed;               /* the waiting series are of more than one source */
+    uint64_t ser_flushes;        /* flushes of the waiting series since open (tests) */
     uint32_t puts_since_part;
     uint64_t parts_committed;
     int32_t *drop_rank; /* drop_from_groups: the ranks of the dropped series with chunks */
@@ -377,6 +385,23 @@ static void note_put(dsq_store *st);
  * touched in the heap until the commit: 15,000 chunk records of a checkpoint of an
  * 8 GB big job's log held 80 MB. */
 #define PART_PUTS 2048
+/* The series waiting for the commit are written into their groups (flush_series)
+ * once their entries take this many bytes, or SER_FLUSH_ONE when they are all one
+ * source's (a big file's checkpoint or end), and the open write is no longer
+ * committed in parts: a launcher log of 8,192 ranks has 124,000 series, whose
+ * records (with the pairs since their last chunk, ~540 bytes) are put at every
+ * checkpoint and at the end: 67 MB waited in st->ser, beside the pages LMDB holds
+ * (its 1 GB log: peak RSS 311 MB, 269 MB flushed at 1 MB, and no slower). A group
+ * written twice in one write is merged again (put_series), as after a drop. The
+ * series of a group of small files are not flushed: a commit of the 1000-run
+ * archive (256 files) has a few MB of them, which flushed at 1 MB took 35 % longer
+ * (its new runs' rollups are no longer made as their series are written). Parts
+ * stop because a part would commit series whose keys the source's rollup record
+ * (written after them) does not list yet: a crash there would leave them when the
+ * redo drops the source (the rollup puts a checkpoint's chunks first: rollup.c,
+ * put_checkpoint_chunks). */
+#define SER_FLUSH_BYTES ((size_t)16 << 20)
+#define SER_FLUSH_ONE ((size_t)1 << 20)
 #define TRIM_RESIDENT ((uint64_t)192 << 20)
 /* With huge pages a trim splits them (a 1 GB big job's index 4.0 -> 5.4 s, each
  * reopen past TRIM_RESIDENT trimming) and gave back less: only past this. */
@@ -837,6 +862,9 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
     st->part_puts = pp && strtoul(pp, NULL, 10) > 0 && strtoul(pp, NULL, 10) <= UINT32_MAX
                         ? (uint32_t)strtoul(pp, NULL, 10)
                         : PART_PUTS;
+    const char *sf = getenv("DSQ_SER_FLUSH_BYTES");
+    st->ser_flush = sf && strtoull(sf, NULL, 10) > 0 ? (size_t)strtoull(sf, NULL, 10) : SER_FLUSH_BYTES;
+    st->ser_flush_one = sf && strtoull(sf, NULL, 10) > 0 ? st->ser_flush : SER_FLUSH_ONE;
     snprintf(st->dir, sizeof st->dir, "%s", params->dir);
     struct stat sb;
     if (st->readonly && stat(st->dir, &sb) != 0) {
@@ -1088,6 +1116,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     st->parts = 0;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
+    st->ser_mixed = 0;
     st->ser_put = 0;
     st->nfresh = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
@@ -1725,6 +1754,7 @@ static int flush_series(dsq_store *st, dsq_error *err)
 {
     int status = put_series(st, 0, err);
     st->ser_len = st->ser_n = 0;
+    st->ser_mixed = 0;
     return status;
 }
 
@@ -2348,6 +2378,8 @@ static int srcroll_attr(dsq_store *st, uint32_t run, uint32_t name, uint32_t sou
     return 0;
 }
 
+static ptrdiff_t sort_unique(dsq_store *st, ser_ref *a, size_t n);
+
 /* Notes a series of the source being written: its field and its (host, rank). */
 static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err)
 {
@@ -2363,10 +2395,20 @@ static int srcroll_series(dsq_store *st, const dsq_series_key *k, dsq_error *err
         *slot = (uint32_t)st->sr_nf;
         st->sr_f[st->sr_nf++] = (ser_ref){fr, 0, 0, 0, 0};
     }
-    /* consecutive series repeat a (host, rank): only changes are kept */
+    /* consecutive series repeat a (host, rank): only changes are kept; a source of
+     * many series puts them by field (rollup.c, ORDER_MIN), each field's through
+     * every (host, rank): those are made unique every so often (a launcher log of
+     * 8,192 ranks: 9,216 of them, noted 124,000 times) */
     uint64_t hr = (uint64_t)k->host << 32 | ((uint32_t)k->rank + 1u);
     if (!st->sr_nh || st->sr_h[st->sr_nh - 1].a != k->run || st->sr_h[st->sr_nh - 1].b != hr)
         st->sr_h[st->sr_nh++] = (ser_ref){k->run, hr, 0, 0, 0};
+    if (st->sr_nh >= SR_HMAX && st->sr_nh >= st->sr_hmax) {
+        ptrdiff_t u = sort_unique(st, st->sr_h, st->sr_nh);
+        if (u < 0)
+            return dsq_error_set(err, DSQ_ENOMEM, "writing rollups: out of memory");
+        st->sr_nh = (size_t)u;
+        st->sr_hmax = 2 * st->sr_nh + SR_HMAX;
+    }
     return 0;
 }
 
@@ -2571,7 +2613,16 @@ int dsq_store_series_put(dsq_store *st, const dsq_series_key *sk, const dsq_seri
     st->ser_at[st->ser_n++] = (ser_ref){(uint64_t)sk->run << 32 | sk->field,
                                         (uint64_t)sk->host << 32 | ((uint32_t)sk->rank + 1u),
                                         sk->source, 0, at};
-    return srcroll_series(st, sk, err);
+    int rc = srcroll_series(st, sk, err);
+    if (st->ser_n > 1 && st->ser_at[0].source != sk->source)
+        st->ser_mixed = 1;
+    if (!rc && st->ser_len >= (st->ser_mixed ? st->ser_flush : st->ser_flush_one)) {
+        /* (SER_FLUSH_BYTES) */
+        st->parts = 0;
+        st->ser_flushes++;
+        rc = flush_series(st, err);
+    }
+    return rc;
 }
 
 static int write_error(dsq_store *st, dsq_error *err, int rc, const char *what);
@@ -2611,6 +2662,8 @@ void dsq_store_parts(dsq_store *st, int on)
 }
 
 uint64_t dsq_store_parts_committed(const dsq_store *st) { return st->parts_committed; }
+
+uint64_t dsq_store_series_flushes(const dsq_store *st) { return st->ser_flushes; }
 
 int dsq_store_chunk_put(dsq_store *st, const dsq_series_key *sk, uint32_t seq, const void *data,
                         size_t n, dsq_error *err)
@@ -2765,6 +2818,7 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
     if (!status)
         status = settle_runrolls(st, st->due, (size_t)ndue, err);
     st->ser_len = st->ser_n = 0;
+    st->ser_mixed = 0;
     st->ndue = 0;
     if (!status)
         status = save_dict(st, err);
@@ -2842,6 +2896,7 @@ void dsq_store_abort(dsq_store *st)
     st->txn = NULL;
     st->ndue = 0;
     st->ser_len = st->ser_n = 0;
+    st->ser_mixed = 0;
     st->sr_nf = st->sr_na = st->sr_nh = 0;
     st->map_full = 0;
     st->blk_len = 0;

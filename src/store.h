@@ -250,6 +250,9 @@ uint64_t dsq_store_reopens(const dsq_store *st);
 void dsq_store_parts(dsq_store *st, int on);
 /* Parts committed since open (tests). */
 uint64_t dsq_store_parts_committed(const dsq_store *st);
+/* Times the series waiting for the commit were written into their groups before it
+ * because they took many bytes (store.c, SER_FLUSH_BYTES), since open (tests). */
+uint64_t dsq_store_series_flushes(const dsq_store *st);
 /* Syncs committed writes to disk (a full disk or I/O error is reported here). */
 int dsq_store_sync(dsq_store *st, dsq_error *err);
 

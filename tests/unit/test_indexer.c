@@ -760,6 +760,75 @@ static void test_many_ranks_in_one_file(void)
     }
 }
 
+/* The blocks of an index, counted by the minute their first event has. */
+typedef struct block_minutes {
+    size_t blocks;
+    size_t by_minute[60];
+} block_minutes;
+
+static int count_block_minute(void *arg, const dsq_block_key *k, const void *data, size_t n)
+{
+    (void)data, (void)n;
+    block_minutes *c = arg;
+    c->blocks++;
+    c->by_minute[(k->t_us / 60000000) % 60]++;
+    return 0;
+}
+
+/* Once the open blocks hold their budget (DSQ_OPEN_BLOCK_BYTES), some of them are
+ * written out, oldest first, not all at once (indexer.c, OB_FLUSH_PART): in a
+ * launcher log of 512 ranks taking turns for 24 rounds (a minute each, in log
+ * order), the ranks' blocks after the first round start in different rounds, at
+ * most 5/8 of the ranks' in one (written all at once, nearly every rank's next
+ * block started in the same round), and fewer blocks are written (not those just
+ * opened). The answers are right, with and without workers. */
+static void test_open_blocks_budget_writes_some_at_a_time(void)
+{
+    const int pairs = 512, rounds = 24;
+    size_t cap = (size_t)pairs * rounds * 160, len = 0;
+    char *text = malloc(cap);
+    long long sum = 0;
+    for (int round = 0; round < rounds; round++)
+        for (int p = 0; p < pairs; p++) {
+            len += (size_t)snprintf(text + len, cap - len,
+                                    "node%04d: [2024-07-20 21:%02d:05,%03d] [INFO] "
+                                    "[logging.py:96:log_dist] [Rank %d] step=%d, skipped=0, "
+                                    "lr=[1.0e-05], mom=[(0.9, 0.999)]\n",
+                                    p / 8, 30 + round, p % 1000, p, round * 100000 + p * 7 % 1009);
+            sum += round * 100000 + p * 7 % 1009;
+        }
+    CHECK_INT(test_write_file(tmp, "budget.log", text, len), 0);
+    free(text);
+    char want_sum[64];
+    snprintf(want_sum, sizeof want_sum, "run,sum step\nr,%lld\n", sum);
+    setenv("DSQ_OPEN_BLOCK_BYTES", "16384", 1);
+    setenv("DSQ_REORDER_PAIRS", "0", 1); /* in log order: the ranks take turns */
+    for (unsigned jobs = 1; jobs <= 2; jobs++) {
+        char db[32];
+        snprintf(db, sizeof db, "db-budget-%u", jobs);
+        ctx c;
+        CHECK_INT(open_ctx_jobs(&c, db, "r", jobs), 0);
+        CHECK_INT(add(&c, "budget.log"), 0);
+        CHECK_INT(c.pr.n, 0);
+        expect_query(c.st, "sum step by run", want_sum);
+        block_minutes bm = {0};
+        dsq_error err;
+        dsq_error_clear(&err);
+        CHECK_INT(dsq_store_scan_blocks(c.st, 0, count_block_minute, &bm, &err), 0);
+        size_t most = 0;
+        for (int m = 31; m < 30 + rounds; m++)
+            if (bm.by_minute[m] > most)
+                most = bm.by_minute[m];
+        /* the budget was reached again and again: 3,584 blocks (5,970 written all
+         * at once, every block just opened among them) */
+        CHECK(bm.blocks >= 2 * (size_t)pairs && bm.blocks < 8 * (size_t)pairs);
+        CHECK(most > 0 && most <= (size_t)pairs * 5 / 8); /* 275 (all at once: 506) */
+        close_ctx(&c);
+    }
+    unsetenv("DSQ_OPEN_BLOCK_BYTES");
+    unsetenv("DSQ_REORDER_PAIRS");
+}
+
 /* The entries of table `name` of the index in db (under tmp). */
 static size_t table_entries(const char *db, const char *name)
 {
@@ -893,7 +962,9 @@ static void test_checkpoints_write_what_one_commit_does(void)
 /* Checkpoints after a file's first are written in parts (dsq_store_parts; here a
  * part after every chunk record, DSQ_PART_PUTS 1): a long log of two ranks, whose
  * series write chunk records at checkpoints, has the same answers and tables as
- * one commit, and as checkpoints in one piece; with workers too. */
+ * one commit, and as checkpoints in one piece; with workers too. So has a write
+ * whose series are put into their groups as they come (DSQ_SER_FLUSH_BYTES 1: each
+ * one), which ends the write's parts once its chunks are written. */
 static void test_checkpoint_parts_write_what_one_commit_does(void)
 {
     static const char *const queries[] = {
@@ -914,31 +985,41 @@ static void test_checkpoint_parts_write_what_one_commit_does(void)
     CHECK_INT(test_write_file(tmp, "long.log", text, len), 0);
     free(text);
     static const struct {
-        const char *commit_bytes, *part_puts;
+        const char *commit_bytes, *part_puts, *ser_flush;
         unsigned jobs;
         const char *db;
-    } ways[] = {{NULL, NULL, 1, "db-long-one"},
-                {"100000", "1000000", 1, "db-long-ckpt"},
-                {"100000", "1", 1, "db-long-parts"},
-                {"100000", "1", 2, "db-long-parts-2"}};
-    uint64_t parts[4] = {0};
-    for (size_t w = 0; w < 4; w++) {
+    } ways[] = {{NULL, NULL, NULL, 1, "db-long-one"},
+                {"100000", "1000000", NULL, 1, "db-long-ckpt"},
+                {"100000", "1", NULL, 1, "db-long-parts"},
+                {"100000", "1", NULL, 2, "db-long-parts-2"},
+                {"100000", "1", "1", 1, "db-long-ser-flush"},
+                {"100000", "1", "1", 2, "db-long-ser-flush-2"}};
+    uint64_t parts[6] = {0}, flushes[6] = {0};
+    for (size_t w = 0; w < 6; w++) {
         if (ways[w].commit_bytes)
             setenv("DSQ_COMMIT_BYTES", ways[w].commit_bytes, 1);
         if (ways[w].part_puts)
             setenv("DSQ_PART_PUTS", ways[w].part_puts, 1);
+        if (ways[w].ser_flush)
+            setenv("DSQ_SER_FLUSH_BYTES", ways[w].ser_flush, 1);
         ctx c;
         CHECK_INT(open_ctx_jobs(&c, ways[w].db, "r", ways[w].jobs), 0);
         CHECK_INT(add(&c, "long.log"), 0);
         CHECK_INT(c.pr.n, 0);
         parts[w] = dsq_store_parts_committed(c.st);
+        flushes[w] = dsq_store_series_flushes(c.st);
         close_ctx(&c);
         unsetenv("DSQ_COMMIT_BYTES");
         unsetenv("DSQ_PART_PUTS");
+        unsetenv("DSQ_SER_FLUSH_BYTES");
     }
     CHECK(parts[0] == 0 && parts[1] == 0 && parts[2] >= 20 && parts[3] == parts[2]);
+    /* a checkpoint's chunk records come before its series: all still in parts */
+    CHECK(parts[4] == parts[2] && parts[5] == parts[4]);
+    CHECK(flushes[0] == 0 && flushes[1] == 0 && flushes[2] == 0 && flushes[4] >= 20 &&
+          flushes[5] == flushes[4]);
     static const char *const tables[] = {"series", "chunks", "srcroll", "srcblocks", "events"};
-    for (size_t w = 1; w < 4; w++) {
+    for (size_t w = 1; w < 6; w++) {
         expect_same_answers_of(ways[0].db, ways[w].db, queries, sizeof queries / sizeof queries[0],
                                20);
         for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
@@ -1016,7 +1097,8 @@ TEST_MAIN(T(test_setup), T(test_index_and_query), T(test_run_override_and_db_ins
           T(test_damaged_file), T(test_jobs_same_index), T(test_jobs_same_dictionary),
           T(test_small_files_share_commits),
           T(test_progress_inside_one_file), T(test_read_ahead_only_on_a_spare_core),
-          T(test_many_ranks_in_one_file), T(test_many_series_let_go),
+          T(test_many_ranks_in_one_file), T(test_open_blocks_budget_writes_some_at_a_time),
+          T(test_many_series_let_go),
           T(test_checkpoints_write_what_one_commit_does),
           T(test_checkpoint_parts_write_what_one_commit_does),
           T(test_events_by_rank_window_same_answers),
