@@ -284,11 +284,16 @@ COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, uint64_t event
     }
 }
 
-/* Room for one more pair and a segment header. 0 or DSQ_ENOMEM. */
+/* Room for one more pair and a segment header. 0 or DSQ_ENOMEM. A buffer grows by
+ * 128 bytes from 256 to 1 kB, else twice: a launcher log of 8,192 ranks keeps
+ * 124,000 chunks of up to OWN_PAIRS_BYTES open (rollup.c, put_summaries), ~300
+ * bytes each, and doubling gave them 67 MB of buffers for 35 MB. */
 COLD static int chunk_grow(dsq_chunk *c)
 {
     size_t need = c->len + SEG_HDR_MAX + PAIR_MAX;
-    size_t cap = c->cap ? c->cap * 2 : 64; /* most series of a big job hold a few values */
+    size_t cap = !c->cap                          ? 64 /* most series of a big job hold a few values */
+                 : c->cap >= 256 && c->cap < 1024 ? c->cap + 128
+                                                  : c->cap * 2;
     unsigned char *n = realloc(c->buf, cap > need ? cap : need);
     if (!n)
         return DSQ_ENOMEM;
