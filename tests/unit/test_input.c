@@ -14,6 +14,7 @@
 #include "dict.h"
 #include "gunzip.h"
 #include "input.h"
+#include "mapped.h"
 #include "test.h"
 #include "testarchive.h"
 #include "testbuf.h"
@@ -1623,31 +1624,6 @@ static void test_binary_and_nul(void)
     free(text);
     free(zeros);
     free(junk);
-}
-
-/* The resident bytes of this process's mapping of path (smaps "Rss"), -1 if none. */
-static long long mapped_rss_kb(const char *path)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[4608];
-    long long kb = -1;
-    int in_it = 0;
-    size_t pl = strlen(path);
-    while (fgets(line, sizeof line, f)) {
-        size_t n = strlen(line);
-        if (n && line[n - 1] == '\n')
-            line[--n] = 0;
-        if (strchr(line, '-') && strchr(line, ' ') && strchr(line, '-') < strchr(line, ' ')) {
-            in_it = n >= pl && strcmp(line + n - pl, path) == 0; /* a mapping's first line */
-        } else if (in_it && strncmp(line, "Rss:", 4) == 0) {
-            kb = (kb < 0 ? 0 : kb) + atoll(line + 4);
-            in_it = 0;
-        }
-    }
-    fclose(f);
-    return kb;
 }
 
 /* A big compressed file is not kept resident as it is read: the map is let go of

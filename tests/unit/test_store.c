@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "dsq/dsq.h"
+#include "mapped.h"
 #include "rollup.h"
 #include "sergroup.h"
 #include "store.h"
@@ -804,6 +805,61 @@ done:
  * summary's first; a series with chunks reads them, then the few pairs after them
  * kept in its record (schema 11). Read during a scan of the series, looked up by
  * key with its summary at hand or without, the pairs are the same. */
+/* A writer's lookups of series (dsq_store_series_get: the indexer taking back the
+ * series it let go of) let go of the index's map as they go (store.c,
+ * note_lookup): 240,000 series of 200 bytes (~60 MB of index), looked up in a
+ * scattered order in a write, leave at most 40 MB of it resident (all of it was). */
+static void test_writer_lookups_let_go_of_the_map(void)
+{
+    char tmp[64];
+    dsq_error err;
+    dsq_store *st = new_store(tmp, &err);
+    if (!st)
+        return;
+    const uint32_t n = 240000;
+    uint32_t run = intern(st, "run-a"), f = intern(st, "loss");
+    unsigned char pairs[200];
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    for (uint32_t i = 0; i < n; i++) {
+        for (size_t b = 0; b < sizeof pairs; b += 8) {
+            uint64_t x = mix((uint64_t)i << 8 | b) | 0x0101010101010101u; /* no zero runs */
+            memcpy(pairs + b, &x, 8);
+        }
+        dsq_series_key k = {f, run, 1 + i / 8, (int32_t)(i % 8), 1};
+        dsq_series_rec rec = {.count = 2, .sum = 3, .min = 1, .max = 2, .first_v = 1,
+                              .last_v = 2, .first_t = 1000, .last_t = 2000};
+        CHECK_INT(dsq_store_series_put(st, &k, &rec, pairs, sizeof pairs, &err), 0);
+    }
+    CHECK_INT(dsq_store_rollups_put(st, 1, &err), 0);
+    CHECK_INT(dsq_store_commit(st, &err), 0);
+    dsq_store_close(st);
+    if (!(st = open_store(tmp, 0)))
+        goto out;
+    char path[128];
+    snprintf(path, sizeof path, "%s/data.mdb", tmp);
+    CHECK_INT(dsq_store_begin(st, &err), 0);
+    unsigned char *got = NULL;
+    size_t np = 0, cap = 0;
+    long long most = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t i = (uint32_t)(((uint64_t)j * 100003u) % n); /* scattered, each once */
+        dsq_series_key k = {f, run, 1 + i / 8, (int32_t)(i % 8), 1};
+        dsq_series_rec rec;
+        CHECK_INT(dsq_store_series_get(st, &k, &rec, &got, &np, &cap, &err), 1);
+        if (j % 4096 == 0) {
+            long long kb = mapped_rss_kb(path);
+            most = kb > most ? kb : most;
+        }
+    }
+    CHECK(np == sizeof pairs);
+    CHECK(most > 0 && most <= 40 * 1024);
+    free(got);
+    dsq_store_abort(st);
+    dsq_store_close(st);
+out:
+    test_tmpdir_remove(tmp);
+}
+
 static void test_series_own_pairs(void)
 {
     char tmp[64];
@@ -2505,7 +2561,8 @@ static void test_key_pack(void)
 TEST_MAIN(T(test_write_reopen_scan), T(test_blocks_put_in_key_order_after_the_end), T(test_big_write_reopens_the_environment), T(test_parts_readers_see_the_last_commit), T(test_chunks_packed_by_size), T(test_series_table_filled_in_key_order), T(test_series_sort_radix_as_merge), T(test_new_runs_appended_and_scanned_by_field), T(test_scan_stops), T(test_source_drop),
           T(test_dict_persistence), T(test_second_writer_refused), T(test_missing_or_foreign_dir),
           T(test_killed_before_first_commit_reads_empty), T(test_killed_before_meta_pages_reads_empty), T(test_schema_mismatch), T(test_series_round_trip_and_drop),
-          T(test_series_own_pairs), T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
+          T(test_series_own_pairs), T(test_writer_lookups_let_go_of_the_map),
+          T(test_series_own_pairs_zero_runs), T(test_series_last_put_wins_and_drop_sees_pending),
           T(test_series_groups_across_sources), T(test_series_groups_split_and_merge), T(test_series_group_damaged_packed_record),
           T(test_series_after_full_record_not_merged), T(test_series_scan_inside_a_visit),
           T(test_attrs_held_last_wins_scanned_and_dropped),
