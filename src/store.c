@@ -588,9 +588,9 @@ static int resident_bytes(dsq_store *st, uint64_t *all, uint64_t *files)
     return 1;
 }
 
-static void note_put(dsq_store *st)
+/* Every PUTS_LOOK puts or lookups of a write, the resident size looked at. */
+static void look_resident(dsq_store *st)
 {
-    st->puts_in_write++;
     if (++st->puts_since_look < PUTS_LOOK)
         return;
     st->puts_since_look = 0;
@@ -605,6 +605,12 @@ static void note_put(dsq_store *st)
     }
 }
 
+static void note_put(dsq_store *st)
+{
+    st->puts_in_write++;
+    look_resident(st);
+}
+
 /* A writer's lookup of one series (dsq_store_series_get) maps its page and the
  * cached ones around it, anywhere in the index: a launcher log of 8,192 ranks in 8
  * GB took its series back after letting them go (rollup.c, resume_series), 124,000
@@ -612,14 +618,8 @@ static void note_put(dsq_store *st)
  * as puts are (note_put). */
 static void note_lookup(dsq_store *st)
 {
-    if (st->readonly || ++st->puts_since_look < PUTS_LOOK)
-        return;
-    st->puts_since_look = 0;
-    uint64_t all, files;
-    if (resident_bytes(st, &all, &files) && files > MAP_RESIDENT) {
-        st->read_since_release = 0;
-        release_map(st->dir, "data.mdb");
-    }
+    if (!st->readonly)
+        look_resident(st);
 }
 
 /* LMDB's key order, memcmp's (shorter first on a tie), with the bytes compared 8 and
@@ -880,8 +880,9 @@ int dsq_store_open(const dsq_store_params *params, dsq_store **out, dsq_error *e
                         ? (uint32_t)strtoul(pp, NULL, 10)
                         : PART_PUTS;
     const char *sf = getenv("DSQ_SER_FLUSH_BYTES");
-    st->ser_flush = sf && strtoull(sf, NULL, 10) > 0 ? (size_t)strtoull(sf, NULL, 10) : SER_FLUSH_BYTES;
-    st->ser_flush_one = sf && strtoull(sf, NULL, 10) > 0 ? st->ser_flush : SER_FLUSH_ONE;
+    size_t sfb = sf ? (size_t)strtoull(sf, NULL, 10) : 0;
+    st->ser_flush = sfb ? sfb : SER_FLUSH_BYTES;
+    st->ser_flush_one = sfb ? sfb : SER_FLUSH_ONE;
     snprintf(st->dir, sizeof st->dir, "%s", params->dir);
     struct stat sb;
     if (st->readonly && stat(st->dir, &sb) != 0) {
