@@ -195,7 +195,7 @@ static int reserve(dsq_block *b, size_t more)
      * took 12 MB more than of 256 bytes (an event is ~50-100); from 1 kB to 8 kB by
      * 512 bytes, else twice: 9,216 blocks of a log of 8,192 ranks, written at ~2 kB,
      * kept 31 MB of buffers, doubled, for 16 MB of events */
-    size_t cap = b->cap ? b->cap : 128;
+    size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + more)
         cap = cap >= 1024 && cap < 8192 ? cap + 512 : cap * 2;
     unsigned char *n = realloc(b->buf, cap);

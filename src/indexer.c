@@ -47,8 +47,8 @@
  * OPEN_BLOCKS_FIRST at first, twice as many each time all are taken, up to
  * OPEN_BLOCKS_MAX; then every one is written out (once the open blocks hold
  * OPEN_BLOCK_BYTES, some are: OB_FLUSH_PART). A launcher log of 2,048 ranks had
- * its blocks written out every 256 ranks' events: 3.6 events a block. One of 8,192 ranks has 9,216 pairs (each
- * host's own lines too): at 8,192 blocks every block was written out each time the
+ * its blocks written out every 256 ranks' events: 3.6 events a block. One of 8,192
+ * ranks has 9,216 pairs (each host's own lines too): at 8,192 blocks every block was written out each time the
  * ranks went round, 7.5 events a block, and the 1 GB log took 15.3 s, peak RSS 354
  * MB, an index of 232 MB for 99 MB of .zst; with 16,384, 9.6 s, 331 MB, 115 MB. An
  * open block takes ~0.75 kB besides its buffer, whose bytes the budget bounds: a

@@ -291,7 +291,7 @@ COLD static void open_segment(dsq_chunk *c, int k, uint32_t kind, uint64_t event
 COLD static int chunk_grow(dsq_chunk *c)
 {
     size_t need = c->len + SEG_HDR_MAX + PAIR_MAX;
-    size_t cap = !c->cap                          ? 64 /* most series of a big job hold a few values */
+    size_t cap = !c->cap ? 64 /* most series of a big job hold a few values */
                  : c->cap >= 256 && c->cap < 1024 ? c->cap + 128
                                                   : c->cap * 2;
     unsigned char *n = realloc(c->buf, cap > need ? cap : need);

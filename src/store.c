@@ -271,6 +271,13 @@ static const packing pack_srcroll = {3, 4096, 0, 0, "writing rollups"};
 #define SYNC_BEHIND_MS 250
 #define STALE_KEY "stale" /* meta: some run rollups are marked stale (settle_runrolls) */
 
+/* No series wait for the commit (flush_series). */
+static void ser_clear(dsq_store *st)
+{
+    st->ser_len = st->ser_n = 0;
+    st->ser_mixed = 0;
+}
+
 static int put_failed(dsq_store *st, int rc, dsq_error *err, const char *what);
 static int load_stale(dsq_store *st, MDB_txn *txn, dsq_error *err);
 static int put_held_attrs(dsq_store *st, dsq_error *err);
@@ -1133,8 +1140,7 @@ int dsq_store_begin(dsq_store *st, dsq_error *err)
     st->blk_len = 0;
     st->parts = 0;
     st->ndue = 0;
-    st->ser_len = st->ser_n = 0;
-    st->ser_mixed = 0;
+    ser_clear(st);
     st->ser_put = 0;
     st->nfresh = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
@@ -1771,8 +1777,7 @@ static int put_series(dsq_store *st, int at_commit, dsq_error *err)
 static int flush_series(dsq_store *st, dsq_error *err)
 {
     int status = put_series(st, 0, err);
-    st->ser_len = st->ser_n = 0;
-    st->ser_mixed = 0;
+    ser_clear(st);
     return status;
 }
 
@@ -2835,8 +2840,7 @@ int dsq_store_commit(dsq_store *st, dsq_error *err)
         status = dsq_error_set(err, DSQ_ENOMEM, "writing run rollups");
     if (!status)
         status = settle_runrolls(st, st->due, (size_t)ndue, err);
-    st->ser_len = st->ser_n = 0;
-    st->ser_mixed = 0;
+    ser_clear(st);
     st->ndue = 0;
     if (!status)
         status = save_dict(st, err);
@@ -2913,8 +2917,7 @@ void dsq_store_abort(dsq_store *st)
         mdb_txn_abort(st->txn);
     st->txn = NULL;
     st->ndue = 0;
-    st->ser_len = st->ser_n = 0;
-    st->ser_mixed = 0;
+    ser_clear(st);
     st->sr_nf = st->sr_na = st->sr_nh = 0;
     st->map_full = 0;
     st->blk_len = 0;
